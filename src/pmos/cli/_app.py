@@ -1,0 +1,101 @@
+"""What every command shares: the kit root option, error mapping and output.
+
+Errors reach the user in exactly one place, :class:`PmosGroup.invoke`: an
+expected :class:`PmosError` prints its message on stderr and exits with the
+code its class carries; Ctrl-C exits 130; anything else is a bug and keeps its
+traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import typer
+from typer.core import TyperGroup
+
+from pmos import exit_codes
+from pmos.errors import PmosError
+
+
+class PmosGroup(TyperGroup):
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except PmosError as exc:
+            typer.echo(f"pmos: error: {exc}", err=True)
+            raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            typer.echo("pmos: interrupted", err=True)
+            raise typer.Exit(exit_codes.INTERRUPTED) from None
+
+
+def new_typer(help_text: str) -> typer.Typer:
+    return typer.Typer(
+        cls=PmosGroup,
+        help=help_text,
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+    )
+
+
+class _State:
+    """Per-invocation state set by the top-level callback (one command per process,
+    but tests run many in one process, so the callback resets it every time)."""
+
+    root: str | None = None
+    kit: Any = None
+
+
+STATE = _State()
+
+
+def set_root(root: str | None) -> None:
+    STATE.root = root
+    STATE.kit = None
+
+
+def root_option() -> str | None:
+    return STATE.root
+
+
+def kit():
+    """The kit of the current command, resolved once from --root / PMOS_ROOT / cwd."""
+    from pmos.kit import open_kit
+
+    if STATE.kit is None:
+        STATE.kit = open_kit(STATE.root)
+    return STATE.kit
+
+
+def emit_json(data: Any) -> None:
+    import orjson
+
+    sys.stdout.buffer.write(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
+    sys.stdout.flush()
+
+
+def warn(messages: Sequence[str]) -> None:
+    for message in messages:
+        typer.echo(f"pmos: warning: {message}", err=True)
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A plain aligned text table; cells are neutralised of control characters."""
+    from pmos.text import neutralise
+
+    def cell(value: Any) -> str:
+        text = "" if value is None else str(value)
+        return neutralise(text).replace("\n", " ")
+
+    grid = [[cell(h) for h in headers], *[[cell(v) for v in row] for row in rows]]
+    widths = [max(len(r[i]) for r in grid) for i in range(len(headers))]
+    lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in grid]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+JSON_OPTION = typer.Option(False, "--json", help="Print machine-readable JSON.")

@@ -1,0 +1,87 @@
+"""Ledger commands: verify, show, path."""
+
+from __future__ import annotations
+
+import typer
+
+from pmos import exit_codes
+from pmos.cli._app import JSON_OPTION, emit_json, kit, new_typer, table
+
+
+def register(app: typer.Typer) -> None:
+    ledger_app = new_typer("Inspect and verify the ledgers.")
+    ledger_app.command("verify")(verify)
+    ledger_app.command("show")(show)
+    ledger_app.command("path")(path)
+    app.add_typer(ledger_app, name="ledger")
+
+
+def verify(
+    schema: bool = typer.Option(False, "--schema", help="Also re-validate every record."),
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Check every ledger: each line parses, the hash chain holds, no torn tail.
+
+    Exits 1 naming each bad line, 0 when all ledgers are clean.
+    """
+    from pmos.ledger_checks import verify_kit
+
+    reports = verify_kit(kit(), with_schema=schema)
+    ok = all(r.ok for r in reports)
+    if json_output:
+        emit_json({"ok": ok, "ledgers": [r.as_dict() for r in reports]})
+    else:
+        for report in reports:
+            state = "ok" if report.ok else f"{len(report.problems)} problem(s)"
+            typer.echo(f"{report.kind:<12} {report.lines:>8} lines  {state}  {report.path}")
+            for problem in report.problems:
+                typer.echo(f"  {report.path}:{problem.line}: {problem.problem}")
+    if not ok:
+        raise typer.Exit(exit_codes.CHECK_FAILED)
+
+
+def show(
+    kind: str = typer.Argument(..., help="Ledger kind: runs, evals, acceptances, ..."),
+    run_id: str | None = typer.Option(None, "--run-id", help="Only records of this run."),
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Print a ledger's records (terminal control characters neutralised)."""
+    from pmos.ledger_checks import read_kind
+
+    records = [r for r in read_kind(kit(), kind) if run_id is None or r.get("run_id") == run_id]
+    if json_output:
+        emit_json(records)
+        return
+    columns = ["recorded_at", "record_id", "run_id"]
+    extra = {
+        "runs": ["initiative_id", "builder_model"],
+        "evals": ["verdict", "score", "evaluator_model", "flags"],
+        "acceptances": ["label", "by", "gate_verdict"],
+    }.get(kind, [])
+    rows = [[_fmt(r.get(c)) for c in columns + extra] for r in records]
+    typer.echo(table(columns + extra, rows))
+
+
+def _fmt(value):
+    if isinstance(value, list):
+        return ",".join(map(str, value))
+    return value
+
+
+def path(
+    kind: str | None = typer.Argument(None, help="Ledger kind; all when omitted."),
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Print where the ledgers are."""
+    from pmos.kit import LEDGER_KINDS
+
+    k = kit()
+    kinds = [kind] if kind else list(LEDGER_KINDS)
+    paths = {name: str(k.ledger_path(name)) for name in kinds}
+    if json_output:
+        emit_json(paths)
+    elif kind:
+        typer.echo(paths[kind])
+    else:
+        for name, p in paths.items():
+            typer.echo(f"{name:<12} {p}")

@@ -1,0 +1,183 @@
+"""Writer commands: run register, eval record, eval log, accept.
+
+Each parses its arguments and hands them to :mod:`pmos.writers`; every rule
+lives there. Success prints the record_id (the stored record with --json).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from pmos.cli._app import JSON_OPTION, emit_json, kit, new_typer, warn
+from pmos.errors import BadInput
+
+LEDGER_OPTION = typer.Option(
+    None,
+    "--ledger",
+    help="Expected ledger file; the write is refused unless it is this kit's ledger of the "
+    "right kind.",
+)
+
+
+def register(app: typer.Typer) -> None:
+    run_app = new_typer("Register agent runs.")
+    run_app.command("register")(run_register)
+    app.add_typer(run_app, name="run")
+    eval_app = new_typer("Record review-gate verdicts.")
+    eval_app.command("record")(eval_record)
+    eval_app.command("log", context_settings={"ignore_unknown_options": False})(eval_log)
+    app.add_typer(eval_app, name="eval")
+    app.command("accept")(accept)
+
+
+def _report(written, json_output: bool) -> None:
+    warn(written.warnings)
+    if json_output:
+        emit_json(written.record)
+    else:
+        typer.echo(written.record["record_id"])
+
+
+def run_register(
+    run_id: str = typer.Option(..., "--run-id", help="Id of the agent run."),
+    initiative_id: str = typer.Option(..., "--initiative-id", help="Initiative the run serves."),
+    builder_model: str = typer.Option(..., "--builder-model", help="Model that built the run."),
+    contract: Path | None = typer.Option(
+        None, "--contract", help="Pre-run contract (YAML or JSON) with done_criteria."
+    ),
+    ledger: Path | None = LEDGER_OPTION,
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Register a run and its pre-run contract."""
+    from pmos.writers import load_contract, register_run
+
+    data = load_contract(contract) if contract is not None else None
+    written = register_run(
+        kit(),
+        run_id=run_id,
+        initiative_id=initiative_id,
+        builder_model=builder_model,
+        contract=data,
+        target=ledger,
+    )
+    _report(written, json_output)
+
+
+def _read_json(source: str) -> Any:
+    import orjson
+
+    try:
+        raw = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+    except OSError as exc:
+        raise BadInput(f"cannot read {source}: {exc.strerror}") from None
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        where = "standard input" if source == "-" else source
+        raise BadInput(f"{where} is not valid JSON: {exc}") from None
+
+
+def eval_record(
+    file: str = typer.Option(..., "--file", "-f", help="Verdict JSON file, or - for stdin."),
+    ledger: Path | None = LEDGER_OPTION,
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Record a full verdict (two axes, criteria, dimensions, defects)."""
+    from pmos.writers import record_verdict
+
+    _report(record_verdict(kit(), _read_json(file), target=ledger), json_output)
+
+
+_LOG_USAGE = (
+    "usage: pmos eval log RUN_ID INITIATIVE_ID SCORE VERDICT RUBRIC_PATH [EVALUATOR_MODEL] "
+    "--spec pass|fail --standards pass|fail [--note TEXT]\n"
+    "   or: pmos eval log RUN_ID INITIATIVE_ID SKIPPED REASON [RUBRIC_PATH] [EVALUATOR_MODEL]"
+)
+
+
+def eval_log(
+    args: list[str] = typer.Argument(
+        ...,
+        metavar="RUN_ID INITIATIVE_ID (SCORE VERDICT RUBRIC_PATH | SKIPPED REASON [RUBRIC_PATH]) "
+        "[EVALUATOR_MODEL]",
+        help="Positional fields of the kit's short form.",
+    ),
+    spec: str | None = typer.Option(None, "--spec", help="Spec axis: pass or fail."),
+    standards: str | None = typer.Option(None, "--standards", help="Standards axis: pass|fail."),
+    note: str | None = typer.Option(None, "--note", help="Free-text note (axis rationales)."),
+    ledger: Path | None = LEDGER_OPTION,
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Record a verdict in the kit's short form (no per-dimension detail).
+
+    EVALUATOR_MODEL defaults to $PMOS_EVALUATOR_MODEL.
+    """
+    from pmos.writers import evaluator_model_from_env, record_short_verdict
+
+    if len(args) < 4:
+        raise BadInput(f"too few arguments\n{_LOG_USAGE}")
+    run_id, initiative_id, third, fourth, *rest = args
+    if third == "SKIPPED":
+        if spec is not None or standards is not None:
+            raise BadInput("a SKIPPED verdict takes no --spec or --standards")
+        if len(rest) > 2:
+            raise BadInput(f"too many arguments\n{_LOG_USAGE}")
+        rubric_path = rest[0] if rest else None
+        model = rest[1] if len(rest) > 1 else evaluator_model_from_env()
+        written = record_short_verdict(
+            kit(),
+            run_id=run_id,
+            initiative_id=initiative_id,
+            verdict="SKIPPED",
+            skipped_reason=fourth,
+            rubric_path=rubric_path,
+            evaluator_model=model,
+            note=note,
+            target=ledger,
+        )
+    else:
+        if not rest or len(rest) > 2:
+            raise BadInput(f"expected RUBRIC_PATH and at most EVALUATOR_MODEL\n{_LOG_USAGE}")
+        try:
+            score = float(third)
+        except ValueError:
+            raise BadInput(f"SCORE must be a number from 0 to 1, got {third!r}") from None
+        if not math.isfinite(score):
+            raise BadInput(f"SCORE must be a finite number, got {third!r}")
+        missing = [name for name, v in (("--spec", spec), ("--standards", standards)) if v is None]
+        if missing:
+            raise BadInput(f"missing {' and '.join(missing)}: declare both axes\n{_LOG_USAGE}")
+        written = record_short_verdict(
+            kit(),
+            run_id=run_id,
+            initiative_id=initiative_id,
+            verdict=fourth,
+            score=score,
+            rubric_path=rest[0],
+            evaluator_model=rest[1] if len(rest) > 1 else evaluator_model_from_env(),
+            spec=spec,
+            standards=standards,
+            note=note,
+            target=ledger,
+        )
+    _report(written, json_output)
+
+
+def accept(
+    run_id: str = typer.Argument(..., help="Run to label."),
+    label: str = typer.Option(..., "--label", help="pass or fail."),
+    by: str = typer.Option(..., "--by", help="Who is labelling (the PM)."),
+    note: str | None = typer.Option(None, "--note", help="Why."),
+    ledger: Path | None = LEDGER_OPTION,
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Record a PM's acceptance label for a run (supersedes an earlier one)."""
+    from pmos.writers import record_acceptance
+
+    written = record_acceptance(kit(), run_id=run_id, label=label, by=by, note=note, target=ledger)
+    _report(written, json_output)

@@ -1,0 +1,84 @@
+"""Domain exceptions.
+
+The library raises these and never prints or exits; the CLI maps each class to
+a message and an exit code in one place (``pmos.cli._app``). Keeping the exit
+code on the class means a new error kind cannot be forgotten there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from pmos import exit_codes
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken rule: which rule, which field, and what is wrong with it."""
+
+    rule: str
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"[{self.rule}] {self.field}: {self.message}"
+
+    def as_dict(self) -> dict[str, str]:
+        return {"rule": self.rule, "field": self.field, "message": self.message}
+
+
+class PmosError(Exception):
+    """Base class of every error pmos expects and reports without a traceback."""
+
+    exit_code: int = exit_codes.BAD_INPUT
+
+
+class BadInput(PmosError):
+    """Input that cannot be used: unreadable file, bad JSON or YAML, bad argument."""
+
+
+class KitRootNotFound(PmosError):
+    """No kit root could be resolved from --root, PMOS_ROOT or the working directory."""
+
+
+class ConfigError(PmosError):
+    """pmos.yaml is missing, unreadable or violates its schema."""
+
+
+class RecordRejected(PmosError):
+    """A record broke one or more rules; it was not written.
+
+    All violations are collected so the author can fix them in one pass.
+    """
+
+    def __init__(self, kind: str, violations: Iterable[Violation]) -> None:
+        self.kind = kind
+        self.violations = list(violations)
+        lines = "\n".join(f"  - {v}" for v in self.violations)
+        super().__init__(f"{kind} record rejected ({len(self.violations)} problem(s)):\n{lines}")
+
+
+class SinkRefused(PmosError):
+    """A writer was pointed at a file that is not its own configured ledger."""
+
+
+class LedgerCorrupt(PmosError):
+    """A ledger line does not parse or breaks the hash chain.
+
+    Readers refuse to compute anything from such a ledger: a number derived
+    from a hand-edited ledger must not look trustworthy.
+    """
+
+    def __init__(self, path: str, line: int | None, problem: str) -> None:
+        self.path = path
+        self.line = line
+        self.problem = problem
+        where = f"{path}:{line}" if line is not None else path
+        super().__init__(f"{where}: {problem} (run 'pmos ledger verify' for a full report)")
+
+
+class LedgerBusy(PmosError):
+    """The ledger lock could not be taken in time."""
+
+    exit_code = exit_codes.CHECK_FAILED

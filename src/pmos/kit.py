@@ -1,0 +1,261 @@
+"""The kit root: finding it, reading its pmos.yaml, resolving its ledgers, creating one.
+
+A kit root is any folder holding ``pmos.yaml``. It is resolved once per
+command, in this order: an explicit ``--root``, the ``PMOS_ROOT`` environment
+variable, then the working directory and its parents (at each level both
+``pmos.yaml`` and a vendored ``pmos/pmos.yaml`` are looked for).
+
+Ledger paths are resolved, not trusted: :meth:`Kit.ledger_path` refuses a
+configured path that leaves the kit root, passes through a symlink, is a hard
+link, or is the same file as another kind's ledger. That is what keeps a
+verdict from being written into the acceptances ledger by a crafted path.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pmos.assets import kit_source
+from pmos.errors import BadInput, ConfigError, KitRootNotFound, SinkRefused
+
+CONFIG_NAME = "pmos.yaml"
+ROOT_ENV = "PMOS_ROOT"
+
+
+@dataclass(frozen=True)
+class LedgerKind:
+    """One kind of ledger: its config key, the schema of its records, its default file."""
+
+    name: str
+    schema: str
+    default_path: str
+    id_prefix: str
+
+
+LEDGER_KINDS: dict[str, LedgerKind] = {
+    k.name: k
+    for k in (
+        LedgerKind("runs", "run", "state/runs.jsonl", "run"),
+        LedgerKind("evals", "verdict", "state/evals.jsonl", "ev"),
+        LedgerKind("acceptances", "acceptance", "state/acceptances.jsonl", "acc"),
+    )
+}
+
+DEFAULT_FAMILIES: dict[str, list[str]] = {
+    "anthropic": ["claude", "anthropic"],
+    "openai": ["gpt", "chatgpt", "openai", "o1", "o3", "o4"],
+    "google": ["gemini", "google"],
+    "meta": ["llama", "meta"],
+    "mistral": ["mistral", "mixtral", "codestral"],
+    "qwen": ["qwen"],
+    "deepseek": ["deepseek"],
+}
+
+
+@dataclass(frozen=True)
+class Config:
+    """pmos.yaml, validated, with defaults filled in."""
+
+    ledgers: dict[str, str]
+    rubric_dir: str = "planning/evals"
+    default_rubric: str = "planning/evals/agent-run-eval-rubric.md"
+    kappa_threshold: float = 0.60
+    pass_fraction_window: int = 20
+    goodhart_alarm: float = 0.90
+    min_pairs: int = 20
+    model_families: dict[str, list[str]] = field(default_factory=lambda: dict(DEFAULT_FAMILIES))
+    #: The whole parsed file, for sections that belong to other modules.
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+def load_config(path: Path) -> Config:
+    import yaml
+
+    from pmos import schemas
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path} is not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} must be a YAML mapping")
+    problems = schemas.validate("config", data)
+    if problems:
+        lines = "\n".join(f"  - {p}" for p in problems)
+        raise ConfigError(f"{path} is not a valid pmos config:\n{lines}")
+    ledgers = {k.name: k.default_path for k in LEDGER_KINDS.values()}
+    ledgers.update(data["ledgers"])
+    known = {k: data[k] for k in Config.__dataclass_fields__ if k in data and k != "ledgers"}
+    return Config(ledgers=ledgers, raw=data, **known)
+
+
+@dataclass
+class Kit:
+    root: Path
+    config: Config
+
+    @classmethod
+    def open(cls, root: Path) -> Kit:
+        return cls(root, load_config(root / CONFIG_NAME))
+
+    def path(self, relative: str) -> Path:
+        return self.root / relative
+
+    def ledger_path(self, kind: str) -> Path:
+        """The configured ledger file of ``kind``, after every sink check."""
+        if kind not in LEDGER_KINDS:
+            raise BadInput(f"unknown ledger kind {kind!r}; known: {', '.join(LEDGER_KINDS)}")
+        candidate = self._resolve_inside(kind, self.config.ledgers[kind])
+        for other in LEDGER_KINDS:
+            if other == kind:
+                continue
+            other_path = self._resolve_inside(other, self.config.ledgers[other])
+            if other_path == candidate or _same_file(other_path, candidate):
+                raise SinkRefused(
+                    f"the {kind} ledger is configured as the same file as the {other} ledger "
+                    f"({candidate}); each kind needs its own file"
+                )
+        try:
+            st = candidate.lstat()
+        except FileNotFoundError:
+            if not candidate.parent.is_dir():
+                raise SinkRefused(
+                    f"{candidate.parent} does not exist; create the kit with 'pmos init'"
+                ) from None
+            return candidate
+        if not stat.S_ISREG(st.st_mode):
+            raise SinkRefused(f"{candidate} is not a regular file")
+        if st.st_nlink > 1:
+            raise SinkRefused(
+                f"{candidate} has {st.st_nlink} hard links; a ledger must be reachable "
+                "by one name only"
+            )
+        return candidate
+
+    def check_target(self, kind: str, target: str | Path) -> Path:
+        """Accept ``target`` only if it is the very file configured for ``kind``."""
+        ledger = self.ledger_path(kind)
+        given = Path(target)
+        if not given.is_absolute():
+            given = Path.cwd() / given
+        if os.path.realpath(given) != str(ledger) or (
+            given.exists() and not _same_file(given, ledger)
+        ):
+            raise SinkRefused(
+                f"refusing to write a {kind} record to {target}: the {kind} ledger of this "
+                f"kit is {ledger}"
+            )
+        if given.is_symlink():
+            raise SinkRefused(f"refusing to write through the symlink {target}")
+        return ledger
+
+    def _resolve_inside(self, kind: str, configured: str) -> Path:
+        root = Path(os.path.realpath(self.root))
+        lexical = Path(os.path.normpath(root / configured))
+        real = Path(os.path.realpath(lexical))
+        if real != lexical:
+            raise SinkRefused(
+                f"the {kind} ledger path {configured!r} passes through a symlink "
+                f"(it resolves to {real}); ledgers must be plain files inside the kit root"
+            )
+        if root not in real.parents:
+            raise SinkRefused(f"the {kind} ledger path {configured!r} leaves the kit root {root}")
+        return real
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        sa, sb = a.stat(), b.stat()
+    except FileNotFoundError:
+        return False
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
+def find_root(explicit: str | Path | None = None, cwd: Path | None = None) -> Path:
+    """Resolve the kit root (see module docstring); raises with a how-to when none is found."""
+    for source, value in (("--root", explicit), (ROOT_ENV, os.environ.get(ROOT_ENV))):
+        if value:
+            root = Path(value).expanduser()
+            if not (root / CONFIG_NAME).is_file():
+                raise KitRootNotFound(
+                    f"{source} points at {root}, which has no {CONFIG_NAME}; "
+                    f"create a kit there with 'pmos init {root}'"
+                )
+            return root.resolve()
+    here = (cwd or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        for candidate in (folder, folder / "pmos"):
+            if (candidate / CONFIG_NAME).is_file():
+                return candidate
+    raise KitRootNotFound(
+        f"no kit root found: pass --root DIR, set {ROOT_ENV}, or run inside a folder with "
+        f"{CONFIG_NAME}. Create one with 'pmos init DIR'."
+    )
+
+
+def open_kit(explicit: str | Path | None = None) -> Kit:
+    return Kit.open(find_root(explicit))
+
+
+# ---------------------------------------------------------------- init
+
+#: Files and folders ``pmos init`` copies from the bundled kit (existing ones are kept).
+KIT_TEMPLATE_PATHS: list[str] = [
+    CONFIG_NAME,
+    "schemas",
+    "planning/evals/agent-run-eval-rubric.md",
+    "scripts/pmos-log.sh",
+]
+
+
+@dataclass
+class InitReport:
+    root: Path
+    created: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"root": str(self.root), "created": self.created, "kept": self.kept}
+
+
+def init_kit(dest: Path) -> InitReport:
+    """Create (or complete) a kit root at ``dest``; never overwrites an existing file."""
+    dest = Path(dest)
+    if dest.exists() and not dest.is_dir():
+        raise BadInput(f"{dest} exists and is not a folder")
+    source = kit_source()
+    if dest.resolve() == source.resolve():
+        raise BadInput(f"{dest} is the bundled kit itself")
+    report = InitReport(dest.resolve())
+    dest.mkdir(parents=True, exist_ok=True)
+    for rel in KIT_TEMPLATE_PATHS:
+        origin = source / rel
+        files = sorted(p for p in origin.rglob("*") if p.is_file()) if origin.is_dir() else [origin]
+        for src in files:
+            rel_file = src.relative_to(source).as_posix()
+            target = dest / rel_file
+            if target.exists() or target.is_symlink():
+                report.kept.append(rel_file)
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, target)
+            report.created.append(rel_file)
+    config = load_config(dest / CONFIG_NAME)
+    for kind in LEDGER_KINDS:
+        rel_file = config.ledgers[kind]
+        target = dest / rel_file
+        if target.exists() or target.is_symlink():
+            report.kept.append(rel_file)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        os.close(fd)
+        report.created.append(rel_file)
+    return report

@@ -1,0 +1,435 @@
+"""Append-only, hash-chained JSONL ledgers.
+
+Layout of one line (UTF-8, newline-terminated)::
+
+    {...record fields...,"prev_hash":"<hex>","hash":"<hex>"}
+
+``hash`` is SHA-256 over a tag and the exact bytes of the line up to (not
+including) ``,"hash":...``, closed with ``}``. Because the hash covers the bytes
+as written, verifying a line never re-serialises it: slice, hash, compare. The
+``prev_hash`` of the first line is a per-kind genesis value, so a line copied
+from another kind's ledger breaks the chain too.
+
+Writers take an exclusive ``flock`` on the ledger, repair a torn tail left by a
+crash (moving it to ``<ledger>.quarantine``), write whole lines with one
+``O_APPEND`` write and ``fsync`` before returning. Readers take no lock: they
+read whole lines and ignore an unterminated tail, which is either a write in
+flight or a crash remnant the next append will quarantine.
+
+What the chain detects: an edited, deleted, reordered, inserted or
+hand-appended line. What it cannot detect on its own: someone who recomputes
+every later hash, or cuts lines off the end; keep the head hash that
+``pmos ledger verify --json`` prints somewhere else to catch those.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import hashlib
+import os
+import re
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from pmos.errors import BadInput, LedgerBusy, LedgerCorrupt, Violation
+
+_HASH_TAG = b"pmos-ledger-v1\n"
+_SUFFIX_LEN = len(b',"hash":"') + 64 + len(b'"}')
+_SUFFIX = re.compile(rb',"hash":"([0-9a-f]{64})"\}\Z')
+_BLOCK = 1 << 16
+#: Fields the ledger itself owns; a record may not bring its own.
+CHAIN_FIELDS = ("prev_hash", "hash")
+LOCK_TIMEOUT_S = 30.0
+
+
+def genesis_hash(kind: str) -> str:
+    """The ``prev_hash`` of a ledger's first line; distinct per ledger kind."""
+    return hashlib.sha256(b"pmos-ledger-genesis:" + kind.encode()).hexdigest()
+
+
+def _digest(body: bytes) -> str:
+    return hashlib.sha256(_HASH_TAG + body).hexdigest()
+
+
+class LineError(ValueError):
+    """A single ledger line is malformed; the message says how."""
+
+
+def parse_line(raw: bytes) -> dict[str, Any]:
+    """Parse one line (without its newline) and check its own hash.
+
+    Returns the record, chain fields included. Does not check the link to the
+    previous line: that needs context the caller has.
+    """
+    try:
+        record = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise LineError(f"not valid JSON ({exc})") from None
+    if not isinstance(record, dict):
+        raise LineError("not a JSON object")
+    match = _SUFFIX.search(raw, max(0, len(raw) - _SUFFIX_LEN))
+    if match is None or match.start() != len(raw) - _SUFFIX_LEN:
+        raise LineError("carries no chain hash as its last field: not written by a pmos writer")
+    body = raw[:-_SUFFIX_LEN] + b"}"
+    if _digest(body) != match.group(1).decode():
+        raise LineError("hash does not match the line's content: the line was edited")
+    if not isinstance(record.get("prev_hash"), str):
+        raise LineError("carries no prev_hash")
+    return record
+
+
+def encode_line(record: dict[str, Any], prev_hash: str) -> tuple[bytes, str]:
+    """Serialise ``record`` chained to ``prev_hash``; returns the line and its hash."""
+    clash = [f for f in CHAIN_FIELDS if f in record]
+    if clash:
+        raise BadInput(f"record may not set the ledger's own field(s): {', '.join(clash)}")
+    try:
+        body = orjson.dumps({**record, "prev_hash": prev_hash})
+    except (TypeError, orjson.JSONEncodeError) as exc:
+        raise BadInput(f"record cannot be stored as JSON: {exc}") from None
+    digest = _digest(body)
+    return body[:-1] + b',"hash":"' + digest.encode() + b'"}\n', digest
+
+
+# ---------------------------------------------------------------- writing
+
+
+@dataclass
+class Appended:
+    """What an append did, for the caller to report."""
+
+    records: list[dict[str, Any]]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def record(self) -> dict[str, Any]:
+        return self.records[-1]
+
+
+def _lock(fd: int, kind: int, path: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    delay = 0.0005
+    while True:
+        try:
+            fcntl.flock(fd, kind | fcntl.LOCK_NB)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise
+        if time.monotonic() >= deadline:
+            raise LedgerBusy(f"{path}: could not lock the ledger within {timeout:.0f}s")
+        time.sleep(delay)
+        delay = min(delay * 2, 0.02)
+
+
+def _rfind_newline(fd: int, end: int) -> int:
+    """Offset of the last ``\\n`` strictly before ``end``, or -1."""
+    pos = end
+    while pos > 0:
+        start = max(0, pos - _BLOCK)
+        chunk = os.pread(fd, pos - start, start)
+        idx = chunk.rfind(b"\n")
+        if idx >= 0:
+            return start + idx
+        pos = start
+    return -1
+
+
+def _quarantine(path: Path, fd: int, offset: int, size: int) -> str:
+    torn = os.pread(fd, size - offset, offset)
+    qpath = path.with_name(path.name + ".quarantine")
+    entry = orjson.dumps(
+        {
+            "quarantined_at": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
+            "ledger": path.name,
+            "offset": offset,
+            "length": len(torn),
+            "text": torn.decode("utf-8", "backslashreplace"),
+        }
+    )
+    qfd = os.open(qpath, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        _write_all(qfd, entry + b"\n")
+        os.fsync(qfd)
+    finally:
+        os.close(qfd)
+    os.ftruncate(fd, offset)
+    os.fsync(fd)
+    return (
+        f"{path}: an unterminated last line ({len(torn)} bytes, left by an interrupted write) "
+        f"was moved to {qpath}"
+    )
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+@dataclass
+class _Tail:
+    size: int
+    head: str
+
+
+class LedgerWriter:
+    """Appends to one ledger file; reuse one instance for many appends.
+
+    The instance remembers the size and head hash after its own last write, so
+    consecutive appends from one process skip re-reading the tail unless
+    another process wrote in between.
+    """
+
+    def __init__(self, path: Path, kind: str, *, lock_timeout: float = LOCK_TIMEOUT_S) -> None:
+        self.path = Path(path)
+        self.kind = kind
+        self.lock_timeout = lock_timeout
+        self._tail: _Tail | None = None
+
+    def append(self, record: dict[str, Any]) -> Appended:
+        return self.append_with(lambda: [record])
+
+    def append_many(self, records: Iterable[dict[str, Any]]) -> Appended:
+        """Append records under one lock and one fsync; all or nothing."""
+        batch = list(records)
+        return self.append_with(lambda: batch)
+
+    def append_with(self, build: Callable[[], list[dict[str, Any]]]) -> Appended:
+        """Call ``build`` under the exclusive lock and append what it returns.
+
+        Writers whose rules depend on the ledger's own contents (a run id
+        registered once, the pass fraction before this verdict) decide inside
+        ``build``, so two concurrent writers cannot both pass the same check.
+        ``build`` may raise to abort; nothing is written then.
+        """
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(self.path, flags, 0o644)
+        try:
+            _lock(fd, fcntl.LOCK_EX, self.path, self.lock_timeout)
+            records = build()  # may raise: the file is still untouched
+            warnings: list[str] = []
+            prev, size = self._head(fd, warnings)
+            lines: list[bytes] = []
+            stored: list[dict[str, Any]] = []
+            for record in records:
+                line, digest = encode_line(record, prev)
+                lines.append(line)
+                stored.append({**record, "prev_hash": prev, "hash": digest})
+                prev = digest
+            data = b"".join(lines)
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+            except BaseException:
+                # Leave no partial line behind when the write itself fails.
+                os.ftruncate(fd, size)
+                self._tail = None
+                raise
+            self._tail = _Tail(size + len(data), prev)
+            return Appended(stored, warnings)
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    def _head(self, fd: int, warnings: list[str]) -> tuple[str, int]:
+        size = os.fstat(fd).st_size
+        if self._tail is not None and self._tail.size == size:
+            return self._tail.head, size
+        if size == 0:
+            return genesis_hash(self.kind), 0
+        last_nl = _rfind_newline(fd, size)
+        if last_nl != size - 1:
+            warnings.append(_quarantine(self.path, fd, last_nl + 1, size))
+            size = last_nl + 1
+            if size == 0:
+                return genesis_hash(self.kind), 0
+        start = _rfind_newline(fd, size - 1) + 1
+        raw = os.pread(fd, size - 1 - start, start)
+        try:
+            return parse_line(raw)["hash"], size
+        except LineError as exc:
+            raise LedgerCorrupt(
+                str(self.path), None, f"last line {exc}; refusing to extend a broken chain"
+            ) from None
+
+
+def append(path: Path, kind: str, record: dict[str, Any]) -> Appended:
+    """Append one record to the ledger at ``path`` (see :class:`LedgerWriter`)."""
+    return LedgerWriter(path, kind).append(record)
+
+
+# ---------------------------------------------------------------- reading
+
+
+def iter_records(path: Path, kind: str, *, verify: bool = True) -> Iterator[dict[str, Any]]:
+    """Stream a ledger's records in order, checking each line and the chain.
+
+    A missing ledger reads as empty. An unterminated last line is skipped (a
+    write in flight, or a crash remnant). With ``verify`` a line that does not
+    parse or breaks the chain raises :class:`LedgerCorrupt`: numbers computed
+    from a tampered ledger must not be reported.
+    """
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - closed in finally, generator
+    except FileNotFoundError:
+        return
+    with handle:
+        expected = genesis_hash(kind)
+        for number, raw in enumerate(handle, start=1):
+            if not raw.endswith(b"\n"):
+                return
+            raw = raw[:-1]
+            if not verify:
+                try:
+                    yield orjson.loads(raw)
+                except orjson.JSONDecodeError as exc:
+                    raise LedgerCorrupt(str(path), number, f"not valid JSON ({exc})") from None
+                continue
+            try:
+                record = parse_line(raw)
+            except LineError as exc:
+                raise LedgerCorrupt(str(path), number, str(exc)) from None
+            if record["prev_hash"] != expected:
+                raise LedgerCorrupt(str(path), number, _LINK_BROKEN)
+            expected = record["hash"]
+            yield record
+
+
+_LINK_BROKEN = "prev_hash does not match the previous line: a line was deleted, moved or inserted"
+
+
+def iter_records_reversed(path: Path, kind: str) -> Iterator[dict[str, Any]]:
+    """Stream a ledger's records newest first, checking each line and its link.
+
+    Lets a writer look at recent history (the last N verdicts, the latest
+    record of a run) without reading a large ledger from the start.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return
+    try:
+        end = os.fstat(fd).st_size
+        # Skip an unterminated tail, as the forward reader does.
+        if end and os.pread(fd, 1, end - 1) != b"\n":
+            end = _rfind_newline(fd, end) + 1
+        later_prev: str | None = None
+        pending = b""
+        pos = end
+        line_end_number = None  # line numbers are unknown when reading backwards
+        while pos > 0:
+            start = max(0, pos - _BLOCK)
+            chunk = os.pread(fd, pos - start, start) + pending
+            pos = start
+            lines = chunk.split(b"\n")
+            # lines[-1] is b"" (after the final newline) or was consumed earlier.
+            pending = lines[0] if pos > 0 else b""
+            body_lines = lines[1:] if pos > 0 else lines
+            for raw in reversed(body_lines):
+                if not raw:
+                    continue
+                try:
+                    record = parse_line(raw)
+                except LineError as exc:
+                    raise LedgerCorrupt(str(path), line_end_number, str(exc)) from None
+                if later_prev is not None and record["hash"] != later_prev:
+                    raise LedgerCorrupt(str(path), line_end_number, _LINK_BROKEN)
+                later_prev = record["prev_hash"]
+                yield record
+        if later_prev is not None and later_prev != genesis_hash(kind):
+            raise LedgerCorrupt(str(path), 1, "first line does not start the chain")
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------- verifying
+
+
+@dataclass
+class Problem:
+    line: int
+    problem: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"line": self.line, "problem": self.problem}
+
+
+@dataclass
+class VerifyReport:
+    kind: str
+    path: str
+    lines: int = 0
+    head: str | None = None
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "path": self.path,
+            "ok": self.ok,
+            "lines": self.lines,
+            "head": self.head,
+            "problems": [p.as_dict() for p in self.problems],
+        }
+
+
+def verify(
+    path: Path,
+    kind: str,
+    *,
+    validate: Callable[[dict[str, Any]], list[Violation]] | None = None,
+) -> VerifyReport:
+    """Check every line of a ledger and report each problem with its line number.
+
+    After a bad line the check resynchronises on that line's own claimed hash,
+    so one edited line is reported once rather than poisoning the rest.
+    Holds a shared lock, so a torn tail seen here is not a write in flight.
+    """
+    report = VerifyReport(kind, str(path))
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - closed below
+    except FileNotFoundError:
+        report.problems.append(Problem(0, "ledger file is missing"))
+        return report
+    with handle:
+        _lock(handle.fileno(), fcntl.LOCK_SH, Path(path), LOCK_TIMEOUT_S)
+        expected = genesis_hash(kind)
+        for number, raw in enumerate(handle, start=1):
+            report.lines = number
+            if not raw.endswith(b"\n"):
+                report.problems.append(
+                    Problem(
+                        number,
+                        "unterminated last line (torn write); the next append "
+                        "moves it to the quarantine file",
+                    )
+                )
+                break
+            raw = raw[:-1]
+            try:
+                record = parse_line(raw)
+            except LineError as exc:
+                report.problems.append(Problem(number, str(exc)))
+                claimed = _SUFFIX.search(raw)
+                expected = claimed.group(1).decode() if claimed else expected
+                continue
+            if record["prev_hash"] != expected:
+                report.problems.append(Problem(number, _LINK_BROKEN))
+            expected = record["hash"]
+            if validate is not None:
+                for violation in validate(record):
+                    report.problems.append(Problem(number, f"schema: {violation}"))
+        report.head = expected if report.lines else None
+    return report

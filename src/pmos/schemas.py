@@ -1,0 +1,110 @@
+"""Validation against the JSON Schemas in ``schemas/``.
+
+The schema files are the single source of truth for record shape; this module
+only loads them, links their cross-references and compiles one validator per
+schema per process. Format keywords are asserted, not merely annotated: a
+``date-time`` that is not RFC 3339 is an error, and we refuse to run if the
+checker for it is unavailable rather than silently accept anything.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from functools import cache
+from typing import Any
+
+from pmos.assets import schema_dir
+from pmos.errors import PmosError, Violation
+
+#: Schema names pmos knows; each is ``schemas/<name>.schema.json``.
+SCHEMA_NAMES = ("common", "run", "verdict", "acceptance", "rubric", "config")
+
+
+def schema_path(name: str):
+    if name not in SCHEMA_NAMES:
+        raise PmosError(f"unknown schema {name!r}; known: {', '.join(SCHEMA_NAMES)}")
+    return schema_dir() / f"{name}.schema.json"
+
+
+@cache
+def load_schema(name: str) -> dict[str, Any]:
+    path = schema_path(name)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise PmosError(f"cannot load schema {path}: {exc}") from exc
+
+
+@cache
+def _validator(name: str):
+    from jsonschema import Draft202012Validator
+    from referencing import Registry, Resource
+
+    resources = [
+        (load_schema(n)["$id"], Resource.from_contents(load_schema(n))) for n in SCHEMA_NAMES
+    ]
+    registry = Registry().with_resources(resources)
+    checker = Draft202012Validator.FORMAT_CHECKER
+    if "date-time" not in checker.checkers:
+        raise PmosError(
+            "jsonschema cannot check the date-time format here (install rfc3339-validator); "
+            "refusing to validate records without it"
+        )
+    schema = load_schema(name)
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema, registry=registry, format_checker=checker)
+
+
+def _field(path) -> str:
+    parts = [str(p) for p in path]
+    return "/".join(parts) if parts else "(record)"
+
+
+def validate(name: str, instance: Any) -> list[Violation]:
+    """Every schema violation of ``instance`` (empty when valid), one per field and rule."""
+    seen: set[tuple[str, str]] = set()
+    out: list[Violation] = list(_non_finite(instance, ()))
+    errors = sorted(
+        _validator(name).iter_errors(instance), key=lambda e: [str(p) for p in e.absolute_path]
+    )
+    for err in errors:
+        field = _field(err.absolute_path)
+        if err.validator == "required":
+            missing = err.message.split("'")[1] if err.message.count("'") >= 2 else ""
+            field = _field((*err.absolute_path, missing))
+        rule = f"schema:{err.validator}"
+        # An empty string trips both minLength and pattern; say it once.
+        text_rule = err.validator in ("minLength", "pattern")
+        key = (field, "text" if text_rule else f"{rule}:{err.message}")
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(Violation(rule, field, _message(err)))
+    return out
+
+
+def _message(err) -> str:
+    description = err.schema.get("description") if isinstance(err.schema, dict) else None
+    if err.validator in ("pattern", "minLength", "maxLength") and description:
+        return f"{err.instance!r} is not valid: {description}"
+    if err.validator == "additionalProperties":
+        return "unknown field(s) " + err.message.split("(")[-1].rstrip(")")
+    if err.validator == "not" and isinstance(err.validator_value, dict):
+        alternatives = err.validator_value.get("anyOf", [err.validator_value])
+        names = [n for alt in alternatives for n in alt.get("required", [])]
+        present = [n for n in names if isinstance(err.instance, dict) and n in err.instance]
+        why = f" ({description})" if description else ""
+        return f"field(s) {', '.join(present or names)} not allowed here{why}"
+    return err.message
+
+
+def _non_finite(value: Any, path: tuple) -> list[Violation]:
+    """NaN and infinities slip past minimum/maximum checks; refuse them everywhere."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return [Violation("schema:finite", _field(path), f"{value} is not a finite number")]
+    if isinstance(value, dict):
+        return [v for k, item in value.items() for v in _non_finite(item, (*path, k))]
+    if isinstance(value, list):
+        return [v for i, item in enumerate(value) for v in _non_finite(item, (*path, i))]
+    return []

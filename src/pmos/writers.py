@@ -1,0 +1,329 @@
+"""The validated writers: the only way a record enters a ledger.
+
+Each writer builds the stored record (adding the fields the writer owns),
+validates it against its schema and the rules of its kind, and appends it
+under the ledger lock. Any violation raises :class:`RecordRejected` listing
+every problem, and nothing is written. Checks that read the ledger being
+written (a run registered once, the pass fraction before a verdict) run under
+that ledger's lock, so concurrent writers cannot both pass them.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pmos import history, schemas, verdict_rules
+from pmos.errors import BadInput, RecordRejected, Violation
+from pmos.families import same_family
+from pmos.kit import LEDGER_KINDS, Kit
+from pmos.ledger import LedgerWriter
+from pmos.rubric import Rubric, load_rubric
+
+#: Fields the writer sets on every record; input may not supply them.
+WRITER_FIELDS = (
+    "record_id",
+    "recorded_at",
+    "schema_version",
+    "flags",
+    "prev_hash",
+    "hash",
+    "form",
+    "pass_fraction",
+)
+SCHEMA_VERSION = 1
+
+
+@dataclass
+class Written:
+    """A stored record and the warnings the writer has for the author."""
+
+    record: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+
+
+def new_record_id(prefix: str) -> str:
+    """Time-ordered, collision-resistant id: ``ev-20261130T081500123456Z-5f2c9a1b``."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    return f"{prefix}-{stamp}-{secrets.token_hex(4)}"
+
+
+def now_rfc3339() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _meta(kind: str) -> dict[str, Any]:
+    return {
+        "record_id": new_record_id(LEDGER_KINDS[kind].id_prefix),
+        "recorded_at": now_rfc3339(),
+        "schema_version": SCHEMA_VERSION,
+    }
+
+
+def _writer_field_violations(data: dict[str, Any]) -> list[Violation]:
+    return [
+        Violation("writer-owned-field", name, "set by the writer; remove it from the input")
+        for name in WRITER_FIELDS
+        if name in data
+    ]
+
+
+def _append(
+    kit: Kit,
+    kind: str,
+    build: Callable[[], tuple[dict[str, Any], list[str]]],
+    target: str | Path | None,
+) -> Written:
+    path = kit.check_target(kind, target) if target is not None else kit.ledger_path(kind)
+    warnings: list[str] = []
+
+    def build_checked() -> list[dict[str, Any]]:
+        record, notes = build()
+        warnings.extend(notes)
+        return [record]
+
+    appended = LedgerWriter(path, kind).append_with(build_checked)
+    return Written(appended.record, warnings + appended.warnings)
+
+
+def _reject_if(kind: str, problems: list[Violation]) -> None:
+    if problems:
+        raise RecordRejected(kind, problems)
+
+
+# ---------------------------------------------------------------- runs
+
+
+def register_run(
+    kit: Kit,
+    *,
+    run_id: str,
+    initiative_id: str,
+    builder_model: str,
+    contract: dict[str, Any] | None = None,
+    target: str | Path | None = None,
+) -> Written:
+    record: dict[str, Any] = {
+        **_meta("runs"),
+        "run_id": run_id,
+        "initiative_id": initiative_id,
+        "builder_model": builder_model,
+    }
+    if contract is not None:
+        record["contract"] = contract
+
+    def build() -> tuple[dict[str, Any], list[str]]:
+        problems = schemas.validate("run", record)
+        if not problems and history.find_run(kit, run_id) is not None:
+            problems.append(
+                Violation("run-unique", "run_id", f"run {run_id!r} is already registered")
+            )
+        _reject_if("run", problems)
+        return record, []
+
+    return _append(kit, "runs", build, target)
+
+
+def load_contract(path: Path) -> dict[str, Any]:
+    """Read a contract file (YAML or JSON; JSON is YAML) into a mapping."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise BadInput(f"cannot read contract {path}: {exc.strerror}") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise BadInput(f"contract {path} is not valid YAML or JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise BadInput(f"contract {path} must be a mapping with done_criteria")
+    return data
+
+
+# ---------------------------------------------------------------- verdicts
+
+
+def record_verdict(kit: Kit, verdict: Any, *, target: str | Path | None = None) -> Written:
+    """Store a full verdict object (the form ``pmos eval record`` takes)."""
+    if not isinstance(verdict, dict):
+        raise RecordRejected("verdict", [Violation("schema:type", "(record)", "not a JSON object")])
+    problems = _writer_field_violations(verdict)
+    record = {**_meta("evals"), "form": "full", **verdict}
+    return _record_verdict(kit, record, problems, target)
+
+
+def record_short_verdict(
+    kit: Kit,
+    *,
+    run_id: str,
+    initiative_id: str,
+    verdict: str,
+    score: float | None = None,
+    rubric_path: str | None = None,
+    evaluator_model: str | None = None,
+    spec: str | None = None,
+    standards: str | None = None,
+    note: str | None = None,
+    skipped_reason: str | None = None,
+    target: str | Path | None = None,
+) -> Written:
+    """Store the kit's short positional form (``pmos eval log``); no dimensions."""
+    record: dict[str, Any] = {
+        **_meta("evals"),
+        "form": "short",
+        "run_id": run_id,
+        "initiative_id": initiative_id,
+        "verdict": verdict,
+        "score": score,
+    }
+    optional = {
+        "rubric_path": rubric_path,
+        "evaluator_model": evaluator_model,
+        "note": note,
+        "skipped_reason": skipped_reason,
+    }
+    record.update({k: v for k, v in optional.items() if v is not None})
+    if verdict != verdict_rules.SKIPPED:
+        axes = {}
+        if spec is not None:
+            axes["spec"] = {"verdict": spec}
+        if standards is not None:
+            axes["standards"] = {"verdict": standards}
+        record["axes"] = axes
+    return _record_verdict(kit, record, [], target)
+
+
+def _record_verdict(
+    kit: Kit, record: dict[str, Any], problems: list[Violation], target: str | Path | None
+) -> Written:
+    problems = problems + schemas.validate("verdict", record)
+    rubric: Rubric | None = None
+    rubric_path = record.get("rubric_path")
+    if isinstance(rubric_path, str) and rubric_path:
+        try:
+            rubric = load_rubric(kit.root, rubric_path)
+            record["rubric_path"] = rubric.path
+        except BadInput as exc:
+            problems.append(Violation("rubric-path", "rubric_path", str(exc)))
+    skipped = record.get("verdict") == verdict_rules.SKIPPED
+    if not problems and rubric is not None and not skipped:
+        if record["form"] == "full":
+            problems += verdict_rules.check_full(record, rubric)
+        else:
+            problems += verdict_rules.check_short(record, rubric)
+    run = None
+    if not problems:
+        run = history.find_run(kit, record["run_id"])
+        problems += _check_against_run(record, run)
+    _reject_if("verdict", problems)
+
+    def build() -> tuple[dict[str, Any], list[str]]:
+        stored = dict(record)
+        stored["pass_fraction"] = history.recent_pass_fraction(kit, kit.config.pass_fraction_window)
+        flags, notes = _verdict_flags(kit, stored, run)
+        if flags:
+            stored["flags"] = flags
+        _reject_if("verdict", schemas.validate("verdict", stored))
+        return stored, notes
+
+    return _append(kit, "evals", build, target)
+
+
+def _check_against_run(record: dict[str, Any], run: dict[str, Any] | None) -> list[Violation]:
+    if run is None:
+        return []
+    problems: list[Violation] = []
+    if record["initiative_id"] != run["initiative_id"]:
+        problems.append(
+            Violation(
+                "run-match",
+                "initiative_id",
+                f"{record['initiative_id']!r}, but run {run['run_id']!r} was registered under "
+                f"{run['initiative_id']!r}",
+            )
+        )
+    builder = record.get("builder_model")
+    if builder is not None and builder != run["builder_model"]:
+        problems.append(
+            Violation(
+                "run-match",
+                "builder_model",
+                f"{builder!r}, but run {run['run_id']!r} was registered as built by "
+                f"{run['builder_model']!r}",
+            )
+        )
+    contract = run.get("contract")
+    if record["form"] == "full" and "criteria" in record and contract:
+        problems += verdict_rules.check_contract(record["criteria"], contract)
+    return problems
+
+
+def _verdict_flags(
+    kit: Kit, record: dict[str, Any], run: dict[str, Any] | None
+) -> tuple[list[str], list[str]]:
+    flags: list[str] = []
+    notes: list[str] = []
+    if run is None:
+        flags.append("unregistered-run")
+        notes.append(
+            f"run {record['run_id']!r} was never registered ('pmos run register'); "
+            "the verdict is flagged unregistered-run"
+        )
+    builder = record.get("builder_model") or (run or {}).get("builder_model")
+    evaluator = record.get("evaluator_model")
+    if builder and evaluator:
+        family = same_family(builder, evaluator, kit.config.model_families)
+        if family:
+            flags.append("same-family")
+            notes.append(
+                f"builder {builder!r} and evaluator {evaluator!r} are both {family} models: "
+                "self-preference bias is likely; a cross-family spot-check is due"
+            )
+    return flags, notes
+
+
+# ---------------------------------------------------------------- acceptance
+
+
+def record_acceptance(
+    kit: Kit,
+    *,
+    run_id: str,
+    label: str,
+    by: str,
+    note: str | None = None,
+    target: str | Path | None = None,
+) -> Written:
+    """Store a PM's acceptance label; it supersedes any earlier label of the run."""
+
+    def build() -> tuple[dict[str, Any], list[str]]:
+        record: dict[str, Any] = {
+            **_meta("acceptances"),
+            "run_id": run_id,
+            "label": label,
+            "by": by,
+        }
+        if note is not None:
+            record["note"] = note
+        notes: list[str] = []
+        run = history.find_run(kit, run_id)
+        if run is not None:
+            record["initiative_id"] = run["initiative_id"]
+        else:
+            record["flags"] = ["unregistered-run"]
+            notes.append(f"run {run_id!r} was never registered; the label is flagged")
+        latest = history.latest_verdict(kit, run_id)
+        record["gate_verdict"] = latest["verdict"] if latest else None
+        record["gate_record_id"] = latest["record_id"] if latest else None
+        _reject_if("acceptance", schemas.validate("acceptance", record))
+        return record, notes
+
+    return _append(kit, "acceptances", build, target)
+
+
+def evaluator_model_from_env() -> str | None:
+    return os.environ.get("PMOS_EVALUATOR_MODEL") or None

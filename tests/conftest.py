@@ -1,0 +1,139 @@
+"""Shared fixtures: every test runs in its own throw-away kit root.
+
+The autouse fixture points PMOS_ROOT at a fresh kit and makes it the working
+directory, so no test can touch the repository's own state/ ledgers.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from pmos.cli import app
+from pmos.kit import Kit, init_kit, open_kit
+
+RUBRIC = "planning/evals/agent-run-eval-rubric.md"
+DIMENSIONS = {
+    "contract_fulfilment": (0.35, "spec"),
+    "verification": (0.15, "spec"),
+    "correctness_and_safety": (0.20, "standards"),
+    "test_quality": (0.15, "standards"),
+    "maintainability": (0.15, "standards"),
+}
+
+
+@pytest.fixture(autouse=True)
+def kit_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "kit"
+    init_kit(root)
+    monkeypatch.setenv("PMOS_ROOT", str(root))
+    monkeypatch.delenv("PMOS_EVALUATOR_MODEL", raising=False)
+    monkeypatch.chdir(root)
+    return root
+
+
+@pytest.fixture
+def kit(kit_root: Path) -> Kit:
+    return open_kit(kit_root)
+
+
+def good_verdict(**overrides: Any) -> dict[str, Any]:
+    """A complete verdict the writer accepts against the default rubric (score 0.9, PASS)."""
+    verdict: dict[str, Any] = {
+        "run_id": "run-1",
+        "initiative_id": "init-1",
+        "rubric_path": RUBRIC,
+        "evaluator_model": "gpt-5",
+        "verdict": "PASS",
+        "score": 0.9,
+        "note": "Spec: pass, both criteria met. Standards: pass, clean.",
+        "axes": {
+            "spec": {"verdict": "pass", "rationale": "both done-criteria met"},
+            "standards": {"verdict": "pass", "rationale": "no blocking defect, score 0.9"},
+        },
+        "criteria": [
+            {"id": "c1", "result": "pass", "evidence": "tests/test_api.py:12 passes"},
+            {"id": "c2", "result": "pass", "evidence": "README.md:40 documents the flag"},
+        ],
+        "dimensions": {
+            name: {
+                "score": 0.9,
+                "weight": weight,
+                "note": "met, checked by hand",
+                "evidence": "src/app.py:10",
+                "axis": axis,
+            }
+            for name, (weight, axis) in DIMENSIONS.items()
+        },
+        "defects": [],
+        "exemplars": [],
+    }
+    verdict.update(overrides)
+    return copy.deepcopy(verdict)
+
+
+@pytest.fixture
+def verdict() -> dict[str, Any]:
+    return good_verdict()
+
+
+class Cli:
+    """Runs pmos in-process (fast) and reports exit code, stdout and stderr."""
+
+    def __init__(self) -> None:
+        self.runner = CliRunner()
+
+    def __call__(self, *args: str, input: str | None = None):
+        return self.runner.invoke(app, list(args), input=input, catch_exceptions=False)
+
+
+@pytest.fixture
+def cli() -> Cli:
+    return Cli()
+
+
+def pmos_process(
+    *args: str,
+    input: str | None = None,
+    cwd: Path | None = None,
+    env: dict | None = None,
+    timeout: float = 60,
+) -> subprocess.CompletedProcess:
+    """Run pmos as a real process (for exit codes, locks, signals)."""
+    return subprocess.run(
+        [sys.executable, "-m", "pmos", *args],
+        input=input,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        timeout=timeout,
+    )
+
+
+@pytest.fixture
+def pmos() -> Callable[..., subprocess.CompletedProcess]:
+    return pmos_process
+
+
+def ledger_bytes(root: Path) -> dict[str, bytes]:
+    """Every file under state/, for 'nothing was written' assertions."""
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted((root / "state").rglob("*"))
+        if p.is_file()
+    }
+
+
+def write_json(path: Path, data: Any) -> Path:
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
