@@ -57,7 +57,8 @@ def now_rfc3339() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
-def _meta(kind: str) -> dict[str, Any]:
+def record_meta(kind: str) -> dict[str, Any]:
+    """The writer-owned fields every new record starts with."""
     return {
         "record_id": new_record_id(LEDGER_KINDS[kind].id_prefix),
         "recorded_at": now_rfc3339(),
@@ -73,12 +74,18 @@ def _writer_field_violations(data: dict[str, Any]) -> list[Violation]:
     ]
 
 
-def _append(
+def append_validated(
     kit: Kit,
     kind: str,
     build: Callable[[], tuple[dict[str, Any], list[str]]],
-    target: str | Path | None,
+    target: str | Path | None = None,
 ) -> Written:
+    """Append the record ``build`` returns to the ``kind`` ledger, under its lock.
+
+    ``build`` returns ``(record, warnings)`` and raises :class:`RecordRejected`
+    to refuse; it runs while the ledger is locked, so checks against the
+    ledger's own contents cannot race another writer.
+    """
     path = kit.check_target(kind, target) if target is not None else kit.ledger_path(kind)
     warnings: list[str] = []
 
@@ -91,7 +98,7 @@ def _append(
     return Written(appended.record, warnings + appended.warnings)
 
 
-def _reject_if(kind: str, problems: list[Violation]) -> None:
+def reject_if(kind: str, problems: list[Violation]) -> None:
     if problems:
         raise RecordRejected(kind, problems)
 
@@ -109,7 +116,7 @@ def register_run(
     target: str | Path | None = None,
 ) -> Written:
     record: dict[str, Any] = {
-        **_meta("runs"),
+        **record_meta("runs"),
         "run_id": run_id,
         "initiative_id": initiative_id,
         "builder_model": builder_model,
@@ -123,10 +130,10 @@ def register_run(
             problems.append(
                 Violation("run-unique", "run_id", f"run {run_id!r} is already registered")
             )
-        _reject_if("run", problems)
+        reject_if("run", problems)
         return record, []
 
-    return _append(kit, "runs", build, target)
+    return append_validated(kit, "runs", build, target)
 
 
 def load_contract(path: Path) -> dict[str, Any]:
@@ -152,7 +159,7 @@ def record_verdict(kit: Kit, verdict: Any, *, target: str | Path | None = None) 
     if not isinstance(verdict, dict):
         raise RecordRejected("verdict", [Violation("schema:type", "(record)", "not a JSON object")])
     problems = _writer_field_violations(verdict)
-    record = {**_meta("evals"), "form": "full", **verdict}
+    record = {**record_meta("evals"), "form": "full", **verdict}
     return _record_verdict(kit, record, problems, target)
 
 
@@ -173,7 +180,7 @@ def record_short_verdict(
 ) -> Written:
     """Store the kit's short positional form (``pmos eval log``); no dimensions."""
     record: dict[str, Any] = {
-        **_meta("evals"),
+        **record_meta("evals"),
         "form": "short",
         "run_id": run_id,
         "initiative_id": initiative_id,
@@ -219,7 +226,7 @@ def _record_verdict(
     if not problems:
         run = history.find_run(kit, record["run_id"])
         problems += _check_against_run(record, run)
-    _reject_if("verdict", problems)
+    reject_if("verdict", problems)
 
     def build() -> tuple[dict[str, Any], list[str]]:
         stored = dict(record)
@@ -227,10 +234,10 @@ def _record_verdict(
         flags, notes = _verdict_flags(kit, stored, run)
         if flags:
             stored["flags"] = flags
-        _reject_if("verdict", schemas.validate("verdict", stored))
+        reject_if("verdict", schemas.validate("verdict", stored))
         return stored, notes
 
-    return _append(kit, "evals", build, target)
+    return append_validated(kit, "evals", build, target)
 
 
 def _check_against_run(record: dict[str, Any], run: dict[str, Any] | None) -> list[Violation]:
@@ -302,7 +309,7 @@ def record_acceptance(
 
     def build() -> tuple[dict[str, Any], list[str]]:
         record: dict[str, Any] = {
-            **_meta("acceptances"),
+            **record_meta("acceptances"),
             "run_id": run_id,
             "label": label,
             "by": by,
@@ -319,10 +326,10 @@ def record_acceptance(
         latest = history.latest_verdict(kit, run_id)
         record["gate_verdict"] = latest["verdict"] if latest else None
         record["gate_record_id"] = latest["record_id"] if latest else None
-        _reject_if("acceptance", schemas.validate("acceptance", record))
+        reject_if("acceptance", schemas.validate("acceptance", record))
         return record, notes
 
-    return _append(kit, "acceptances", build, target)
+    return append_validated(kit, "acceptances", build, target)
 
 
 def evaluator_model_from_env() -> str | None:
