@@ -43,6 +43,7 @@ LEDGER_KINDS: dict[str, LedgerKind] = {
         LedgerKind("runs", "run", "state/runs.jsonl", "run"),
         LedgerKind("evals", "verdict", "state/evals.jsonl", "ev"),
         LedgerKind("acceptances", "acceptance", "state/acceptances.jsonl", "acc"),
+        LedgerKind("assessments", "assessment", "state/assessments.jsonl", "as"),
     )
 }
 

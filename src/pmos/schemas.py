@@ -18,7 +18,15 @@ from pmos.assets import schema_dir
 from pmos.errors import PmosError, Violation
 
 #: Schema names pmos knows; each is ``schemas/<name>.schema.json``.
-SCHEMA_NAMES = ("common", "run", "verdict", "acceptance", "rubric", "config")
+SCHEMA_NAMES = (
+    "common",
+    "run",
+    "verdict",
+    "acceptance",
+    "assessment",
+    "rubric",
+    "config",
+)
 
 
 def schema_path(name: str):
