@@ -26,6 +26,9 @@ SCHEMA_NAMES = (
     "assessment",
     "rubric",
     "config",
+    "exemplar",
+    "known-bad",
+    "skill",
 )
 
 
