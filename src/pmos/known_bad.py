@@ -96,8 +96,10 @@ def cases_dir(kit: Kit) -> Path:
 def _load_yaml(path: Path, problems: list[str]) -> Any:
     import yaml
 
+    from pmos.yamlio import load_yaml
+
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return load_yaml(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         problems.append(f"{path}: missing")
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:

@@ -113,14 +113,15 @@ class CommandTree:
             if not _is_group(current) or i >= len(args):
                 break
             word = args[i]
+            ctx = current.context_class(current)
             names = word.split("|")
-            missing = [n for n in names if n not in current.commands]
+            missing = [n for n in names if current.get_command(ctx, n) is None]
             if missing:
-                known = ", ".join(sorted(current.commands))
+                known = ", ".join(sorted(current.list_commands(ctx)))
                 return f"`{' '.join(path)} {missing[0]}` is not a command (known: {known})"
             if len(names) > 1:
                 return None  # `schema show|list`: each alternative exists
-            current = current.commands[word]
+            current = current.get_command(ctx, word)
             path.append(word)
             i += 1
         if _is_group(current):
@@ -166,7 +167,7 @@ def _is_option(token: str) -> bool:
 
 def _is_group(command: Any) -> bool:
     # Duck-typed: typer may bring its own copy of click, so isinstance is unreliable.
-    return isinstance(getattr(command, "commands", None), dict)
+    return callable(getattr(command, "list_commands", None))
 
 
 def _find_option(command: Any, name: str) -> Any:
