@@ -273,7 +273,7 @@ def _skill_problems(path: Path, shown: str, text: str, names: dict[str, str]) ->
     if not isinstance(meta, dict):
         return [Problem(shown, 1, "frontmatter", "the frontmatter must be a YAML mapping")]
     problems = [
-        Problem(shown, 1, "frontmatter", f"{v.field}: {v.message}")
+        Problem(shown, 1, "frontmatter", _frontmatter_message(meta, v))
         for v in schemas.validate("skill", meta)
     ]
     name = meta.get("name")
@@ -300,6 +300,17 @@ def _skill_problems(path: Path, shown: str, text: str, names: dict[str, str]) ->
             )
         )
     return problems
+
+
+def _frontmatter_message(meta: dict[str, Any], violation: Any) -> str:
+    """The schema's message, without echoing a 2,000-character value back."""
+    from pmos.schemas import load_schema
+
+    value = meta.get(violation.field)
+    if isinstance(value, str) and violation.rule in ("schema:maxLength", "schema:minLength"):
+        rule = load_schema("skill")["properties"][violation.field]["description"]
+        return f"{violation.field} has {len(value)} characters: {rule}"
+    return f"{violation.field}: {violation.message}"
 
 
 def _link_problem(path: Path, target: str, cache: dict[Path, set[str]]) -> str | None:
