@@ -24,7 +24,11 @@ def check(cli, *args: str) -> tuple[int, dict]:
 
 
 def problems(data: dict) -> set[tuple[str, str, str]]:
-    return {(p["path"], p["rule"], p["message"]) for p in data["problems"]}
+    # The "(known: ...)" list of commands is context, not the problem itself.
+    return {
+        (p["path"], p["rule"], re.sub(r" \(known: [^)]*\)$", "", p["message"]))
+        for p in data["problems"]
+    }
 
 
 @pytest.fixture
@@ -89,6 +93,22 @@ def test_a_renamed_command_fails_naming_it(cli, copy):
     assert re.search(
         r"SKILL\.md:\d+: \[command\] `pmos rubric display` is not a command", human.stdout
     )
+
+
+def test_a_command_renamed_in_the_cli_fails_the_documents_that_name_it(cli, copy, monkeypatch):
+    """The check reads the live command tree: rename the command, and the docs fail."""
+    import pmos.cli
+
+    _, before = check(cli, str(copy))
+    modules = dict(pmos.cli.COMMAND_MODULES)
+    modules["anchors"] = modules.pop("exemplars")
+    monkeypatch.setattr(pmos.cli, "COMMAND_MODULES", modules)
+    code, after = check(cli, str(copy))
+    assert code == 1
+    new = problems(after) - problems(before)
+    assert new, "renaming a command must break the documents that use it"
+    assert all("`pmos exemplars` is not a command" in message for _, _, message in new)
+    assert any(path.endswith(EVALUATOR) for path, _, _ in new)
 
 
 def test_a_renamed_option_fails_naming_it(cli, copy):
