@@ -11,7 +11,12 @@ from pathlib import Path
 
 import typer
 
-from pmos.cli import kitcmds, ledgercmds, writercmds
+from pmos.cli import (
+    kitcmds,
+    ledgercmds,
+    scorecmds,
+    writercmds,
+)
 from pmos.cli._app import new_typer, set_root
 
 app = new_typer(
@@ -37,6 +42,7 @@ def _root(
 kitcmds.register(app)
 writercmds.register(app)
 ledgercmds.register(app)
+scorecmds.register(app)
 
 
 def main() -> None:
