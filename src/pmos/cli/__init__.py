@@ -12,6 +12,7 @@ from pathlib import Path
 import typer
 
 from pmos.cli import (
+    evidencecmds,
     kitcmds,
     ledgercmds,
     scorecmds,
@@ -43,6 +44,7 @@ kitcmds.register(app)
 writercmds.register(app)
 ledgercmds.register(app)
 scorecmds.register(app)
+evidencecmds.register(app)
 
 
 def main() -> None:
