@@ -13,6 +13,7 @@ import typer
 
 from pmos.cli import (
     evidencecmds,
+    followupcmds,
     kitcmds,
     ledgercmds,
     scorecmds,
@@ -45,6 +46,7 @@ writercmds.register(app)
 ledgercmds.register(app)
 scorecmds.register(app)
 evidencecmds.register(app)
+followupcmds.register(app)
 
 
 def main() -> None:
