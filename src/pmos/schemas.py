@@ -24,6 +24,9 @@ SCHEMA_NAMES = (
     "verdict",
     "acceptance",
     "assessment",
+    "task-eval",
+    "followup",
+    "task",
     "rubric",
     "config",
 )

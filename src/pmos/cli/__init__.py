@@ -28,6 +28,10 @@ COMMAND_MODULES: dict[str, str] = {
     "eval": "writercmds",
     "accept": "writercmds",
     "ledger": "ledgercmds",
+    "score": "scorecmds",
+    "evidence": "evidencecmds",
+    "followups": "followupcmds",
+    "tasks": "followupcmds",
 }
 
 
