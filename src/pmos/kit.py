@@ -43,6 +43,9 @@ LEDGER_KINDS: dict[str, LedgerKind] = {
         LedgerKind("evals", "verdict", "state/evals.jsonl", "ev"),
         LedgerKind("acceptances", "acceptance", "state/acceptances.jsonl", "acc"),
         LedgerKind("assessments", "assessment", "state/assessments.jsonl", "as"),
+        LedgerKind("task-evals", "task-eval", "state/task-evals.jsonl", "te"),
+        LedgerKind("followups", "followup", "state/followups.jsonl", "fu"),
+        LedgerKind("tasks", "task", "state/tasks.jsonl", "tk"),
     )
 }
 
