@@ -245,6 +245,40 @@ def test_exit_codes_from_a_real_process(pmos, tmp_path, work):
     assert pmos("assess", str(invalid), "--cwd", str(work)).returncode == 2
 
 
+def test_ctrl_c_kills_running_commands_and_writes_nothing(tmp_path, work, kit_root):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from conftest import ledger_bytes
+
+    before = ledger_bytes(kit_root)
+    command = "sleep 60 & echo $! > sleep.pid; wait"
+    spec = write_spec(tmp_path / "s.yaml", {"expectations": [{"type": "test", "command": command}]})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pmos", "assess", str(spec), "--cwd", str(work)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=os.environ.copy(),
+    )
+    deadline = time.monotonic() + 20
+    while not (work / "sleep.pid").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=20)
+    assert proc.returncode == 130, stderr
+    assert "interrupted" in stderr
+    sleeper = int((work / "sleep.pid").read_text())
+    deadline = time.monotonic() + 5
+    while alive(sleeper) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(sleeper)
+    assert ledger_bytes(kit_root) == before
+
+
 def test_human_output_is_a_table(cli, tmp_path, work):
     spec = write_spec(
         tmp_path / "s.yaml",

@@ -191,7 +191,10 @@ class NothingToAssess(BadInput):
             why = " after dropping its malformed entries:\n" + "\n".join(
                 f"  - {w}" for w in spec.warnings
             )
-        super().__init__(f"{spec.source} is not assessed: it has no expectation and no metric{why}")
+        super().__init__(
+            f"{spec.source} is not assessed: it has no expectation and no metric (the spec "
+            f"lists them under 'expectations' and 'metrics'){why}"
+        )
 
 
 # ---------------------------------------------------------------- loading

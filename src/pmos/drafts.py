@@ -11,7 +11,6 @@ recorded as a verdict by accident.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from pmos.assessments import latest_for_run
@@ -19,6 +18,7 @@ from pmos.errors import BadInput
 from pmos.history import find_run
 from pmos.kit import Kit
 from pmos.rubric import load_rubric
+from pmos.writers import evaluator_model_from_env
 
 
 def criterion_evidence(record: dict[str, Any], check: dict[str, Any]) -> str:
@@ -65,7 +65,7 @@ def draft_verdict(kit: Kit, run_id: str) -> tuple[dict[str, Any], list[str]]:
         "initiative_id": run["initiative_id"],
         "builder_model": run["builder_model"],
         "rubric_path": rubric.path,
-        "evaluator_model": os.environ.get("PMOS_EVALUATOR_MODEL", ""),
+        "evaluator_model": evaluator_model_from_env() or "",
         "verdict": "",
         "score": None,
         "note": "",
