@@ -183,25 +183,35 @@ def run_command(
     except Cancelled:
         proc.wait()
         raise
-    try:
-        out = _Tail(proc.stdout, tail_bytes)
-        err = _Tail(proc.stderr, tail_bytes) if separate_stderr else None
-        if stdin_data is not None:
-            threading.Thread(target=_feed, args=(proc.stdin, stdin_data), daemon=True).start()
-        timed_out = False
-        try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _kill_group(proc.pid)
-            proc.wait()
-        # Stop whatever the command left running in its group, so the pipes close.
+    out = _Tail(proc.stdout, tail_bytes)
+    err = _Tail(proc.stderr, tail_bytes) if separate_stderr else None
+    if stdin_data is not None:
+        threading.Thread(target=_feed, args=(proc.stdin, stdin_data), daemon=True).start()
+    fired = threading.Event()
+
+    def on_timeout() -> None:
+        fired.set()
         _kill_group(proc.pid)
-        incomplete = not out.join(_DRAIN_S)
-        if err is not None:
-            incomplete = not err.join(_DRAIN_S) or incomplete
+
+    timer = threading.Timer(timeout_s, on_timeout)
+    timer.daemon = True
+    timer.start()
+    try:
+        _wait_unreaped(proc)
     finally:
+        timer.cancel()
+        # The leader is exited but not reaped, so its group id cannot have been
+        # reused: kill whatever the command left running, so the pipes close.
+        _kill_group(proc.pid)
         tracker.finished(proc.pid)
+        proc.wait()
+    timed_out = fired.is_set() and proc.returncode == -signal.SIGKILL
+    incomplete = not out.join(_DRAIN_S)
+    if err is not None:
+        incomplete = not err.join(_DRAIN_S) or incomplete
+    for stream, tail in ((proc.stdout, out), (proc.stderr, err)):
+        if stream is not None and tail is not None and not incomplete:
+            stream.close()
     return CommandResult(
         exit_code=None if timed_out else proc.returncode,
         timed_out=timed_out,
@@ -211,6 +221,13 @@ def run_command(
         stderr=err.text() if err is not None else "",
         incomplete=incomplete,
     )
+
+
+def _wait_unreaped(proc: subprocess.Popen[bytes]) -> None:
+    """Block until ``proc`` exits, leaving it a zombie (its pid stays reserved)."""
+    # ChildProcessError: already reaped; proc.wait() afterwards returns its status.
+    with contextlib.suppress(ChildProcessError):
+        os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
 
 
 def _feed(stream: Any, data: bytes) -> None:
@@ -254,7 +271,7 @@ def run_command_check(
     if result.incomplete:
         reason += "; a background process outlived the command and held its output open"
     return {
-        **_check_head(exp, passed, reason, result.duration_s),
+        **check_head(exp, passed, reason, result.duration_s),
         **_command_details(exp.command, result),
     }
 
@@ -268,13 +285,14 @@ def run_file_check(exp: Expectation, *, cwd: Path) -> dict[str, Any]:
     else:
         reason = f"all {len(exp.paths)} path(s) exist"
     return {
-        **_check_head(exp, not missing, reason, time.monotonic() - start),
+        **check_head(exp, not missing, reason, time.monotonic() - start),
         "paths": list(exp.paths),
         "missing": missing,
     }
 
 
-def _check_head(exp: Expectation, passed: bool, reason: str, duration: float) -> dict[str, Any]:
+def check_head(exp: Expectation, passed: bool, reason: str, duration: float) -> dict[str, Any]:
+    """The fields every check result starts with, whatever its type."""
     head: dict[str, Any] = {
         "index": exp.index,
         "type": exp.type,

@@ -38,7 +38,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 
-from pmos.assess_run import ProcessTracker, concurrently, run_command
+from pmos.assess_run import ProcessTracker, check_head, concurrently, run_command
 from pmos.assess_spec import SCORE_MAX, SCORE_MIN, Expectation, ReviewDimension
 from pmos.errors import ConfigError
 
@@ -586,17 +586,7 @@ def run_review(
             break
     verdict = decide(last, exp.dimensions, exp.threshold, settings.aggregate)
     reason = _reason(verdict, last, exp.threshold, settings.aggregate, attempts)
-    check: dict[str, Any] = {
-        "index": exp.index,
-        "type": exp.type,
-        "passed": verdict["passed"],
-        "reason": reason,
-        "duration_s": round(time.monotonic() - start, 3),
-    }
-    if exp.criterion_id is not None:
-        check["criterion_id"] = exp.criterion_id
-    if exp.confidence is not None:
-        check["confidence"] = exp.confidence
+    check = check_head(exp, verdict["passed"], reason, time.monotonic() - start)
     if exp.criteria is not None:
         check["criteria"] = exp.criteria
     check.update(
