@@ -494,3 +494,25 @@ def test_last_json_object():
     text = 'log {"a": 1} more {"scores": [{"x": {"y": 1}}]} tail {broken'
     assert jury_lib.last_json_object(text) == {"scores": [{"x": {"y": 1}}]}
     assert jury_lib.last_json_object("no json [1, 2]") is None
+
+
+def test_stored_review_details_follow_the_schema(cli, tmp_path, work, kit, kit_root):
+    from pmos import schemas
+    from pmos.assessments import task_records
+
+    members = {"a": {"scores": scores(4)}, "b": {"mode": "crash"}}
+    set_config(kit_root, review=jury(tmp_path, members))
+    review(cli, tmp_path, work)
+    (record,) = task_records(kit, "t")
+    assert schemas.validate("assessment", record) == []
+    assert cli("ledger", "verify", "--schema").exit_code == 0
+    ok, failed = record["checks"][0]["reviewers"]
+    del ok["scores"]
+    del failed["error"]
+    record["checks"][0]["dimensions"]["correctness"]["score"] = 6
+    fields = {v.field for v in schemas.validate("assessment", record)}
+    assert {
+        "checks/0/reviewers/0/scores",
+        "checks/0/reviewers/1/error",
+        "checks/0/dimensions/correctness/score",
+    } <= fields

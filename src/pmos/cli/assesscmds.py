@@ -67,7 +67,9 @@ def _eval_group(app: typer.Typer) -> typer.Typer:
 
 def assess(
     spec: Path | None = typer.Argument(
-        None, help="Spec file (YAML or JSON). Omit it with --run-id to use the run's contract."
+        None,
+        metavar="SPEC",
+        help="Spec file (YAML or JSON). Omit it with --run-id to use the run's contract.",
     ),
     cwd: Path = typer.Option(
         Path("."), "--cwd", help="Folder the commands run in and paths are checked in."
