@@ -8,13 +8,12 @@ code on the class means a new error kind cannot be forgotten there.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from pmos import exit_codes
 
 
-@dataclass(frozen=True)
-class Violation:
+class Violation(NamedTuple):
     """One broken rule: which rule, which field, and what is wrong with it."""
 
     rule: str

@@ -18,7 +18,7 @@ import shutil
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pmos.assets import kit_source
 from pmos.errors import BadInput, ConfigError, KitRootNotFound, SinkRefused
@@ -27,8 +27,7 @@ CONFIG_NAME = "pmos.yaml"
 ROOT_ENV = "PMOS_ROOT"
 
 
-@dataclass(frozen=True)
-class LedgerKind:
+class LedgerKind(NamedTuple):
     """One kind of ledger: its config key, the schema of its records, its default file."""
 
     name: str
@@ -44,6 +43,9 @@ LEDGER_KINDS: dict[str, LedgerKind] = {
         LedgerKind("evals", "verdict", "state/evals.jsonl", "ev"),
         LedgerKind("acceptances", "acceptance", "state/acceptances.jsonl", "acc"),
         LedgerKind("assessments", "assessment", "state/assessments.jsonl", "as"),
+        LedgerKind("task-evals", "task-eval", "state/task-evals.jsonl", "te"),
+        LedgerKind("followups", "followup", "state/followups.jsonl", "fu"),
+        LedgerKind("tasks", "task", "state/tasks.jsonl", "tk"),
     )
 }
 
@@ -78,9 +80,10 @@ def load_config(path: Path) -> Config:
     import yaml
 
     from pmos import schemas
+    from pmos.yamlio import load_yaml
 
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = load_yaml(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
     except yaml.YAMLError as exc:
@@ -216,11 +219,10 @@ KIT_TEMPLATE_PATHS: list[str] = [
 ]
 
 
-@dataclass
-class InitReport:
+class InitReport(NamedTuple):
     root: Path
-    created: list[str] = field(default_factory=list)
-    kept: list[str] = field(default_factory=list)
+    created: list[str]
+    kept: list[str]
 
     def as_dict(self) -> dict[str, Any]:
         return {"root": str(self.root), "created": self.created, "kept": self.kept}
@@ -234,7 +236,7 @@ def init_kit(dest: Path) -> InitReport:
     source = kit_source()
     if dest.resolve() == source.resolve():
         raise BadInput(f"{dest} is the bundled kit itself")
-    report = InitReport(dest.resolve())
+    report = InitReport(dest.resolve(), [], [])
     dest.mkdir(parents=True, exist_ok=True)
     for rel in KIT_TEMPLATE_PATHS:
         origin = source / rel

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -101,12 +101,11 @@ def encode_line(record: dict[str, Any], prev_hash: str) -> tuple[bytes, str]:
 # ---------------------------------------------------------------- writing
 
 
-@dataclass
-class Appended:
+class Appended(NamedTuple):
     """What an append did, for the caller to report."""
 
     records: list[dict[str, Any]]
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str]
 
     @property
     def record(self) -> dict[str, Any]:
@@ -175,8 +174,7 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-@dataclass
-class _Tail:
+class _Tail(NamedTuple):
     size: int
     head: str
 
@@ -353,8 +351,7 @@ def iter_records_reversed(path: Path, kind: str) -> Iterator[dict[str, Any]]:
 # ---------------------------------------------------------------- verifying
 
 
-@dataclass
-class Problem:
+class Problem(NamedTuple):
     line: int
     problem: str
 

@@ -10,25 +10,22 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pmos.errors import BadInput, Violation
 
 WEIGHT_TOLERANCE = 1e-6
 
 
-@dataclass(frozen=True)
-class Dimension:
+class Dimension(NamedTuple):
     name: str
     weight: float
     axis: str
     description: str
 
 
-@dataclass(frozen=True)
-class Rubric:
+class Rubric(NamedTuple):
     path: str  # relative to the kit root, as verdicts record it
     title: str | None
     threshold: float
@@ -64,6 +61,8 @@ def split_frontmatter(text: str) -> tuple[Any, str]:
     """Return (parsed YAML frontmatter, body). Raises ValueError when there is none."""
     import yaml
 
+    from pmos.yamlio import load_yaml
+
     if not text.startswith("---"):
         raise ValueError("does not start with a '---' YAML frontmatter block")
     lines = text.splitlines(keepends=True)
@@ -72,7 +71,7 @@ def split_frontmatter(text: str) -> tuple[Any, str]:
     for i, line in enumerate(lines[1:], start=1):
         if line.strip() == "---":
             try:
-                meta = yaml.safe_load("".join(lines[1:i]))
+                meta = load_yaml("".join(lines[1:i]))
             except yaml.YAMLError as exc:
                 raise ValueError(f"frontmatter is not valid YAML: {exc}") from None
             return meta, "".join(lines[i + 1 :])

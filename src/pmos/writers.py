@@ -11,12 +11,10 @@ that ledger's lock, so concurrent writers cannot both pass them.
 from __future__ import annotations
 
 import os
-import secrets
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pmos import history, schemas, verdict_rules
 from pmos.errors import BadInput, RecordRejected, Violation
@@ -39,18 +37,17 @@ WRITER_FIELDS = (
 SCHEMA_VERSION = 1
 
 
-@dataclass
-class Written:
+class Written(NamedTuple):
     """A stored record and the warnings the writer has for the author."""
 
     record: dict[str, Any]
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str]
 
 
 def new_record_id(prefix: str) -> str:
     """Time-ordered, collision-resistant id: ``ev-20261130T081500123456Z-5f2c9a1b``."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    return f"{prefix}-{stamp}-{secrets.token_hex(4)}"
+    return f"{prefix}-{stamp}-{os.urandom(4).hex()}"
 
 
 def now_rfc3339() -> str:
@@ -140,8 +137,10 @@ def load_contract(path: Path) -> dict[str, Any]:
     """Read a contract file (YAML or JSON; JSON is YAML) into a mapping."""
     import yaml
 
+    from pmos.yamlio import load_yaml
+
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        data = load_yaml(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
         raise BadInput(f"cannot read contract {path}: {exc.strerror}") from None
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
@@ -207,37 +206,41 @@ def record_short_verdict(
 def _record_verdict(
     kit: Kit, record: dict[str, Any], problems: list[Violation], target: str | Path | None
 ) -> Written:
-    problems = problems + schemas.validate("verdict", record)
-    rubric: Rubric | None = None
-    rubric_path = record.get("rubric_path")
-    if isinstance(rubric_path, str) and rubric_path:
-        try:
-            rubric = load_rubric(kit.root, rubric_path)
-            record["rubric_path"] = rubric.path
-        except BadInput as exc:
-            problems.append(Violation("rubric-path", "rubric_path", str(exc)))
-    skipped = record.get("verdict") == verdict_rules.SKIPPED
-    if not problems and rubric is not None and not skipped:
-        if record["form"] == "full":
-            problems += verdict_rules.check_full(record, rubric)
-        else:
-            problems += verdict_rules.check_short(record, rubric)
-    run = None
-    if not problems:
-        run = history.find_run(kit, record["run_id"])
-        problems += _check_against_run(record, run)
-    reject_if("verdict", problems)
-
     def build() -> tuple[dict[str, Any], list[str]]:
-        stored = dict(record)
-        stored["pass_fraction"] = history.recent_pass_fraction(kit, kit.config.pass_fraction_window)
-        flags, notes = _verdict_flags(kit, stored, run)
+        # Under the evals lock: the pass fraction is exactly the one before this record.
+        record["pass_fraction"] = history.recent_pass_fraction(kit, kit.config.pass_fraction_window)
+        found = problems + schemas.validate("verdict", record)
+        rubric = _rubric_of(kit, record, found)
+        if not found and rubric is not None and record["verdict"] != verdict_rules.SKIPPED:
+            check = (
+                verdict_rules.check_full if record["form"] == "full" else verdict_rules.check_short
+            )
+            found += check(record, rubric)
+        run = None
+        if not found:
+            run = history.find_run(kit, record["run_id"])
+            found += _check_against_run(record, run)
+        reject_if("verdict", found)
+        flags, notes = _verdict_flags(kit, record, run)
         if flags:
-            stored["flags"] = flags
-        reject_if("verdict", schemas.validate("verdict", stored))
-        return stored, notes
+            record["flags"] = flags
+        return record, notes
 
     return append_validated(kit, "evals", build, target)
+
+
+def _rubric_of(kit: Kit, record: dict[str, Any], problems: list[Violation]) -> Rubric | None:
+    """Load the rubric the record names (normalising its path), noting a bad one."""
+    rubric_path = record.get("rubric_path")
+    if not isinstance(rubric_path, str) or not rubric_path:
+        return None
+    try:
+        rubric = load_rubric(kit.root, rubric_path)
+    except BadInput as exc:
+        problems.append(Violation("rubric-path", "rubric_path", str(exc)))
+        return None
+    record["rubric_path"] = rubric.path
+    return rubric
 
 
 def _check_against_run(record: dict[str, Any], run: dict[str, Any] | None) -> list[Violation]:

@@ -1,23 +1,65 @@
 """The ``pmos`` command line: parse arguments, call the library, print.
 
-Each command group lives in its own module and is attached here. Modules
-import only typer at load time and the library inside each command, so that
-``pmos eval record`` does not pay for what ``pmos metrics`` needs.
+Each command group lives in its own module with a ``register(app)`` function.
+Modules are imported only when one of their commands runs (or help lists
+them), so a writer's start-up does not grow with every command pmos gains;
+``benchmarks/writer.py`` holds us to that. Commands import the library inside
+their bodies for the same reason.
 """
 
 from __future__ import annotations
 
+import importlib
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 import typer
 
-from pmos.cli import assesscmds, kitcmds, ledgercmds, writercmds
-from pmos.cli._app import new_typer, set_root
+from pmos.cli._app import PmosGroup, new_typer, set_root
+
+#: Top-level command -> the module (in pmos.cli) whose register(app) defines it.
+COMMAND_MODULES: dict[str, str] = {
+    "init": "kitcmds",
+    "root": "kitcmds",
+    "schema": "kitcmds",
+    "rubric": "kitcmds",
+    "run": "writercmds",
+    "eval": "writercmds",
+    "accept": "writercmds",
+    "ledger": "ledgercmds",
+    "score": "scorecmds",
+    "evidence": "evidencecmds",
+    "followups": "followupcmds",
+    "tasks": "followupcmds",
+    "assess": "assesscmds",
+}
+
+
+@cache
+def _module_group(module: str) -> Any:
+    sub = new_typer("")
+    sub.callback()(lambda: None)  # a callback makes typer build a group, even for one command
+    importlib.import_module(f"pmos.cli.{module}").register(sub)
+    return typer.main.get_command(sub)
+
+
+class LazyGroup(PmosGroup):
+    """The top-level group: resolves a command by importing only its module."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(COMMAND_MODULES)
+
+    def get_command(self, ctx: Any, name: str) -> Any:
+        module = COMMAND_MODULES.get(name)
+        return None if module is None else _module_group(module).get_command(ctx, name)
+
 
 app = new_typer(
     "pmos: validated ledgers and calibration metrics for an AI review gate.\n\n"
     "The kit root is found from --root, else PMOS_ROOT, else the working directory "
-    "and its parents."
+    "and its parents.",
+    cls=LazyGroup,
 )
 
 
@@ -32,12 +74,6 @@ def _root(
     ),
 ) -> None:
     set_root(str(root) if root else None)
-
-
-kitcmds.register(app)
-writercmds.register(app)
-ledgercmds.register(app)
-assesscmds.register(app)
 
 
 def main() -> None:

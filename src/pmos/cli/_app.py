@@ -31,9 +31,9 @@ class PmosGroup(TyperGroup):
             raise typer.Exit(exit_codes.INTERRUPTED) from None
 
 
-def new_typer(help_text: str) -> typer.Typer:
+def new_typer(help_text: str, cls: type[TyperGroup] = PmosGroup) -> typer.Typer:
     return typer.Typer(
-        cls=PmosGroup,
+        cls=cls,
         help=help_text,
         no_args_is_help=True,
         add_completion=False,

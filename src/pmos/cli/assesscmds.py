@@ -1,4 +1,4 @@
-"""Assessment commands: assess SPEC, assess history TASK, eval draft.
+"""Assessment commands: assess SPEC and assess history TASK.
 
 ``pmos assess SPEC`` and ``pmos assess history TASK`` share one group: the
 group sends any first argument that is not a subcommand name to the hidden
@@ -55,14 +55,6 @@ def register(app: typer.Typer) -> None:
     assess_app.command(_DEFAULT, hidden=True, cls=_DefaultCommand)(assess)
     assess_app.command("history")(history)
     app.add_typer(assess_app, name="assess")
-    _eval_group(app).command("draft")(eval_draft)
-
-
-def _eval_group(app: typer.Typer) -> typer.Typer:
-    for group in app.registered_groups:
-        if group.name == "eval" and group.typer_instance is not None:
-            return group.typer_instance
-    raise RuntimeError("the eval command group must be registered before assesscmds")
 
 
 def assess(
@@ -248,27 +240,3 @@ def _print_review(check: dict[str, Any]) -> None:
             for name, d in check["dimensions"].items()
         ]
         typer.echo(table(["dimension", "score", "weight", "kept", "excluded"], rows))
-
-
-def eval_draft(
-    run_id: str = typer.Option(..., "--run-id", help="Registered run to draft a verdict for."),
-    json_output: bool = JSON_OPTION,
-) -> None:
-    """Print a verdict skeleton: the run's ids, the rubric's dimensions and the criteria
-    already checked by the latest assessment; the judgment fields are left empty."""
-    from pmos.drafts import draft_verdict
-
-    draft, notes = draft_verdict(kit(), run_id)
-    warn(notes)
-    if json_output:
-        emit_json(draft)
-        return
-    typer.echo(
-        f"run {draft['run_id']}  initiative {draft['initiative_id']}  "
-        f"builder {draft['builder_model']}  rubric {draft['rubric_path']}"
-    )
-    rows = [(c["id"], c["result"] or "(judge)", c["evidence"] or "-") for c in draft["criteria"]]
-    typer.echo(table(["criterion", "result", "evidence"], rows))
-    rows = [(n, d["axis"], d["weight"]) for n, d in draft["dimensions"].items()]
-    typer.echo(table(["dimension", "axis", "weight"], rows))
-    typer.echo("use --json for the editable skeleton; record it with 'pmos eval record'")

@@ -1,0 +1,52 @@
+"""The evidence command: a capped, citable bundle of what happened in a run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from pmos.cli._app import JSON_OPTION, emit_json, kit, table
+from pmos.errors import BadInput
+
+
+def register(app: typer.Typer) -> None:
+    app.command("evidence")(evidence)
+
+
+def evidence(
+    run_id: str = typer.Option(..., "--run-id", help="The run to collect evidence for."),
+    repo: Path | None = typer.Option(
+        None, "--repo", help="Git repository of the product, for commits and changed docs."
+    ),
+    rev_range: str | None = typer.Option(
+        None,
+        "--range",
+        help="Revision range in --repo, e.g. main..feature (default: the "
+        "newest 20 commits of HEAD).",
+    ),
+    logs: list[Path] = typer.Option([], "--log", help="Agent log file; repeat for several."),
+    json_output: bool = JSON_OPTION,
+    markdown: bool = typer.Option(
+        False, "--markdown", help="Print the '## Evidence' prompt section for an evaluator."
+    ),
+) -> None:
+    """Print the evidence bundle of a run: eight groups in a fixed order, capped and cited."""
+    if json_output and markdown:
+        raise BadInput("choose one of --json and --markdown")
+    from pmos.evidence import build_bundle, render_markdown
+
+    bundle = build_bundle(kit(), run_id, repo=repo, rev_range=rev_range, logs=logs)
+    if json_output:
+        emit_json(bundle.as_dict())
+        return
+    if markdown:
+        typer.echo(render_markdown(bundle), nl=False)
+        return
+    for group in bundle.groups:
+        typer.echo(f"{group.name} ({len(group.entries)} of {group.total})")
+        for note in group.notes:
+            typer.echo(f"  ({note})")
+        if group.entries:
+            typer.echo(table(["id", "excerpt"], [(e.id, e.excerpt) for e in group.entries]))
+        typer.echo("")

@@ -1,0 +1,99 @@
+"""Score commands: record a task evaluation, show one, collect deterministic scores."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from pmos.cli._app import JSON_OPTION, emit_json, kit, new_typer, table, warn
+
+
+def register(app: typer.Typer) -> None:
+    score_app = new_typer("Task evaluation scores: 0-100 per category, one overall score.")
+    score_app.command("record")(record)
+    score_app.command("show")(show)
+    score_app.command("collect")(collect)
+    app.add_typer(score_app, name="score")
+
+
+def _print_eval(record: dict[str, Any]) -> None:
+    rows = [
+        (
+            c["category"],
+            c["deterministicScore"],
+            c["aiScore"],
+            c["finalScore"],
+            c["weight"],
+            c["band"],
+            c["rationale"],
+        )
+        for c in record["categoryScores"]
+    ]
+    headers = ["category", "deterministic", "ai", "final", "weight", "band", "rationale"]
+    typer.echo(table(headers, rows))
+    run = f", run {record['run_id']}" if record.get("run_id") else ""
+    typer.echo(
+        f"task {record['task_id']}{run}: overall {record['overallScore']} ({record['band']})"
+        f"  [{record['record_id']}]"
+    )
+
+
+def record(
+    file: str = typer.Option(
+        ...,
+        "--file",
+        "-f",
+        help="Evaluation JSON file, or - for stdin: {task_id, run_id?, "
+        "categories: {NAME: {deterministicScore, aiScore, rationale, evidence}}}.",
+    ),
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Record a task evaluation; final scores, bands and the overall score are computed."""
+    from pmos.cli.writercmds import _read_json
+    from pmos.taskevals import record_task_eval
+
+    written = record_task_eval(kit(), _read_json(file))
+    warn(written.warnings)
+    if json_output:
+        emit_json(written.record)
+    else:
+        _print_eval(written.record)
+
+
+def show(
+    task_id: str = typer.Argument(..., help="The evaluated task's id."),
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Show a task's latest evaluation."""
+    from pmos.taskevals import latest_for_task
+
+    latest = latest_for_task(kit(), task_id)
+    if json_output:
+        emit_json(latest)
+    else:
+        _print_eval(latest)
+
+
+def collect(
+    run_id: str = typer.Option(..., "--run-id", help="The run to score."),
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Compute each category's deterministic score from the kit's records of a run.
+
+    The JSON output ends with a template for 'pmos score record': fill in aiScore,
+    rationale and evidence for each category.
+    """
+    from pmos.scorecollect import collect as collect_scores
+
+    result = collect_scores(kit(), run_id)
+    if json_output:
+        emit_json(result)
+        return
+    rows = [
+        (name, c["deterministicScore"], c["scoredAs"] or "computed", "; ".join(c["missing"]))
+        for name, c in result["categories"].items()
+    ]
+    typer.echo(table(["category", "deterministic", "scored as", "missing"], rows))
+    state = "complete" if result["complete"] else "INCOMPLETE: some inputs are missing (above)"
+    typer.echo(f"run {result['run_id']}, task {result['task_id']}: {state}")

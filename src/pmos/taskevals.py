@@ -1,0 +1,57 @@
+"""The task-evaluation ledger: writing a scored evaluation and reading it back.
+
+The writer never trusts a number it can compute: :func:`pmos.scoring.score_input`
+derives every final score, weight, band and the overall score, and the stored
+record is validated against ``task-eval.schema.json`` before it is appended.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pmos import history, schemas
+from pmos.errors import BadInput
+from pmos.kit import Kit
+from pmos.ledger import iter_records_reversed
+from pmos.scoring import score_input
+from pmos.writers import Written, append_validated, record_meta, reject_if
+
+KIND = "task-evals"
+
+
+def record_task_eval(kit: Kit, data: Any, *, target: str | Path | None = None) -> Written:
+    """Score ``data`` (the ``pmos score record`` input) and append the result."""
+    scored = score_input(data)
+
+    def build() -> tuple[dict[str, Any], list[str]]:
+        record: dict[str, Any] = {**record_meta(KIND), **scored.fields}
+        notes = list(scored.warnings)
+        run_id = record.get("run_id")
+        if isinstance(run_id, str) and history.find_run(kit, run_id) is None:
+            record["flags"] = ["unregistered-run"]
+            notes.append(
+                f"run {run_id!r} was never registered ('pmos run register'); "
+                "the evaluation is flagged unregistered-run"
+            )
+        if scored.warnings:
+            record["warnings"] = list(scored.warnings)
+        reject_if("task-eval", schemas.validate("task-eval", record))
+        return record, notes
+
+    return append_validated(kit, KIND, build, target)
+
+
+def latest_for_task(kit: Kit, task_id: str) -> dict[str, Any]:
+    """The most recent evaluation of ``task_id``; unknown task -> :class:`BadInput`."""
+    for record in iter_records_reversed(kit.ledger_path(KIND), KIND):
+        if record.get("task_id") == task_id:
+            return record
+    raise BadInput(f"no evaluation recorded for task {task_id!r} (record one: pmos score record)")
+
+
+def latest_for_run(kit: Kit, run_id: str) -> dict[str, Any] | None:
+    for record in iter_records_reversed(kit.ledger_path(KIND), KIND):
+        if record.get("run_id") == run_id:
+            return record
+    return None

@@ -1,0 +1,135 @@
+"""Kit root resolution, pmos.yaml validation and `pmos init`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pmos.errors import ConfigError, KitRootNotFound
+from pmos.kit import find_root, init_kit, open_kit
+
+
+def test_explicit_root_wins_over_env(tmp_path, monkeypatch, kit_root):
+    other = tmp_path / "other"
+    init_kit(other)
+    assert find_root(other) == other.resolve()
+    monkeypatch.setenv("PMOS_ROOT", str(other))
+    assert find_root() == other.resolve()
+
+
+def test_walks_up_from_the_working_directory(tmp_path, monkeypatch, kit_root):
+    monkeypatch.delenv("PMOS_ROOT")
+    nested = kit_root / "a" / "b"
+    nested.mkdir(parents=True)
+    monkeypatch.chdir(nested)
+    assert find_root() == kit_root.resolve()
+
+
+def test_finds_a_vendored_kit_from_the_product_root(tmp_path, monkeypatch):
+    monkeypatch.delenv("PMOS_ROOT")
+    product = tmp_path / "product"
+    init_kit(product / "pmos")
+    monkeypatch.chdir(product)
+    assert find_root() == (product / "pmos").resolve()
+
+
+def test_no_root_says_how_to_create_one(tmp_path, monkeypatch, pmos):
+    monkeypatch.delenv("PMOS_ROOT")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.chdir(empty)
+    with pytest.raises(KitRootNotFound, match="pmos init"):
+        find_root(cwd=empty)
+    result = pmos("ledger", "verify", cwd=empty, env={"PMOS_ROOT": ""})
+    assert result.returncode == 2
+    assert "pmos init" in result.stderr
+
+
+def test_root_option_pointing_nowhere_is_bad_input(pmos, tmp_path):
+    result = pmos("--root", str(tmp_path / "nope"), "root")
+    assert result.returncode == 2
+    assert "has no pmos.yaml" in result.stderr
+
+
+def test_init_creates_a_ready_kit(tmp_path, cli):
+    target = tmp_path / "product" / "pmos"
+    result = cli("init", str(target), "--json")
+    assert result.exit_code == 0
+    created = json.loads(result.stdout)["created"]
+    for rel in (
+        "pmos.yaml",
+        "state/runs.jsonl",
+        "state/evals.jsonl",
+        "state/acceptances.jsonl",
+        "schemas/verdict.schema.json",
+        "planning/evals/agent-run-eval-rubric.md",
+        "scripts/pmos-log.sh",
+    ):
+        assert rel in created
+        assert (target / rel).is_file()
+    assert (target / "state/evals.jsonl").read_bytes() == b""
+    assert (target / "scripts/pmos-log.sh").stat().st_mode & 0o111
+    assert open_kit(target).config.kappa_threshold == 0.60
+
+
+def test_reinit_never_touches_existing_files(kit_root, cli):
+    assert (
+        cli(
+            "run", "register", "--run-id", "r", "--initiative-id", "i", "--builder-model", "m"
+        ).exit_code
+        == 0
+    )
+    (kit_root / "pmos.yaml").write_text((kit_root / "pmos.yaml").read_text() + "\nmin_pairs: 5\n")
+    before = {p: p.read_bytes() for p in kit_root.rglob("*") if p.is_file()}
+    result = cli("init", str(kit_root), "--json")
+    assert result.exit_code == 0
+    report = json.loads(result.stdout)
+    assert report["created"] == []
+    assert "state/runs.jsonl" in report["kept"]
+    assert {p: p.read_bytes() for p in kit_root.rglob("*") if p.is_file()} == before
+
+
+def test_init_onto_a_file_is_refused(tmp_path, cli):
+    target = tmp_path / "afile"
+    target.write_text("x")
+    result = cli("init", str(target))
+    assert result.exit_code == 2
+    assert "not a folder" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("schema_version: 1\nledgers: [\n", "not valid YAML"),
+        ("- just\n- a list\n", "must be a YAML mapping"),
+        ("schema_version: 1\nledgers: {}\nkappa_threshold: 1.5\n", "kappa_threshold"),
+        ("schema_version: 1\nledgers: {}\nkapa_threshold: 0.6\n", "kapa_threshold"),
+        ("ledgers: {}\n", "schema_version"),
+    ],
+)
+def test_bad_config_is_reported_precisely(kit_root, pmos, text, expected):
+    (kit_root / "pmos.yaml").write_text(text)
+    with pytest.raises(ConfigError, match=expected):
+        open_kit(kit_root)
+    result = pmos("ledger", "verify")
+    assert result.returncode == 2
+    assert expected in result.stderr
+
+
+def test_root_and_ledger_path_commands(cli, kit_root):
+    result = cli("root", "--json")
+    data = json.loads(result.stdout)
+    assert Path(data["root"]) == kit_root.resolve()
+    assert data["ledgers"]["evals"].endswith("state/evals.jsonl")
+    assert cli("ledger", "path", "acceptances").stdout.strip().endswith("state/acceptances.jsonl")
+
+
+def test_repository_is_itself_a_kit_root_with_empty_ledgers():
+    repo = Path(__file__).resolve().parents[1]
+    kit = open_kit(repo)
+    for kind in kit.config.ledgers:
+        path = kit.ledger_path(kind)
+        assert path.is_file(), f"{path} missing from the repository kit"
+        assert path.read_bytes() == b"", f"{path} must stay empty in git"

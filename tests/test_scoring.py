@@ -1,0 +1,299 @@
+"""Score math (exact half-up rounding, bands, input rules) and score record/show."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conftest import ledger_bytes, write_json
+from pmos import scoring
+from pmos.errors import BadInput, RecordRejected
+
+CATS = ("agentPerformance", "taskOutcomeQuality", "processCompliance")
+
+
+def score_input(**per_category):
+    categories = {
+        name: {
+            "deterministicScore": 80,
+            "aiScore": 70,
+            "rationale": f"{name}: checked the evidence",
+            "evidence": ["workflow:check:0"],
+        }
+        for name in CATS
+    }
+    for name, override in per_category.items():
+        categories[name].update(override)
+    return {"task_id": "task-A", "run_id": "run-1", "categories": categories}
+
+
+# ---------------------------------------------------------------- math
+
+
+@pytest.mark.parametrize(
+    ("det", "ai", "expected"),
+    [
+        (1, 36, 12),  # 11.5 exactly; binary floats give 11.4999... -> 11
+        (3, 18, 8),  # 7.5; floats give 7.4999...
+        (6, 1, 5),  # 4.5; floats give 4.4999...
+        (0, 15, 5),  # 4.5; Python's round() gives 4 (banker's rounding)
+        (5, 0, 4),  # 3.5
+        (100, 100, 100),
+        (0, 0, 0),
+        (50, 51, 50),  # 50.3
+    ],
+)
+def test_final_score_rounds_half_up_exactly(det, ai, expected):
+    assert scoring.final_score(det, ai) == expected
+
+
+def test_the_half_up_cases_really_break_binary_floating_point():
+    # Guard that the cases above are meaningful: the naive float computation differs.
+    assert math.floor(0.7 * 1 + 0.3 * 36 + 0.5) == 11
+    assert round(0.7 * 0 + 0.3 * 15) == 4
+    assert math.floor(31 * 0.30 + 1 * 0.45 + 3 * 0.25 + 0.5) == 10
+
+
+@pytest.mark.parametrize(
+    ("finals", "expected"),
+    [
+        ((31, 1, 3), 11),  # 10.5 exactly; floats give 10.4999...
+        ((36, 1, 1), 12),  # 11.5
+        ((57, 2, 50), 31),  # 30.5
+        ((100, 100, 100), 100),
+        ((0, 0, 0), 0),
+        ((90, 80, 70), 81),  # 27 + 36 + 17.5 = 80.5
+    ],
+)
+def test_overall_score_rounds_half_up_exactly(finals, expected):
+    assert scoring.overall_score(dict(zip(CATS, finals, strict=True))) == expected
+
+
+@given(st.integers(0, 100), st.integers(0, 100))
+def test_final_score_matches_integer_arithmetic(det, ai):
+    # round_half_up((7d + 3a) / 10) == floor((7d + 3a + 5) / 10) for non-negative values
+    assert scoring.final_score(det, ai) == (7 * det + 3 * ai + 5) // 10
+
+
+@given(st.integers(0, 100), st.integers(0, 100), st.integers(0, 100))
+def test_overall_score_matches_integer_arithmetic(a, b, c):
+    expected = (30 * a + 45 * b + 25 * c + 50) // 100
+    assert scoring.overall_score(dict(zip(CATS, (a, b, c), strict=True))) == expected
+
+
+@pytest.mark.parametrize(
+    ("score", "band"),
+    [
+        (0, "failing"),
+        (39, "failing"),
+        (40, "weak"),
+        (59, "weak"),
+        (60, "acceptable"),
+        (74, "acceptable"),
+        (75, "strong"),
+        (89, "strong"),
+        (90, "excellent"),
+        (100, "excellent"),
+    ],
+)
+def test_band_boundaries(score, band):
+    assert scoring.band(score) == band
+
+
+@pytest.mark.parametrize("bad", [-1, 101, 50.0, 49.5, True, False, "50", None, [50]])
+def test_non_integer_and_out_of_range_scores_are_refused(bad):
+    with pytest.raises(BadInput):
+        scoring.final_score(bad, 50)
+    with pytest.raises(BadInput):
+        scoring.final_score(50, bad)
+    with pytest.raises(BadInput):
+        scoring.band(bad)
+
+
+def test_overall_needs_exactly_the_three_categories():
+    with pytest.raises(BadInput, match="missing processCompliance"):
+        scoring.overall_score({"agentPerformance": 50, "taskOutcomeQuality": 50})
+    with pytest.raises(BadInput, match="unknown speed"):
+        scoring.overall_score(dict.fromkeys((*CATS, "speed"), 50))
+
+
+def test_weights_sum_to_one_and_match_the_contract():
+    assert sum(scoring.WEIGHTS.values()) == 1
+    assert [scoring.weight_as_number(c) for c in CATS] == [0.3, 0.45, 0.25]
+
+
+# ---------------------------------------------------------------- input rules
+
+
+def test_score_input_computes_every_derived_number():
+    scored = scoring.score_input(
+        score_input(
+            agentPerformance={"deterministicScore": 1, "aiScore": 36},
+            taskOutcomeQuality={"deterministicScore": 100, "aiScore": 100},
+            processCompliance={"deterministicScore": 0, "aiScore": 15},
+        )
+    )
+    cats = scored.fields["categoryScores"]
+    assert [c["category"] for c in cats] == list(CATS)
+    assert [c["finalScore"] for c in cats] == [12, 100, 5]
+    assert [c["band"] for c in cats] == ["failing", "excellent", "failing"]
+    # 0.30*12 + 0.45*100 + 0.25*5 = 49.85 -> 50
+    assert scored.fields["overallScore"] == 50
+    assert scored.fields["band"] == "weak"
+    assert scored.warnings == []
+
+
+def _violations(data):
+    with pytest.raises(RecordRejected) as info:
+        scoring.score_input(data)
+    return {v.field: v for v in info.value.violations}
+
+
+@pytest.mark.parametrize(
+    ("value", "rule"),
+    [
+        (50.0, "score-integer"),
+        (True, "score-integer"),
+        (101, "score-integer"),
+        (-3, "score-integer"),
+        ("80", "score-integer"),
+        (None, "score-integer"),
+    ],
+)
+def test_each_bad_score_is_named_by_field(value, rule):
+    problems = _violations(score_input(taskOutcomeQuality={"aiScore": value}))
+    assert problems["categories/taskOutcomeQuality/aiScore"].rule == rule
+    assert len(problems) == 1
+
+
+def test_missing_or_blank_rationale_is_refused():
+    data = score_input(agentPerformance={"rationale": "   "})
+    del data["categories"]["processCompliance"]["rationale"]
+    problems = _violations(data)
+    assert problems["categories/agentPerformance/rationale"].rule == "rationale-required"
+    assert "missing" in problems["categories/processCompliance/rationale"].message
+    assert "categories/taskOutcomeQuality/rationale" not in problems
+
+
+def test_unknown_and_missing_categories_are_refused():
+    data = score_input()
+    data["categories"]["speed"] = data["categories"].pop("processCompliance")
+    problems = _violations(data)
+    assert problems["categories/speed"].rule == "unknown-category"
+    assert problems["categories/processCompliance"].rule == "required"
+
+
+def test_missing_score_and_unknown_field_are_refused():
+    data = score_input(agentPerformance={"confidence": 0.9})
+    del data["categories"]["taskOutcomeQuality"]["deterministicScore"]
+    data["extra"] = 1
+    problems = _violations(data)
+    assert problems["categories/taskOutcomeQuality/deterministicScore"].rule == "required"
+    assert problems["categories/agentPerformance/confidence"].rule == "unknown-field"
+    assert problems["extra"].rule == "unknown-field"
+
+
+def test_evidence_must_be_a_list_of_references():
+    problems = _violations(score_input(agentPerformance={"evidence": "commits:abc"}))
+    assert "categories/agentPerformance/evidence" in problems
+    problems = _violations(score_input(agentPerformance={"evidence": ["ok", " "]}))
+    assert "categories/agentPerformance/evidence" in problems
+
+
+def test_supplied_computed_values_are_ignored_with_a_warning():
+    data = score_input(
+        agentPerformance={"finalScore": 100, "weight": 0.9, "band": "excellent"},
+    )
+    data["overallScore"] = 100
+    data["band"] = "excellent"
+    scored = scoring.score_input(data)
+    ap = scored.fields["categoryScores"][0]
+    assert (ap["finalScore"], ap["weight"], ap["band"]) == (77, 0.3, "strong")
+    assert scored.fields["overallScore"] == 77
+    assert len(scored.warnings) == 5
+    assert any("overallScore" in w for w in scored.warnings)
+    assert any("agentPerformance/finalScore" in w for w in scored.warnings)
+
+
+# ---------------------------------------------------------------- CLI
+
+
+def test_score_record_stores_computed_record_and_show_reads_it(cli, kit_root, tmp_path):
+    path = write_json(
+        tmp_path / "eval.json",
+        score_input(agentPerformance={"deterministicScore": 1, "aiScore": 36, "finalScore": 99}),
+    )
+    result = cli("score", "record", "--file", str(path), "--json")
+    assert result.exit_code == 0, result.output
+    stored = json.loads(result.stdout)
+    assert stored["task_id"] == "task-A" and stored["run_id"] == "run-1"
+    assert stored["categoryScores"][0] == {
+        "category": "agentPerformance",
+        "deterministicScore": 1,
+        "aiScore": 36,
+        "finalScore": 12,
+        "weight": 0.3,
+        "band": "failing",
+        "rationale": "agentPerformance: checked the evidence",
+        "evidence": ["workflow:check:0"],
+    }
+    # 0.3*12 + 0.45*77 + 0.25*77 = 57.5 -> 58
+    assert stored["overallScore"] == 58 and stored["band"] == "weak"
+    assert "ignored the supplied categories/agentPerformance/finalScore" in result.stderr
+    assert stored["flags"] == ["unregistered-run"]
+    line = (kit_root / "state/task-evals.jsonl").read_text().splitlines()
+    assert len(line) == 1 and json.loads(line[0])["overallScore"] == 58
+
+    shown = cli("score", "show", "task-A", "--json")
+    assert shown.exit_code == 0
+    assert json.loads(shown.stdout)["record_id"] == stored["record_id"]
+    human = cli("score", "show", "task-A")
+    assert "overall 58 (weak)" in human.stdout and "agentPerformance" in human.stdout
+    assert cli("ledger", "verify").exit_code == 0
+
+
+def test_score_record_from_stdin_and_latest_wins(cli):
+    first = score_input()
+    second = score_input(taskOutcomeQuality={"deterministicScore": 10, "aiScore": 10})
+    assert cli("score", "record", "--file", "-", input=json.dumps(first)).exit_code == 0
+    assert cli("score", "record", "--file", "-", input=json.dumps(second)).exit_code == 0
+    shown = json.loads(cli("score", "show", "task-A", "--json").stdout)
+    assert shown["categoryScores"][1]["finalScore"] == 10
+
+
+def test_rejected_score_writes_nothing(cli, kit_root, tmp_path):
+    before = ledger_bytes(kit_root)
+    path = write_json(tmp_path / "e.json", score_input(agentPerformance={"aiScore": 50.0}))
+    result = cli("score", "record", "--file", str(path))
+    assert result.exit_code == 2
+    assert "categories/agentPerformance/aiScore" in result.stderr
+    assert "write 50, not 50.0" in result.stderr
+    assert ledger_bytes(kit_root) == before
+
+
+def test_bad_json_and_unknown_task(cli, kit_root, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    assert cli("score", "record", "--file", str(bad)).exit_code == 2
+    result = cli("score", "show", "nope")
+    assert result.exit_code == 2 and "no evaluation recorded for task 'nope'" in result.stderr
+
+
+def test_bad_task_id_is_refused_by_the_schema(cli, tmp_path):
+    data = score_input()
+    data["task_id"] = "  "
+    path = write_json(tmp_path / "e.json", data)
+    result = cli("score", "record", "--file", str(path))
+    assert result.exit_code == 2 and "task_id" in result.stderr
+
+
+def test_registered_run_is_not_flagged(cli, kit):
+    from runrecords import register
+
+    register(kit)
+    result = cli("score", "record", "--file", "-", "--json", input=json.dumps(score_input()))
+    assert "flags" not in json.loads(result.stdout)
