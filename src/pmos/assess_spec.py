@@ -204,6 +204,8 @@ def load_spec(path: Path, *, lenient: bool = False) -> Spec:
     """Read a YAML or JSON spec file and sanitise it (see module docstring)."""
     import yaml
 
+    from pmos.yamlio import load_yaml
+
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -212,7 +214,7 @@ def load_spec(path: Path, *, lenient: bool = False) -> Spec:
     except UnicodeDecodeError as exc:
         raise BadInput(f"spec {path} is not UTF-8 text: {exc}") from None
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError as exc:
         raise BadInput(f"spec {path} is not valid YAML or JSON: {exc}") from None
     return parse_spec(data, source=str(path), lenient=lenient)

@@ -25,7 +25,7 @@ from pmos import assess_run, schemas
 from pmos.assess_spec import Expectation, NothingToAssess, Spec
 from pmos.errors import BadInput, ConfigError
 from pmos.kit import Kit
-from pmos.ledger import iter_records, iter_records_reversed
+from pmos.ledger import iter_records
 from pmos.writers import Written, append_validated, record_meta, reject_if
 
 TRIGGERS = ("initial", "reassess", "fix", "retry", "auto-correct", "judge")
@@ -52,13 +52,6 @@ def task_records(kit: Kit, task_id: str) -> list[dict[str, Any]]:
         for r in iter_records(kit.ledger_path("assessments"), "assessments")
         if r.get("task_id") == task_id
     ]
-
-
-def latest_for_run(kit: Kit, run_id: str) -> dict[str, Any] | None:
-    for record in iter_records_reversed(kit.ledger_path("assessments"), "assessments"):
-        if record.get("run_id") == run_id:
-            return record
-    return None
 
 
 def _check_identity(task_id: str, run_id: str | None, trigger: str | None) -> None:

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pmos.assessments import latest_for_run
 from pmos.errors import BadInput
-from pmos.history import find_run
 from pmos.kit import Kit
 from pmos.rubric import load_rubric
+from pmos.runfacts import gather
 from pmos.writers import evaluator_model_from_env
 
 
@@ -31,11 +30,12 @@ def criterion_evidence(record: dict[str, Any], check: dict[str, Any]) -> str:
 
 def draft_verdict(kit: Kit, run_id: str) -> tuple[dict[str, Any], list[str]]:
     """The skeleton for ``run_id`` and notes for the evaluator."""
-    run = find_run(kit, run_id)
+    facts = gather(kit, run_id)
+    run = facts.run
     if run is None:
         raise BadInput(f"run {run_id!r} is not registered; register it with 'pmos run register'")
     rubric = load_rubric(kit.root, kit.config.default_rubric)
-    assessment = latest_for_run(kit, run_id)
+    assessment = facts.latest_assessment  # the one rule for "latest", shared with scoring
     notes: list[str] = []
     if assessment is None:
         notes.append(f"run {run_id!r} has no assessment; every criterion is left to the judge")

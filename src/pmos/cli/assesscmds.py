@@ -15,7 +15,7 @@ import typer
 from typer.core import TyperCommand
 
 from pmos import exit_codes
-from pmos.cli._app import JSON_OPTION, PmosGroup, emit_json, kit, table, warn
+from pmos.cli._app import JSON_OPTION, PmosGroup, emit_json, kit, new_typer, table, warn
 
 _DEFAULT = "run"
 
@@ -39,18 +39,14 @@ class _DefaultCommand(TyperCommand):
 
 
 def register(app: typer.Typer) -> None:
-    assess_app = typer.Typer(
-        cls=AssessGroup,
-        help="Run a task's deterministic checks, metrics and LLM reviews; keep the history.\n\n"
+    assess_app = new_typer(
+        "Run a task's deterministic checks, metrics and LLM reviews; keep the history.\n\n"
         "pmos assess SPEC [--cwd DIR] [--task-id T] [--run-id R] [--trigger T] [--lenient] "
         "[--json]\n\n"
         "pmos assess --run-id R  (runs the run contract's expectation criteria)\n\n"
         "pmos assess history TASK [--json]\n\n"
         "Exit codes: 0 passed, 1 failed, 2 invalid spec or usage (nothing run or written).",
-        no_args_is_help=True,
-        add_completion=False,
-        pretty_exceptions_enable=False,
-        rich_markup_mode=None,
+        cls=AssessGroup,
     )
     assess_app.command(_DEFAULT, hidden=True, cls=_DefaultCommand)(assess)
     assess_app.command("history")(history)
