@@ -398,7 +398,9 @@ def verify(
     try:
         handle = open(path, "rb")  # noqa: SIM115 - closed below
     except FileNotFoundError:
-        report.problems.append(Problem(0, "ledger file is missing"))
+        report.problems.append(
+            Problem(0, "ledger file is missing; 'pmos init' on the kit root recreates it empty")
+        )
         return report
     with handle:
         _lock(handle.fileno(), fcntl.LOCK_SH, Path(path), LOCK_TIMEOUT_S)
