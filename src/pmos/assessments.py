@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,15 @@ from pmos.ledger import iter_records
 from pmos.writers import Written, append_validated, record_meta, reject_if
 
 TRIGGERS = ("initial", "reassess", "fix", "retry", "auto-correct", "judge")
+
+
+#: The trigger that spends the fix budget (maxFixAttempts); retries do not.
+FIX_TRIGGER = "fix"
+
+
+def fix_attempts_used(records: Iterable[Mapping[str, Any]]) -> int:
+    """How many of a task's assessments were fix attempts."""
+    return sum(1 for r in records if r.get("trigger") == FIX_TRIGGER)
 
 
 def assess_timeout(config: Mapping[str, Any]) -> float:
@@ -127,9 +136,9 @@ def assess(
     def build() -> tuple[dict[str, Any], list[str]]:
         prior = task_records(kit, task_id)
         actual = trigger or ("reassess" if prior else "initial")
-        fixes = sum(1 for r in prior if r.get("trigger") == "fix") + (actual == "fix")
+        fixes = fix_attempts_used(prior) + (actual == FIX_TRIGGER)
         notes = list(warnings)
-        if actual == "fix" and fixes > spec.max_fix_attempts:
+        if actual == FIX_TRIGGER and fixes > spec.max_fix_attempts:
             notes.append(
                 f"this is fix attempt {fixes} of task {task_id!r}, beyond maxFixAttempts "
                 f"{spec.max_fix_attempts}: the normal retry policy applies now"
