@@ -243,6 +243,9 @@ def tree() -> CommandTree:
         "pmos skill check [PATH...] [--json]",
         "pmos --root DIR ledger verify --json",
         "pmos eval record --file=- --json",
+        "pmos assess SPEC --cwd DIR --run-id R --json",
+        "pmos assess --run-id R",
+        "pmos assess history TASK --json",
         "pmos ledger",
         "python -m pmos accept R --label fail --by pm",
         "PMOS_ROOT=kit pmos root && pmos ledger path evals",
@@ -266,6 +269,8 @@ def test_valid_invocations(tree, text):
         ("pmos eval record --fiel v.json", "has no option --fiel"),
         ("pmos root extra", "takes no positional argument(s), 1 given"),
         ("pmos --verbose root", "`pmos` has no option --verbose"),
+        ("pmos assess SPEC --bogus", "`pmos assess` has no option --bogus"),
+        ("pmos ledger --nope", "`pmos ledger` has no option --nope"),
         ("scripts/pmos-log.sh accept R --label pass --by pm --force", "has no option --force"),
     ],
 )

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -60,9 +60,8 @@ DEFAULT_FAMILIES: dict[str, list[str]] = {
 }
 
 
-@dataclass(frozen=True)
-class Config:
-    """pmos.yaml, validated, with defaults filled in."""
+class Config(NamedTuple):
+    """pmos.yaml, validated, with defaults filled in. Treat it as read-only."""
 
     ledgers: dict[str, str]
     rubric_dir: str = "planning/evals"
@@ -71,9 +70,9 @@ class Config:
     pass_fraction_window: int = 20
     goodhart_alarm: float = 0.90
     min_pairs: int = 20
-    model_families: dict[str, list[str]] = field(default_factory=lambda: dict(DEFAULT_FAMILIES))
+    model_families: Mapping[str, list[str]] = DEFAULT_FAMILIES
     #: The whole parsed file, for sections that belong to other modules.
-    raw: dict[str, Any] = field(default_factory=dict)
+    raw: Mapping[str, Any] = {}
 
 
 def load_config(path: Path) -> Config:
@@ -96,14 +95,21 @@ def load_config(path: Path) -> Config:
         raise ConfigError(f"{path} is not a valid pmos config:\n{lines}")
     ledgers = {k.name: k.default_path for k in LEDGER_KINDS.values()}
     ledgers.update(data["ledgers"])
-    known = {k: data[k] for k in Config.__dataclass_fields__ if k in data and k != "ledgers"}
+    known = {k: data[k] for k in Config._fields if k in data and k not in ("ledgers", "raw")}
     return Config(ledgers=ledgers, raw=data, **known)
 
 
-@dataclass
 class Kit:
-    root: Path
-    config: Config
+    """An opened kit root: its folder and its configuration."""
+
+    __slots__ = ("config", "root")
+
+    def __init__(self, root: Path, config: Config) -> None:
+        self.root = root
+        self.config = config
+
+    def __repr__(self) -> str:
+        return f"Kit(root={self.root!r})"
 
     @classmethod
     def open(cls, root: Path) -> Kit:

@@ -31,7 +31,6 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -359,13 +358,17 @@ class Problem(NamedTuple):
         return {"line": self.line, "problem": self.problem}
 
 
-@dataclass
 class VerifyReport:
-    kind: str
-    path: str
-    lines: int = 0
-    head: str | None = None
-    problems: list[Problem] = field(default_factory=list)
+    """The outcome of verifying one ledger."""
+
+    __slots__ = ("head", "kind", "lines", "path", "problems")
+
+    def __init__(self, kind: str, path: str) -> None:
+        self.kind = kind
+        self.path = path
+        self.lines = 0
+        self.head: str | None = None
+        self.problems: list[Problem] = []
 
     @property
     def ok(self) -> bool:

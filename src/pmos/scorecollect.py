@@ -25,7 +25,8 @@ The formulas (all rounding half up, computed exactly):
 
 **agentPerformance** - from attempts and fix attempts::
 
-    used    = assessments of the run triggered by fix, retry or auto-correct
+    used    = assessments of the run triggered by fix (the trigger that spends
+              maxFixAttempts; see pmos.assessments.fix_attempts_used)
     left    = fix_attempts_left of the latest assessment
     budget  = used + left
     outcome = 60 if the latest assessment passed, else 0
@@ -46,6 +47,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from pmos.assessments import fix_attempts_used
 from pmos.kit import Kit
 from pmos.runfacts import RunFacts, gather_known
 from pmos.scoring import (
@@ -60,7 +62,6 @@ NEUTRAL_SCORE = 50
 STEP_POINTS = 25
 OUTCOME_POINTS = 60
 EFFORT_POINTS = 40
-CORRECTIVE_TRIGGERS = frozenset({"fix", "retry", "auto-correct"})
 
 FORMULAS = {
     TASK_OUTCOME_QUALITY: "round(100 * passed / total) over the latest assessment's checks "
@@ -213,7 +214,7 @@ def agent_performance(facts: RunFacts) -> CategoryBasis:
             {"assessment": None},
             "no assessment of the run, so attempts and fix attempts are unknown",
         )
-    used = sum(a.get("trigger") in CORRECTIVE_TRIGGERS for a in facts.assessments)
+    used = fix_attempts_used(facts.assessments)
     left = int(latest.get("fix_attempts_left", 0))
     budget = used + left
     outcome = OUTCOME_POINTS if latest.get("passed") else 0

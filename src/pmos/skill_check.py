@@ -106,26 +106,33 @@ class CommandTree:
     def check(self, args: list[str]) -> str | None:
         """Why ``pmos ARGS`` is not a valid invocation, or None when it is."""
         current, path, i = self.root, ["pmos"], 0
-        while True:
-            i, problem = _options(current, path, args, i, leading=True)
-            if problem:
-                return problem
-            if not _is_group(current) or i >= len(args):
-                break
-            word = args[i]
+        while _is_group(current):
             ctx = current.context_class(current)
+            while i < len(args) and _is_option(args[i]):
+                if _find_option(current, args[i].split("=", 1)[0]) is None:
+                    break
+                i, _ = _options(current, path, args, i, leading=False)
+            if i >= len(args):
+                return None  # names a command group, e.g. `pmos ledger`
+            word = args[i]
             names = word.split("|")
-            missing = [n for n in names if current.get_command(ctx, n) is None]
-            if missing:
-                known = ", ".join(sorted(current.list_commands(ctx)))
-                return f"`{' '.join(path)} {missing[0]}` is not a command (known: {known})"
-            if len(names) > 1:
-                return None  # `schema show|list`: each alternative exists
-            current = current.get_command(ctx, word)
-            path.append(word)
-            i += 1
-        if _is_group(current):
-            return None  # names a command group, e.g. `pmos ledger`
+            if all(current.get_command(ctx, n) is not None for n in names):
+                if len(names) > 1:
+                    return None  # `schema show|list`: each alternative exists
+                current = current.get_command(ctx, word)
+                if not getattr(current, "hidden", False):
+                    path.append(word)
+                i += 1
+                continue
+            routed = _default_route(current, args[i:])
+            if routed is not None:
+                args = [*args[:i], *routed]
+                continue
+            if _is_option(word):
+                return f"`{' '.join(path)}` has no option {word.split('=', 1)[0]}"
+            missing = next(n for n in names if current.get_command(ctx, n) is None)
+            known = ", ".join(sorted(current.list_commands(ctx)))
+            return f"`{' '.join(path)} {missing}` is not a command (known: {known})"
         positional = 0
         while i < len(args):
             if _is_option(args[i]):
@@ -159,6 +166,29 @@ class CommandTree:
             if (problem)
             else None
         )
+
+
+def _default_route(group: Any, rest: list[str]) -> list[str] | None:
+    """How the group's own parser routes ``rest`` when it sends it to a default command.
+
+    A group may route a first argument that is not a command name to a default
+    subcommand (``pmos assess SPEC`` runs the hidden ``assess run``). Asking the
+    group's parser, rather than knowing each group, keeps this check honest.
+    """
+    import typer
+
+    # Whichever click typer uses (its own copy or the package), its ClickException.
+    click_error = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+    ctx = group.context_class(group, info_name="pmos", resilient_parsing=True)
+    try:
+        group.parse_args(ctx, list(rest))
+    except click_error:  # a usage error: the group does not route these arguments
+        return None
+    protected = list(getattr(ctx, "_protected_args", None) or [])
+    routed = [*protected, *ctx.args]
+    if routed and routed != list(rest) and group.get_command(ctx, routed[0]) is not None:
+        return routed
+    return None
 
 
 def _is_option(token: str) -> bool:

@@ -32,6 +32,7 @@ COMMAND_MODULES: dict[str, str] = {
     "evidence": "evidencecmds",
     "followups": "followupcmds",
     "tasks": "followupcmds",
+    "assess": "assesscmds",
     "exemplars": "skillcmds",
     "known-bad": "skillcmds",
     "skill": "skillcmds",

@@ -31,6 +31,9 @@ def register(app: typer.Typer) -> None:
     eval_app = new_typer("Record review-gate verdicts.")
     eval_app.command("record")(eval_record)
     eval_app.command("log", context_settings={"ignore_unknown_options": False})(eval_log)
+    from pmos.cli.draftcmds import eval_draft
+
+    eval_app.command("draft")(eval_draft)
     app.add_typer(eval_app, name="eval")
     app.command("accept")(accept)
 

@@ -1,0 +1,188 @@
+"""Assessing a task and keeping its history in the assessments ledger.
+
+One assessment = run a sanitised spec (:mod:`pmos.assess_spec`) with
+:mod:`pmos.assess_run` (and :mod:`pmos.jury` for LLM reviews), then append one
+record through the validated writer path. The task's attempt number, the
+default trigger and the fix-attempt budget are computed from the ledger under
+its lock, so two assessments of one task finishing together cannot both be
+"attempt 2".
+
+Fix accounting: a failed task may be handed back to its agent for a fix a
+limited number of times (``maxFixAttempts``, default 2) before the normal
+retry policy applies. ``fix_attempts_left`` is that budget minus the task's
+fix-triggered assessments so far, this one included, never below 0.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pmos import assess_run, schemas
+from pmos.assess_spec import Expectation, NothingToAssess, Spec
+from pmos.errors import BadInput, ConfigError
+from pmos.kit import Kit
+from pmos.ledger import iter_records
+from pmos.writers import Written, append_validated, record_meta, reject_if
+
+TRIGGERS = ("initial", "reassess", "fix", "retry", "auto-correct", "judge")
+
+
+#: The trigger that spends the fix budget (maxFixAttempts); retries do not.
+FIX_TRIGGER = "fix"
+
+
+def fix_attempts_used(records: Iterable[Mapping[str, Any]]) -> int:
+    """How many of a task's assessments were fix attempts."""
+    return sum(1 for r in records if r.get("trigger") == FIX_TRIGGER)
+
+
+def assess_timeout(config: Mapping[str, Any]) -> float:
+    """pmos.yaml ``assess.timeout_s`` (default 600 s), per command."""
+    section = config.get("assess") or {}
+    return float(section.get("timeout_s", assess_run.DEFAULT_TIMEOUT_S))
+
+
+def resolve_task_id(explicit: str | None, spec: Spec, run_id: str | None) -> str:
+    """--task-id, else the task file's own id, else the run id, else the spec file's name."""
+    for candidate in (explicit, spec.task_id, run_id):
+        if candidate:
+            return candidate
+    return Path(spec.source).stem
+
+
+def task_records(kit: Kit, task_id: str) -> list[dict[str, Any]]:
+    """Every assessment of ``task_id``, oldest first."""
+    return [
+        r
+        for r in iter_records(kit.ledger_path("assessments"), "assessments")
+        if r.get("task_id") == task_id
+    ]
+
+
+def _check_identity(task_id: str, run_id: str | None, trigger: str | None) -> None:
+    """Refuse ids the record schema would refuse, before anything runs."""
+    if trigger is not None and trigger not in TRIGGERS:
+        raise BadInput(f"--trigger {trigger!r} is not one of {', '.join(TRIGGERS)}")
+    probe: dict[str, Any] = {
+        **record_meta("assessments"),
+        "task_id": task_id,
+        "trigger": trigger or "initial",
+        "attempt": 1,
+        "passed": False,
+        "checks": [],
+        "metrics": [],
+        "fix_attempts_left": 0,
+    }
+    if run_id is not None:
+        probe["run_id"] = run_id
+    reject_if("assessment", schemas.validate("assessment", probe))
+
+
+def assess(
+    kit: Kit,
+    spec: Spec,
+    *,
+    cwd: Path,
+    task_id: str,
+    run_id: str | None = None,
+    run: Mapping[str, Any] | None = None,
+    trigger: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Written:
+    """Run ``spec`` in ``cwd`` and append the assessment; returns the stored record.
+
+    Everything that can be refused (ids, trigger, working directory, reviewer
+    configuration) is checked before the first command starts.
+    """
+    from pmos import jury
+
+    environ = os.environ if environ is None else environ
+    _check_identity(task_id, run_id, trigger)
+    if not cwd.is_dir():
+        raise BadInput(f"--cwd {cwd} is not a folder")
+    cwd = cwd.resolve()
+    if spec.empty:
+        raise NothingToAssess(spec)
+    settings = jury.review_settings(kit.config.raw, environ) if spec.needs_review else None
+    timeout = assess_timeout(kit.config.raw)
+    context = jury.ReviewContext(cwd, spec.title, spec.description, run)
+
+    def review(exp: Expectation, tracker: assess_run.ProcessTracker) -> dict[str, Any]:
+        if settings is None:  # guarded above; keeps the type checker honest
+            raise ConfigError("no reviewers configured")
+        return jury.run_review(
+            exp, settings, context, max_retries=spec.max_assessment_retries, tracker=tracker
+        )
+
+    start = time.monotonic()
+    checks, metrics = assess_run.run_spec(spec, cwd=cwd, timeout_s=timeout, review=review)
+    duration = round(time.monotonic() - start, 3)
+    passed = all(c["passed"] for c in checks) and all(m["passed"] for m in metrics)
+    warnings = list(spec.warnings)
+    for check in checks:
+        warnings += [f"check {check['index']} (llm_review): {n}" for n in check.get("notes", [])]
+    flags: list[str] = []
+    if run_id is not None and run is None:
+        flags.append("unregistered-run")
+        warnings.append(
+            f"run {run_id!r} was never registered ('pmos run register'); "
+            "the assessment is flagged unregistered-run"
+        )
+
+    def build() -> tuple[dict[str, Any], list[str]]:
+        prior = task_records(kit, task_id)
+        actual = trigger or ("reassess" if prior else "initial")
+        fixes = fix_attempts_used(prior) + (actual == FIX_TRIGGER)
+        notes = list(warnings)
+        if actual == FIX_TRIGGER and fixes > spec.max_fix_attempts:
+            notes.append(
+                f"this is fix attempt {fixes} of task {task_id!r}, beyond maxFixAttempts "
+                f"{spec.max_fix_attempts}: the normal retry policy applies now"
+            )
+        record: dict[str, Any] = {
+            **record_meta("assessments"),
+            "task_id": task_id,
+            "trigger": actual,
+            "attempt": len(prior) + 1,
+            "passed": passed,
+            "spec": spec.source,
+            "cwd": str(cwd),
+            "duration_s": duration,
+            "checks": checks,
+            "metrics": metrics,
+            "warnings": notes,
+            "max_fix_attempts": spec.max_fix_attempts,
+            "max_assessment_retries": spec.max_assessment_retries,
+            "fix_attempts_left": max(0, spec.max_fix_attempts - fixes),
+        }
+        if run_id is not None:
+            record["run_id"] = run_id
+        if flags:
+            record["flags"] = flags
+        reject_if("assessment", schemas.validate("assessment", record))
+        return record, []
+
+    return append_validated(kit, "assessments", build)
+
+
+def summary(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The stable ``--json`` shape of one assessment."""
+    keys = (
+        "record_id",
+        "recorded_at",
+        "task_id",
+        "run_id",
+        "trigger",
+        "attempt",
+        "passed",
+        "duration_s",
+        "checks",
+        "metrics",
+        "warnings",
+        "fix_attempts_left",
+    )
+    return {k: record.get(k) for k in keys}
