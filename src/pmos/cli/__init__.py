@@ -11,7 +11,7 @@ from pathlib import Path
 
 import typer
 
-from pmos.cli import kitcmds, ledgercmds, writercmds
+from pmos.cli import kitcmds, ledgercmds, metricscmds, writercmds
 from pmos.cli._app import new_typer, set_root
 
 app = new_typer(
@@ -37,6 +37,7 @@ def _root(
 kitcmds.register(app)
 writercmds.register(app)
 ledgercmds.register(app)
+metricscmds.register(app)
 
 
 def main() -> None:
