@@ -13,9 +13,11 @@ The statistics themselves live in :mod:`pmos.stats`.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
+from pathlib import Path
 from typing import Any
 
 from pmos import stats
@@ -38,6 +40,10 @@ class Scope:
     initiative: str | None = None
     model: str | None = None
     since: datetime | None = None
+
+    @property
+    def everything(self) -> bool:
+        return self.initiative is None and self.model is None and self.since is None
 
 
 def parse_since(text: str) -> datetime:
@@ -65,62 +71,104 @@ def _instant(stamp: str) -> datetime:
 
 
 @dataclass
-class Ledgers:
-    """What the readers keep: the latest of each kind of record per run.
+class Verdicts:
+    """What the eval-ledger reader keeps: the latest verdicts per run.
 
-    ``verdicts``: run -> (gate passed, evaluator_model, initiative_id, recorded_at)
-    of the latest non-SKIPPED verdict; ``skips``: run -> (evaluator_model,
-    initiative_id, recorded_at) of the latest SKIPPED one; ``labels``: run ->
-    (PM passed, initiative_id or None, recorded_at) of the latest label.
+    ``latest`` maps a run to ``model code * 2 + (1 if the gate passed it)`` for
+    its latest non-SKIPPED verdict, ``models[code]`` naming the evaluator
+    model: a small int per run is the cheapest value to keep and to replace
+    a million times. ``details`` (run -> initiative_id, recorded_at of that
+    verdict) is kept only when a filter needs it. ``skips`` holds the latest
+    SKIPPED verdict per run as (evaluator_model, initiative_id, recorded_at).
     """
 
-    verdicts: dict[str, tuple[bool, str, str, str]]
+    models: list[str]
+    latest: dict[str, int]
+    details: dict[str, tuple[str, str]] | None
     skips: dict[str, tuple[str | None, str, str]]
-    labels: dict[str, tuple[bool, str | None, str]]
     pass_fraction: PassFraction
     pass_fraction_by_model: dict[str, PassFraction]
 
 
-def read_ledgers(kit: Kit, scope: Scope, window: int) -> Ledgers:
-    """Stream the eval and acceptance ledgers once each (a later record supersedes)."""
-    verdicts: dict[str, tuple[bool, str, str, str]] = {}
+@dataclass
+class Labels:
+    """The latest PM label per run (True for pass); ``details`` (run ->
+    initiative_id or None, recorded_at) only when a filter needs it."""
+
+    latest: dict[str, bool]
+    details: dict[str, tuple[str | None, str]] | None
+
+
+def read_verdicts(path: Path, scope: Scope, window: int) -> Verdicts:
+    """Stream the eval ledger once; a later verdict of a run supersedes an earlier one.
+
+    This loop runs once per record of the largest file pmos has, so it keeps
+    to plain dict, list and deque operations; the pass fraction only needs the
+    last ``window`` judged verdicts in scope, which are buffered and handed to
+    :class:`PassFraction` (the one definition of the rule) at the end.
+    """
+    models: list[str] = []
+    codes: dict[str, int] = {}
+    latest: dict[str, int] = {}
+    details: dict[str, tuple[str, str]] | None = None if scope.everything else {}
     skips: dict[str, tuple[str | None, str, str]] = {}
-    fraction = PassFraction(window)
-    by_model: dict[str, PassFraction] = {}
-    strings: dict[str, str] = {}  # one copy of each model / initiative id
-    intern = strings.setdefault
+    recent: deque[str] = deque(maxlen=window)
+    recent_by_model: list[deque[str]] = []
     pass_side = PASS_SIDE
     wanted = _record_filter(scope)
-    for record in iter_records(kit.ledger_path("evals"), "evals"):
-        run = record["run_id"]
+    for record in iter_records(path, "evals"):
         verdict = record["verdict"]
-        model = record.get("evaluator_model")
-        initiative = intern(record["initiative_id"], record["initiative_id"])
         if verdict == SKIPPED:
-            skips[run] = (model and intern(model, model), initiative, record["recorded_at"])
+            skips[record["run_id"]] = (
+                record.get("evaluator_model"),
+                record["initiative_id"],
+                record["recorded_at"],
+            )
             continue
-        model = intern(model, model)
-        verdicts[run] = (verdict in pass_side, model, initiative, record["recorded_at"])
-        if wanted is None or wanted(model, initiative, record["recorded_at"]):
-            fraction.add(verdict)
-            tally = by_model.get(model)
-            if tally is None:
-                tally = by_model[model] = PassFraction(window)
-            tally.add(verdict)
-    labels: dict[str, tuple[bool, str | None, str]] = {}
-    for record in iter_records(kit.ledger_path("acceptances"), "acceptances"):
-        initiative = record.get("initiative_id")
-        labels[record["run_id"]] = (
-            record["label"] == "pass",
-            initiative and intern(initiative, initiative),
-            record["recorded_at"],
-        )
-    return Ledgers(verdicts, skips, labels, fraction, by_model)
+        model = record["evaluator_model"]
+        code = codes.get(model)
+        if code is None:
+            code = codes[model] = len(models)
+            models.append(model)
+            recent_by_model.append(deque(maxlen=window))
+        run = record["run_id"]
+        latest[run] = code * 2 + (verdict in pass_side)
+        if wanted is not None:
+            initiative, at = record["initiative_id"], record["recorded_at"]
+            details[run] = (initiative, at)  # type: ignore[index]
+            if not wanted(model, initiative, at):
+                continue
+        recent.append(verdict)
+        recent_by_model[code].append(verdict)
+    return Verdicts(
+        models,
+        latest,
+        details,
+        skips,
+        PassFraction.of(recent, window),
+        {
+            models[code]: PassFraction.of(buffer, window)
+            for code, buffer in enumerate(recent_by_model)
+            if buffer
+        },
+    )
+
+
+def read_labels(path: Path, detailed: bool) -> Labels:
+    """Stream the acceptance ledger once; a later label of a run supersedes an earlier one."""
+    latest: dict[str, bool] = {}
+    details: dict[str, tuple[str | None, str]] | None = {} if detailed else None
+    for record in iter_records(path, "acceptances"):
+        run = record["run_id"]
+        latest[run] = record["label"] == "pass"
+        if details is not None:
+            details[run] = (record.get("initiative_id"), record["recorded_at"])
+    return Labels(latest, details)
 
 
 def _record_filter(scope: Scope) -> Callable[[str | None, str | None, str], bool] | None:
     """Predicate (model, initiative, recorded_at) for a scope; None when it takes all."""
-    if scope.initiative is None and scope.model is None and scope.since is None:
+    if scope.everything:
         return None
 
     def wanted(model: str | None, initiative: str | None, recorded_at: str) -> bool:
@@ -184,7 +232,8 @@ def compute_metrics(
         raise BadInput(f"window: must be a whole number of verdicts, at least 1; got {window!r}")
     settings = Settings(config.kappa_threshold, config.min_pairs, window, config.goodhart_alarm)
     scope = Scope(initiative, model, since)
-    data = read_ledgers(kit, scope, window)
+    judged = read_verdicts(kit.ledger_path("evals"), scope, window)
+    labelled = read_labels(kit.ledger_path("acceptances"), detailed=not scope.everything)
     wanted = _record_filter(scope)
 
     total = _Tally()
@@ -198,50 +247,59 @@ def compute_metrics(
             found = per_model[name] = _Tally()
         return found
 
-    labels = data.labels
-    for run, (gate_pass, run_model, run_initiative, at) in data.verdicts.items():
-        if wanted is not None and not wanted(run_model, run_initiative, at):
-            continue
-        group = tally_of(run_model)
+    models = judged.models
+    groups: list[_Tally | None] = [None] * len(models)  # by model code, made when first used
+    labels = labelled.latest
+    for run, code in judged.latest.items():
+        index = code >> 1
+        if wanted is not None:
+            run_initiative, at = judged.details[run]  # type: ignore[index]
+            if not wanted(models[index], run_initiative, at):
+                continue
+        group = groups[index]
+        if group is None:
+            group = groups[index] = tally_of(models[index])
+        gate_pass = code & 1
         label = labels.get(run)
         if label is None:
             for t in (total, group):
                 t.unlabelled += 1
                 t.unlabelled_pass += gate_pass
         else:
-            total.pair(gate_pass, label[0])
-            group.pair(gate_pass, label[0])
-    for run, (skip_model, skip_initiative, at) in data.skips.items():
-        if run in data.verdicts or (
-            wanted is not None and not wanted(skip_model, skip_initiative, at)
-        ):
+            total.pair(gate_pass, label)
+            group.pair(gate_pass, label)
+    for run, (skip_model, skip_initiative, at) in judged.skips.items():
+        if run in judged.latest:
+            continue
+        if wanted is not None and not wanted(skip_model, skip_initiative, at):
             continue
         total.skipped += 1
         group = tally_of(skip_model)
         if group is not None:
             group.skipped += 1
     labels_without_verdict = 0
-    for run, (_, label_initiative, at) in labels.items():
-        if run in data.verdicts:
+    for run in labels:
+        if run in judged.latest:
             continue
-        skip = data.skips.get(run)
         if wanted is not None:
+            label_initiative, at = labelled.details[run]  # type: ignore[index]
+            skip = judged.skips.get(run)
             label_model = skip[0] if skip else None
             initiative_of = label_initiative or (skip[1] if skip else None)
             if not wanted(label_model, initiative_of, at):
                 continue
         labels_without_verdict += 1
-    for name in data.pass_fraction_by_model:
+    for name in judged.pass_fraction_by_model:
         tally_of(name)
 
-    report = _group_report(total, data.pass_fraction, settings)
+    report = _group_report(total, judged.pass_fraction, settings)
     report["kappa_threshold"] = settings.kappa_threshold
     report["pass_fraction_window"] = window
     report["labels_without_verdict"] = labels_without_verdict
     report["by_model"] = {
         name: _group_report(
             per_model[name],
-            data.pass_fraction_by_model.get(name) or PassFraction(window),
+            judged.pass_fraction_by_model.get(name) or PassFraction(window),
             settings,
         )
         for name in sorted(per_model)

@@ -7,6 +7,7 @@ N verdicts) touches only the end of a large ledger.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from typing import Any
 
 from pmos.kit import Kit
@@ -47,6 +48,14 @@ class PassFraction:
             raise ValueError(f"the pass-fraction window must be at least 1, got {window}")
         self.window = window
         self._recent: deque[bool] = deque(maxlen=window)
+
+    @classmethod
+    def of(cls, verdicts: Iterable[Any], window: int) -> PassFraction:
+        """The pass fraction of ``verdicts``, oldest first."""
+        tally = cls(window)
+        for verdict in verdicts:
+            tally.add(verdict)
+        return tally
 
     def add(self, verdict: Any) -> None:
         if verdict != SKIPPED:
