@@ -123,7 +123,7 @@ def compute_queue(kit: Kit, now: datetime | None = None) -> Queue:
             item = entry(run, state[3], state[4], False)
         item["verdict"] = state[2]
         acceptance.append(item)
-    order = lambda item: (-item["age_seconds"], item["run_id"])  # noqa: E731
+    order = lambda item: (_instant(item["age_from"]), item["run_id"])  # noqa: E731
     verification.sort(key=order)
     acceptance.sort(key=order)
     return Queue(now, verification, acceptance)
