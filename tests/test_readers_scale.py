@@ -131,3 +131,49 @@ def test_fast_read_path_keeps_every_check(kit, kit_root):
         list(iter_records(path, "acceptances"))
     # parse_line (no newline) agrees with the stream reader.
     assert parse_line(lines[0][:-1]) == json.loads(lines[0])
+
+
+def test_parallel_read_gives_the_same_report(kit, monkeypatch):
+    from pmos import calibration
+
+    _fill(kit, runs=40, per_run=3)
+    serial = [compute_metrics(kit), compute_metrics(kit, model="gpt-5", window=5)]
+    monkeypatch.setattr(calibration, "PARALLEL_MIN_BYTES", 0)
+    parallel = [compute_metrics(kit), compute_metrics(kit, model="gpt-5", window=5)]
+    assert parallel == serial
+
+
+@pytest.mark.parametrize("kind", ["evals", "acceptances"])
+def test_parallel_read_reports_a_corrupt_ledger_and_leaves_no_process(kit, monkeypatch, kind):
+    import os
+
+    from pmos import calibration
+
+    _fill(kit, runs=5, per_run=2)
+    path = kit.ledger_path(kind)
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[3] = lines[3].replace(b'"run-3"', b'"run-4"')
+    path.write_bytes(b"".join(lines))
+    monkeypatch.setattr(calibration, "PARALLEL_MIN_BYTES", 0)
+    with pytest.raises(LedgerCorrupt) as caught:
+        compute_metrics(kit)
+    assert caught.value.line == 4 and caught.value.path == str(path)
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)  # the reader process was reaped
+
+
+def test_forked_call_carries_results_and_errors():
+    from pmos.forked import ForkedCall
+
+    assert ForkedCall(sorted, [3, 1, 2]).result() == [1, 2, 3]
+    with pytest.raises(ZeroDivisionError):
+        ForkedCall(divmod, 1, 0).result()
+
+    class Local(Exception):  # cannot be unpickled in the parent
+        pass
+
+    def boom():
+        raise Local("no way back")
+
+    with pytest.raises(RuntimeError, match="no way back"):
+        ForkedCall(boom).result()
