@@ -138,8 +138,19 @@ def test_parallel_read_gives_the_same_report(kit, monkeypatch):
 
     _fill(kit, runs=40, per_run=3)
     serial = [compute_metrics(kit), compute_metrics(kit, model="gpt-5", window=5)]
+    from pmos import forked
+
+    started = []
+
+    class Spy(forked.ForkedCall):
+        def __init__(self, *args):
+            started.append(args[0].__name__)
+            super().__init__(*args)
+
+    monkeypatch.setattr(forked, "ForkedCall", Spy)
     monkeypatch.setattr(calibration, "PARALLEL_MIN_BYTES", 0)
     parallel = [compute_metrics(kit), compute_metrics(kit, model="gpt-5", window=5)]
+    assert started == ["read_verdicts", "read_verdicts"]
     assert parallel == serial
 
 
