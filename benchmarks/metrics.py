@@ -8,7 +8,10 @@ Then, in one run, it measures as real processes:
 * ``pmos metrics --json`` wall time as a ratio to two floors that only read
   and JSON-parse both ledgers, one with the standard library's ``json``
   (target <= 1.0) and one with ``orjson``, the parser pmos uses (target <= 1.5);
-* the peak memory (max RSS) of ``pmos metrics --json`` (target < 500 MB);
+* the peak memory of ``pmos metrics --json`` (target < 500 MB): the resident
+  memory of the process and of the reader process it forks on large kits,
+  summed and sampled every 20 ms (the largest single process's max RSS is
+  printed beside it);
 * ``pmos ledger verify`` (no --schema) as a ratio to the stdlib floor
   (target <= 1.5).
 
@@ -30,6 +33,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -154,24 +158,61 @@ def generate(kit_root: Path, runs: int, verdicts: int, labels: int, seed: int = 
     print(f"  {checked} sampled records re-validated against their schemas")
 
 
-def timed(argv: list[str], env: dict[str, str]) -> tuple[float, int]:
-    """Wall seconds and peak RSS (bytes) of one child process; output discarded."""
+def _tree_rss(pid: int) -> int:
+    """Resident bytes of ``pid`` plus its child processes (pmos may fork a reader)."""
+    total = 0
+    pids = [pid]
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        pids += [int(c) for c in children]
+    except OSError:
+        pass
+    for one in pids:
+        try:
+            for line in Path(f"/proc/{one}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+        except OSError:
+            pass
+    return total
+
+
+def timed(argv: list[str], env: dict[str, str]) -> tuple[float, int, int]:
+    """Wall seconds, peak RSS of the largest single process (wait4) and the sampled
+    peak of the process plus its children, in bytes; output discarded."""
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    peak_tree = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak_tree
+        while not done.wait(0.02):
+            peak_tree = max(peak_tree, _tree_rss(proc.pid))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
+    done.set()
+    sampler.join()
+    code = os.waitstatus_to_exitcode(status)
     err = proc.stderr.read().decode() if proc.stderr else ""
     if proc.stderr:
         proc.stderr.close()
-    if proc.returncode not in (0,):
-        raise SystemExit(f"{' '.join(argv)} exited {proc.returncode}: {err}")
-    return wall, usage.ru_maxrss * 1024
+    proc.returncode = code
+    if code != 0:
+        raise SystemExit(f"{' '.join(argv)} exited {code}: {err}")
+    return wall, usage.ru_maxrss * 1024, max(peak_tree, usage.ru_maxrss * 1024)
 
 
-def best(argv: list[str], env: dict[str, str], repeat: int) -> tuple[float, int]:
+def best(argv: list[str], env: dict[str, str], repeat: int) -> tuple[float, int, int]:
     results = [timed(argv, env) for _ in range(repeat)]
-    return min(r[0] for r in results), max(r[1] for r in results)
+    return (
+        min(r[0] for r in results),
+        max(r[1] for r in results),
+        max(r[2] for r in results),
+    )
 
 
 def main() -> int:
@@ -206,10 +247,10 @@ def main() -> int:
             with open(f, "rb") as handle:
                 while handle.read(1 << 24):
                     pass
-        stdlib, _ = best([py, "-c", FLOOR.format(module="json"), *files], env, args.repeat)
-        fast, _ = best([py, "-c", FLOOR.format(module="orjson"), *files], env, args.repeat)
-        metrics, peak = best([py, "-m", "pmos", "metrics", "--json"], env, args.repeat)
-        verify, _ = best([py, "-m", "pmos", "ledger", "verify"], env, args.repeat)
+        stdlib, _, _ = best([py, "-c", FLOOR.format(module="json"), *files], env, args.repeat)
+        fast, _, _ = best([py, "-c", FLOOR.format(module="orjson"), *files], env, args.repeat)
+        metrics, single, peak = best([py, "-m", "pmos", "metrics", "--json"], env, args.repeat)
+        verify, _, _ = best([py, "-m", "pmos", "ledger", "verify"], env, args.repeat)
     finally:
         if args.keep:
             print(f"kit kept at {kit_root}")
@@ -230,9 +271,9 @@ def main() -> int:
     mb = peak / 1e6
     ok = mb < 500
     missed += not ok
-    print(
-        f"  {'metrics peak memory (MB)':<36} {mb:5.0f}  (target < 500)  {'ok' if ok else 'MISSED'}"
-    )
+    name = "metrics peak memory, MB (all procs)"
+    print(f"  {name:<36} {mb:5.0f}  (target < 500)  {'ok' if ok else 'MISSED'}")
+    print(f"  {'  largest single process, MB':<36} {single / 1e6:5.0f}")
     print(f"  absolute: metrics {metrics:.2f}s, verify {verify:.2f}s")
     return 1 if missed and args.check else 0
 
