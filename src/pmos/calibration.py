@@ -6,9 +6,10 @@ one pair (its latest non-SKIPPED verdict against its latest PM label), and the
 agreement is reported overall and per evaluator model, since swapping the
 model behind the gate resets what its past agreement says.
 
-Both ledgers are streamed once through the chain-checked reader; what is kept
-is one small tuple per distinct run, so memory grows with runs, not records.
-The statistics themselves live in :mod:`pmos.stats`.
+Both ledgers are streamed once through the chain-checked reader (on a large
+kit, the eval ledger in a child process while this one reads the labels);
+what is kept is one small entry per distinct run, so memory grows with runs,
+not records. The statistics themselves live in :mod:`pmos.stats`.
 """
 
 from __future__ import annotations
@@ -261,63 +262,7 @@ def compute_metrics(
     settings = Settings(config.kappa_threshold, config.min_pairs, window, config.goodhart_alarm)
     scope = Scope(initiative, model, since)
     judged, labelled = _read_both(kit, scope, window)
-    wanted = _record_filter(scope)
-
-    total = _Tally()
-    per_model: dict[str, _Tally] = {}
-
-    def tally_of(name: str | None) -> _Tally | None:
-        if name is None:
-            return None
-        found = per_model.get(name)
-        if found is None:
-            found = per_model[name] = _Tally()
-        return found
-
-    models = judged.models
-    groups: list[_Tally | None] = [None] * len(models)  # by model code, made when first used
-    labels = labelled.latest
-    for run, code in judged.latest.items():
-        index = code >> 1
-        if wanted is not None:
-            run_initiative, at = judged.details[run]  # type: ignore[index]
-            if not wanted(models[index], run_initiative, at):
-                continue
-        group = groups[index]
-        if group is None:
-            group = groups[index] = tally_of(models[index])
-        gate_pass = code & 1
-        label = labels.get(run)
-        if label is None:
-            for t in (total, group):
-                t.unlabelled += 1
-                t.unlabelled_pass += gate_pass
-        else:
-            total.pair(gate_pass, label)
-            group.pair(gate_pass, label)
-    for run, (skip_model, skip_initiative, at) in judged.skips.items():
-        if run in judged.latest:
-            continue
-        if wanted is not None and not wanted(skip_model, skip_initiative, at):
-            continue
-        total.skipped += 1
-        group = tally_of(skip_model)
-        if group is not None:
-            group.skipped += 1
-    labels_without_verdict = 0
-    for run in labels:
-        if run in judged.latest:
-            continue
-        if wanted is not None:
-            label_initiative, at = labelled.details[run]  # type: ignore[index]
-            skip = judged.skips.get(run)
-            label_model = skip[0] if skip else None
-            initiative_of = label_initiative or (skip[1] if skip else None)
-            if not wanted(label_model, initiative_of, at):
-                continue
-        labels_without_verdict += 1
-    for name in judged.pass_fraction_by_model:
-        tally_of(name)
+    total, per_model, labels_without_verdict = _pair(judged, labelled, _record_filter(scope))
 
     report = _group_report(total, judged.pass_fraction, settings)
     report["kappa_threshold"] = settings.kappa_threshold
@@ -356,6 +301,72 @@ def compute_metrics(
         "undefined",
     ]
     return {key: report[key] for key in order}
+
+
+def _pair(
+    judged: Verdicts,
+    labelled: Labels,
+    wanted: Callable[[str | None, str | None, str], bool] | None,
+) -> tuple[_Tally, dict[str, _Tally], int]:
+    """Count every run in scope: its pair, or why it has none.
+
+    Returns the overall tally, one tally per evaluator model (a model appears
+    when any run, skip or pass-fraction verdict in scope is its) and the
+    number of labelled runs without a non-SKIPPED verdict.
+    """
+    total = _Tally()
+    per_model: dict[str, _Tally] = {}
+
+    def tally_of(name: str) -> _Tally:
+        found = per_model.get(name)
+        if found is None:
+            found = per_model[name] = _Tally()
+        return found
+
+    models = judged.models
+    groups: list[_Tally | None] = [None] * len(models)  # by model code, made when first used
+    labels = labelled.latest
+    for run, code in judged.latest.items():
+        index = code >> 1
+        if wanted is not None:
+            run_initiative, at = judged.details[run]  # type: ignore[index]
+            if not wanted(models[index], run_initiative, at):
+                continue
+        group = groups[index]
+        if group is None:
+            group = groups[index] = tally_of(models[index])
+        gate_pass = code & 1
+        label = labels.get(run)
+        if label is None:
+            for t in (total, group):
+                t.unlabelled += 1
+                t.unlabelled_pass += gate_pass
+        else:
+            total.pair(gate_pass, label)
+            group.pair(gate_pass, label)
+    for run, (skip_model, skip_initiative, at) in judged.skips.items():
+        if run in judged.latest:
+            continue
+        if wanted is not None and not wanted(skip_model, skip_initiative, at):
+            continue
+        total.skipped += 1
+        if skip_model is not None:
+            tally_of(skip_model).skipped += 1
+    labels_without_verdict = 0
+    for run in labels:
+        if run in judged.latest:
+            continue
+        if wanted is not None:
+            label_initiative, at = labelled.details[run]  # type: ignore[index]
+            skip = judged.skips.get(run)
+            label_model = skip[0] if skip else None
+            initiative_of = label_initiative or (skip[1] if skip else None)
+            if not wanted(label_model, initiative_of, at):
+                continue
+        labels_without_verdict += 1
+    for name in judged.pass_fraction_by_model:
+        tally_of(name)
+    return total, per_model, labels_without_verdict
 
 
 def _rounded(value: float) -> float:
