@@ -196,11 +196,23 @@ def test_perfect_disagreement_cannot_be_corrected(cli, kit):
     seed_table(kit, 0, 5, 5, 0)
     judge(kit, "unlabelled-1", "PASS")
     r = metrics(cli)
-    assert r["kappa_ci95"] == [-1.0, -1.0]
+    # The large-sample SE is 0 at kappa = -1: no zero-width interval is claimed.
+    assert r["kappa_ci95"] is None
+    assert "standard error is 0" in r["undefined"]["kappa_ci95"]
     assert r["unlabeled_verdicts"] == 1
     assert r["corrected_pass_rate"] is None
     assert "TPR + TNR = 0 <= 1" in r["undefined"]["corrected_pass_rate"]
     assert "kappa -1.000 is below the threshold 0.60" in r["calibration_reason"]
+
+
+def test_one_constant_side_gives_kappa_zero_but_no_interval(cli, kit):
+    seed_table(kit, 15, 0, 5, 0)  # the gate passes everything
+    judge(kit, "open-1", "PASS")
+    r = metrics(cli)
+    assert r["kappa"] == 0.0 and r["kappa_ci95"] is None
+    assert "one side all one class" in r["undefined"]["kappa_ci95"]
+    # TNR is 0 and TPR 1: TPR + TNR = 1, a gate that separates nothing.
+    assert "TPR + TNR = 1 <= 1" in r["undefined"]["corrected_pass_rate"]
 
 
 def test_corrected_pass_rate_by_hand(cli, kit):

@@ -77,6 +77,12 @@ def test_kappa_undefined_only_when_both_sides_are_one_class():
     assert stats.cohen_kappa(Confusion(tp=2, fn=3)) == 0.0  # the PM passes everything
 
 
+def test_no_zero_width_interval_at_the_edges():
+    for c in (Confusion(tp=12, tn=8), Confusion(fn=5, fp=5), Confusion(tp=3, fp=2)):
+        with pytest.raises(Undefined, match="standard error is 0"):
+            stats.kappa_ci95(c, stats.cohen_kappa(c))
+
+
 def test_rates_and_their_undefined_cases():
     c = Confusion(tp=6, fn=2, fp=1, tn=3)
     assert stats.tpr(c) == pytest.approx(0.75)
@@ -109,7 +115,7 @@ def test_corrected_pass_rate_is_seeded_and_brackets_the_estimate():
     assert other.ci95 != first.ci95
     with pytest.raises(Undefined, match="no unlabelled runs"):
         stats.corrected_pass_rate(0, 0, c)
-    with pytest.raises(Undefined, match="negative class"):
+    with pytest.raises(Undefined, match="needs the gate's TPR and TNR; no PM fail labels"):
         stats.corrected_pass_rate(3, 5, Confusion(tp=4))
 
 
@@ -139,7 +145,12 @@ def test_kappa_matches_the_formula_or_is_undefined(tp, fn, fp, tn):
     kappa = stats.cohen_kappa(c)
     assert kappa == pytest.approx((p_o - p_e) / (1 - p_e), abs=1e-9)
     assert -1.0 - 1e-9 <= kappa <= 1.0 + 1e-9
-    low, high = stats.kappa_ci95(c, kappa)
-    assert -1.0 <= low <= kappa + 1e-9 and kappa - 1e-9 <= high <= 1.0
+    try:
+        low, high = stats.kappa_ci95(c, kappa)
+    except Undefined:
+        # Only at the edges: perfect (dis)agreement or one side all one class.
+        assert p_o in (0.0, 1.0) or tp + fp in (0, c.n) or tp + fn in (0, c.n)
+    else:
+        assert -1.0 <= low <= kappa + 1e-9 and kappa - 1e-9 <= high <= 1.0
     assert -1.0 <= stats.pabak(c) <= 1.0
     assert -1.0 - 1e-9 <= stats.gwet_ac1(c) <= 1.0 + 1e-9

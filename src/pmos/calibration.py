@@ -390,7 +390,8 @@ def _group_report(tally: _Tally, fraction: PassFraction, settings: Settings) -> 
     if kappa is None:
         undefined["kappa_ci95"] = "kappa is undefined"
     else:
-        ci = [_rounded(v) for v in stats.kappa_ci95(c, kappa)]
+        interval = attempt("kappa_ci95", lambda: stats.kappa_ci95(c, kappa))
+        ci = None if interval is None else [_rounded(v) for v in interval]
     observed = attempt("observed_agreement", lambda: stats.observed_agreement(c))
     tpr = attempt("tpr", lambda: stats.tpr(c))
     tnr = attempt("tnr", lambda: stats.tnr(c))

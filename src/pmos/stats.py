@@ -140,7 +140,8 @@ def kappa_ci95(c: Confusion, kappa: float) -> tuple[float, float]:
         SE^2 = (A + B - C) / (n * (1 - p_e)^2)
 
     With few pairs the normal approximation is rough; the interval says how
-    little the kappa of a small sample pins down, not more.
+    little the kappa of a small sample pins down, not more. Where SE is 0 (the
+    edges of the table) there is no interval: :class:`Undefined`.
     """
     denominator = _kappa_denominator(c)
     n = c.n
@@ -153,7 +154,15 @@ def kappa_ci95(c: Confusion, kappa: float) -> tuple[float, float]:
         p[i][j] * (cols[i] + rows[j]) ** 2 for i in range(2) for j in range(2) if i != j
     )
     cc = (kappa - p_e * (1 - kappa)) ** 2
-    variance = max(0.0, (a + b - cc) / (n * denominator**2))
+    variance = (a + b - cc) / (n * denominator**2)
+    if variance <= 1e-15:
+        # Happens at the edges: perfect (dis)agreement, or one side all one class
+        # (kappa is then 0 by construction). A zero-width interval would claim a
+        # certainty that n pairs cannot give.
+        raise Undefined(
+            "the large-sample standard error is 0 for this table (perfect agreement or "
+            "disagreement, or one side all one class), so it gives no interval"
+        )
     se = math.sqrt(variance)
     return max(-1.0, kappa - Z95 * se), min(1.0, kappa + Z95 * se)
 
@@ -255,14 +264,18 @@ def corrected_pass_rate(
     if not 0 <= unlabelled_pass <= unlabelled:
         raise ValueError("unlabelled_pass must lie between 0 and unlabelled")
     apparent = unlabelled_pass / unlabelled
-    value = rogan_gladen(apparent, tpr(c), tnr(c))
+    try:
+        sensitivity, specificity = tpr(c), tnr(c)
+    except Undefined as exc:
+        raise Undefined(f"the correction needs the gate's TPR and TNR; {exc}") from None
+    value = rogan_gladen(apparent, sensitivity, specificity)
 
     import numpy as np
 
     rng = np.random.default_rng(seed)
     app = rng.binomial(unlabelled, apparent, replicates) / unlabelled
-    sens = rng.binomial(c.pm_pass, tpr(c), replicates) / c.pm_pass
-    spec = rng.binomial(c.pm_fail, tnr(c), replicates) / c.pm_fail
+    sens = rng.binomial(c.pm_pass, sensitivity, replicates) / c.pm_pass
+    spec = rng.binomial(c.pm_fail, specificity, replicates) / c.pm_fail
     youden = sens + spec - 1.0
     keep = youden > 0
     if not keep.any():
