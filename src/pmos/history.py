@@ -6,6 +6,8 @@ N verdicts) touches only the end of a large ledger.
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Iterable
 from typing import Any
 
 from pmos.kit import Kit
@@ -29,17 +31,58 @@ def latest_verdict(kit: Kit, run_id: str) -> dict[str, Any] | None:
     return None
 
 
+class PassFraction:
+    """The one definition of the gate's pass fraction, fed one verdict at a time.
+
+    Share of pass-side verdicts (:data:`PASS_SIDE`) among the last ``window``
+    non-SKIPPED verdicts; a SKIPPED verdict is no judgement, so it neither
+    counts nor displaces one. Feed it oldest-first (a forward reader) or
+    newest-first until :attr:`full` (a reverse reader): the window holds the
+    same verdicts either way. ``value`` is None while nothing was judged.
+    """
+
+    __slots__ = ("_recent", "window")
+
+    def __init__(self, window: int) -> None:
+        if window < 1:
+            raise ValueError(f"the pass-fraction window must be at least 1, got {window}")
+        self.window = window
+        self._recent: deque[bool] = deque(maxlen=window)
+
+    @classmethod
+    def of(cls, verdicts: Iterable[Any], window: int) -> PassFraction:
+        """The pass fraction of ``verdicts``, oldest first."""
+        tally = cls(window)
+        for verdict in verdicts:
+            tally.add(verdict)
+        return tally
+
+    def add(self, verdict: Any) -> None:
+        if verdict != SKIPPED:
+            self._recent.append(verdict in PASS_SIDE)
+
+    @property
+    def seen(self) -> int:
+        return len(self._recent)
+
+    @property
+    def full(self) -> bool:
+        return len(self._recent) >= self.window
+
+    @property
+    def value(self) -> float | None:
+        return round(sum(self._recent) / len(self._recent), 6) if self._recent else None
+
+
 def recent_pass_fraction(kit: Kit, window: int) -> float | str:
-    """Share of pass-side verdicts among the last ``window`` non-SKIPPED verdicts.
+    """The gate's pass fraction (:class:`PassFraction`) over its latest verdicts.
 
     ``"unknown"`` when the gate has no verdict yet: a disclosure, not a zero.
     """
-    seen = passed = 0
+    tally = PassFraction(window)
     for record in iter_records_reversed(kit.ledger_path("evals"), "evals"):
-        if record.get("verdict") == SKIPPED:
-            continue
-        seen += 1
-        passed += record.get("verdict") in PASS_SIDE
-        if seen >= window:
+        tally.add(record.get("verdict"))
+        if tally.full:
             break
-    return round(passed / seen, 6) if seen else "unknown"
+    value = tally.value
+    return "unknown" if value is None else value

@@ -33,6 +33,8 @@ COMMAND_MODULES: dict[str, str] = {
     "followups": "followupcmds",
     "tasks": "followupcmds",
     "assess": "assesscmds",
+    "metrics": "metricscmds",
+    "queue": "metricscmds",
     "exemplars": "skillcmds",
     "known-bad": "skillcmds",
     "skill": "skillcmds",

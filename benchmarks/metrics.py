@@ -1,0 +1,282 @@
+"""Benchmark: calibration metrics and ledger verification on a large kit.
+
+Writes 1,000,000 verdicts and 1,000,000 PM labels over 200,000 runs through
+the ledger library (``LedgerWriter.append_many``, schema-valid records, a
+sample re-validated), into a throw-away kit under the system temp folder.
+Then, in one run, it measures as real processes:
+
+* ``pmos metrics --json`` wall time as a ratio to two floors that only read
+  and JSON-parse both ledgers, one with the standard library's ``json``
+  (target <= 1.0) and one with ``orjson``, the parser pmos uses (target <= 1.5);
+* the peak memory of ``pmos metrics --json`` (target < 500 MB): the resident
+  memory of the process and of the reader process it forks on large kits,
+  summed and sampled every 20 ms (the largest single process's max RSS is
+  printed beside it);
+* ``pmos ledger verify`` (no --schema) as a ratio to the stdlib floor
+  (target <= 1.5).
+
+Each timing is the best of ``--repeat`` runs, so a stray hiccup of the
+machine does not decide a ratio. Usage::
+
+    python benchmarks/metrics.py [--runs 200000] [--verdicts 1000000]
+        [--labels 1000000] [--repeat 3] [--keep] [--check]
+
+``--check`` exits 1 when a target is missed (the figures are printed either way).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from pmos import schemas  # noqa: E402
+from pmos.kit import init_kit, open_kit  # noqa: E402
+from pmos.ledger import LedgerWriter  # noqa: E402
+
+MODELS = ["gpt-5", "claude-opus-4", "gemini-2.5-pro", "llama-4-maverick"]
+RUBRIC = "planning/evals/agent-run-eval-rubric.md"
+BATCH = 20_000
+VALIDATE_EVERY = 997
+
+FLOOR = """
+import sys
+from {module} import loads
+for path in sys.argv[1:]:
+    with open(path, "rb") as handle:
+        for line in handle:
+            loads(line)
+"""
+
+
+def _stamp(moment: datetime) -> str:
+    return moment.isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def generate(kit_root: Path, runs: int, verdicts: int, labels: int, seed: int = 7) -> None:
+    """One merged timeline of verdict and label events, written in batches."""
+    rng = random.Random(seed)
+    kit = open_kit(kit_root)
+    evals = LedgerWriter(kit.ledger_path("evals"), "evals")
+    accepts = LedgerWriter(kit.ledger_path("acceptances"), "acceptances")
+    truth = [rng.random() < 0.7 for _ in range(runs)]
+    initiative = [f"init-{rng.randrange(12)}" for _ in range(runs)]
+    model_of = [MODELS[rng.randrange(len(MODELS))] for _ in range(runs)]
+    latest: dict[int, tuple[str, str]] = {}
+    kinds = [True] * verdicts + [False] * labels
+    rng.shuffle(kinds)
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    step = timedelta(milliseconds=10)
+    eval_batch: list[dict] = []
+    label_batch: list[dict] = []
+    checked = 0
+    for i, is_verdict in enumerate(kinds):
+        run = rng.randrange(runs)
+        run_id = f"run-{run:06d}"
+        at = _stamp(start + i * step)
+        if is_verdict:
+            record_id = f"ev-{i:08d}"
+            if rng.random() < 0.05:
+                record = {
+                    "record_id": record_id,
+                    "recorded_at": at,
+                    "schema_version": 1,
+                    "form": "short",
+                    "run_id": run_id,
+                    "initiative_id": initiative[run],
+                    "verdict": "SKIPPED",
+                    "score": None,
+                    "skipped_reason": "evaluator unavailable",
+                    "evaluator_model": model_of[run],
+                    "pass_fraction": 0.7,
+                }
+            else:
+                gate_pass = truth[run] if rng.random() < 0.85 else not truth[run]
+                verdict = (
+                    ("PASS" if rng.random() < 0.8 else "PASS-WITH-FINDINGS")
+                    if gate_pass
+                    else "FAIL"
+                )
+                record = {
+                    "record_id": record_id,
+                    "recorded_at": at,
+                    "schema_version": 1,
+                    "form": "short",
+                    "run_id": run_id,
+                    "initiative_id": initiative[run],
+                    "verdict": verdict,
+                    "score": 0.86 if gate_pass else 0.41,
+                    "rubric_path": RUBRIC,
+                    "evaluator_model": model_of[run] if rng.random() < 0.9 else MODELS[0],
+                    "note": "Spec: see criteria. Standards: see dimensions.",
+                    "axes": {
+                        "spec": {"verdict": "pass" if gate_pass else "fail"},
+                        "standards": {"verdict": "pass" if gate_pass else "fail"},
+                    },
+                    "pass_fraction": 0.7,
+                }
+            latest[run] = (record["verdict"], record_id)
+            kind, batch = "verdict", eval_batch
+        else:
+            pm_pass = truth[run] if rng.random() < 0.95 else not truth[run]
+            gate = latest.get(run)
+            record = {
+                "record_id": f"acc-{i:08d}",
+                "recorded_at": at,
+                "schema_version": 1,
+                "run_id": run_id,
+                "label": "pass" if pm_pass else "fail",
+                "by": "pm-alex",
+                "initiative_id": initiative[run],
+                "gate_verdict": gate[0] if gate else None,
+                "gate_record_id": gate[1] if gate else None,
+            }
+            kind, batch = "acceptance", label_batch
+        if i % VALIDATE_EVERY == 0:
+            problems = schemas.validate(kind, record)
+            if problems:
+                raise SystemExit(f"generated {kind} is not schema-valid: {problems}")
+            checked += 1
+        batch.append(record)
+        if len(batch) >= BATCH:
+            (evals if batch is eval_batch else accepts).append_many(batch)
+            batch.clear()
+    for writer, batch in ((evals, eval_batch), (accepts, label_batch)):
+        if batch:
+            writer.append_many(batch)
+    print(f"  {checked} sampled records re-validated against their schemas")
+
+
+def _tree_rss(pid: int) -> int:
+    """Resident bytes of ``pid`` plus its child processes (pmos may fork a reader)."""
+    total = 0
+    pids = [pid]
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        pids += [int(c) for c in children]
+    except OSError:
+        pass
+    for one in pids:
+        try:
+            for line in Path(f"/proc/{one}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+        except OSError:
+            pass
+    return total
+
+
+def timed(argv: list[str], env: dict[str, str]) -> tuple[float, int, int]:
+    """Wall seconds, peak RSS of the largest single process (wait4) and the sampled
+    peak of the process plus its children, in bytes; output discarded."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    peak_tree = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak_tree
+        while not done.wait(0.02):
+            peak_tree = max(peak_tree, _tree_rss(proc.pid))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    done.set()
+    sampler.join()
+    code = os.waitstatus_to_exitcode(status)
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    if proc.stderr:
+        proc.stderr.close()
+    proc.returncode = code
+    if code != 0:
+        raise SystemExit(f"{' '.join(argv)} exited {code}: {err}")
+    return wall, usage.ru_maxrss * 1024, max(peak_tree, usage.ru_maxrss * 1024)
+
+
+def best(argv: list[str], env: dict[str, str], repeat: int) -> tuple[float, int, int]:
+    results = [timed(argv, env) for _ in range(repeat)]
+    return (
+        min(r[0] for r in results),
+        max(r[1] for r in results),
+        max(r[2] for r in results),
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=200_000)
+    parser.add_argument("--verdicts", type=int, default=1_000_000)
+    parser.add_argument("--labels", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--keep", action="store_true", help="keep the generated kit")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    args = parser.parse_args()
+
+    workdir = Path(tempfile.mkdtemp(prefix="pmos-bench-metrics-"))
+    kit_root = workdir / "kit"
+    try:
+        init_kit(kit_root)
+        print(
+            f"writing {args.verdicts:,} verdicts and {args.labels:,} labels over "
+            f"{args.runs:,} runs into {kit_root}"
+        )
+        t0 = time.perf_counter()
+        generate(kit_root, args.runs, args.verdicts, args.labels)
+        kit = open_kit(kit_root)
+        files = [str(kit.ledger_path("evals")), str(kit.ledger_path("acceptances"))]
+        size = sum(os.path.getsize(f) for f in files)
+        print(f"  written in {time.perf_counter() - t0:.1f}s ({size / 1e6:.0f} MB in both ledgers)")
+
+        env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "PMOS_ROOT": str(kit_root)}
+        py = sys.executable
+        # Warm the page cache so the first timed reader does not pay for the disk.
+        for f in files:
+            with open(f, "rb") as handle:
+                while handle.read(1 << 24):
+                    pass
+        stdlib, _, _ = best([py, "-c", FLOOR.format(module="json"), *files], env, args.repeat)
+        fast, _, _ = best([py, "-c", FLOOR.format(module="orjson"), *files], env, args.repeat)
+        metrics, single, peak = best([py, "-m", "pmos", "metrics", "--json"], env, args.repeat)
+        verify, _, _ = best([py, "-m", "pmos", "ledger", "verify"], env, args.repeat)
+    finally:
+        if args.keep:
+            print(f"kit kept at {kit_root}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    rows = [
+        ("metrics / stdlib-json floor", metrics / stdlib, 1.0),
+        ("metrics / orjson floor", metrics / fast, 1.5),
+        ("ledger verify / stdlib-json floor", verify / stdlib, 1.5),
+    ]
+    missed = 0
+    print(f"\nbest of {args.repeat} (floors: stdlib {stdlib:.2f}s, orjson {fast:.2f}s)")
+    for name, ratio, target in rows:
+        ok = ratio <= target
+        missed += not ok
+        print(f"  {name:<36} {ratio:5.2f}  (target <= {target:.1f})  {'ok' if ok else 'MISSED'}")
+    mb = peak / 1e6
+    ok = mb < 500
+    missed += not ok
+    name = "metrics peak memory, MB (all procs)"
+    print(f"  {name:<36} {mb:5.0f}  (target < 500)  {'ok' if ok else 'MISSED'}")
+    print(f"  {'  largest single process, MB':<36} {single / 1e6:5.0f}")
+    print(f"  absolute: metrics {metrics:.2f}s, verify {verify:.2f}s")
+    return 1 if missed and args.check else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,129 @@
+"""The verification queue: what the review gate and the PM still owe.
+
+*Verification debt* is every registered run whose latest verdict is missing
+or SKIPPED: a skip is declared honestly, but judging still did not happen, so
+the debt stays until a real verdict lands. *Acceptance debt* is every run the
+gate has judged (a non-SKIPPED verdict) that the PM has not labelled yet;
+those are the runs calibration cannot use.
+
+Verification debt is what a CI job can require to be empty; the CLI exits 1
+while any exists. Ledgers are streamed once each; one small tuple per run is kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from pmos.kit import Kit
+from pmos.ledger import iter_records
+from pmos.verdict_rules import SKIPPED
+
+
+@dataclass
+class Queue:
+    now: datetime
+    verification_debt: list[dict[str, Any]]
+    acceptance_debt: list[dict[str, Any]]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "now": _stamp(self.now),
+            "verification_debt": self.verification_debt,
+            "acceptance_debt": self.acceptance_debt,
+        }
+
+
+def _stamp(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _instant(stamp: str) -> datetime:
+    moment = datetime.fromisoformat(stamp)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def human_age(seconds: int) -> str:
+    """Compact age for people: ``45s``, ``12m``, ``5h 03m``, ``3d 04h``."""
+    seconds = max(0, seconds)
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d {hours:02d}h"
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    if minutes:
+        return f"{minutes}m"
+    return f"{secs}s"
+
+
+def compute_queue(kit: Kit, now: datetime | None = None) -> Queue:
+    """Both debts, oldest first. Age runs from the run's registration; a judged
+    run that was never registered is aged from its first verdict instead."""
+    now = now or datetime.now(UTC)
+    registered: dict[str, tuple[str, str]] = {}
+    for record in iter_records(kit.ledger_path("runs"), "runs"):
+        registered.setdefault(record["run_id"], (record["initiative_id"], record["recorded_at"]))
+    # run -> [latest verdict, its skipped_reason, latest non-SKIPPED verdict or None,
+    #         initiative_id, first verdict's recorded_at]
+    verdicts: dict[str, list[Any]] = {}
+    for record in iter_records(kit.ledger_path("evals"), "evals"):
+        run = record["run_id"]
+        verdict = record["verdict"]
+        state = verdicts.get(run)
+        if state is None:
+            state = verdicts[run] = [
+                None,
+                None,
+                None,
+                record["initiative_id"],
+                record["recorded_at"],
+            ]
+        state[0] = verdict
+        state[1] = record.get("skipped_reason")
+        if verdict != SKIPPED:
+            state[2] = verdict
+    labelled = {
+        record["run_id"] for record in iter_records(kit.ledger_path("acceptances"), "acceptances")
+    }
+
+    def entry(run: str, initiative: str, since: str, registered_run: bool) -> dict[str, Any]:
+        age = int((now - _instant(since)).total_seconds())
+        return {
+            "run_id": run,
+            "initiative_id": initiative,
+            "registered": registered_run,
+            "age_from": since,
+            "age_seconds": age,
+            "age": human_age(age),
+        }
+
+    verification: list[dict[str, Any]] = []
+    for run, (initiative, registered_at) in registered.items():
+        state = verdicts.get(run)
+        if state is None:
+            item = entry(run, initiative, registered_at, True)
+            item.update(status="no-verdict", skipped_reason=None)
+        elif state[0] == SKIPPED:
+            item = entry(run, initiative, registered_at, True)
+            item.update(status="skipped", skipped_reason=state[1])
+        else:
+            continue
+        verification.append(item)
+    acceptance: list[dict[str, Any]] = []
+    for run, state in verdicts.items():
+        if state[2] is None or run in labelled:
+            continue
+        known = registered.get(run)
+        if known is not None:
+            item = entry(run, known[0], known[1], True)
+        else:
+            item = entry(run, state[3], state[4], False)
+        item["verdict"] = state[2]
+        acceptance.append(item)
+    order = lambda item: (_instant(item["age_from"]), item["run_id"])  # noqa: E731
+    verification.sort(key=order)
+    acceptance.sort(key=order)
+    return Queue(now, verification, acceptance)
