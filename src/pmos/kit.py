@@ -222,6 +222,15 @@ KIT_TEMPLATE_PATHS: list[str] = [
     "schemas",
     "planning/evals/agent-run-eval-rubric.md",
     "scripts/pmos-log.sh",
+    # What an agent in a product repository needs to find everything the skills link.
+    "AGENTS.md",
+    "CLAUDE.md",
+    "DECISIONS.md",
+    "skills",
+    "planning/evals/calibration-method.md",
+    "planning/evals/eval-calibration.md",  # entry-free in the repository: no inherited history
+    "planning/evals/known-bad",
+    "planning/research",
 ]
 
 

@@ -29,6 +29,9 @@ SCHEMA_NAMES = (
     "task",
     "rubric",
     "config",
+    "exemplar",
+    "known-bad",
+    "skill",
 )
 
 

@@ -308,7 +308,14 @@ def record_acceptance(
     note: str | None = None,
     target: str | Path | None = None,
 ) -> Written:
-    """Store a PM's acceptance label; it supersedes any earlier label of the run."""
+    """Store a PM's acceptance label; it supersedes any earlier label of the run.
+
+    A label that disagrees with the run's latest non-SKIPPED verdict is an
+    override: it is also appended to the exemplar log, and a warning says so.
+    """
+    from pmos import exemplars
+
+    overridden: list[dict[str, Any]] = []
 
     def build() -> tuple[dict[str, Any], list[str]]:
         record: dict[str, Any] = {
@@ -330,9 +337,14 @@ def record_acceptance(
         record["gate_verdict"] = latest["verdict"] if latest else None
         record["gate_record_id"] = latest["record_id"] if latest else None
         reject_if("acceptance", schemas.validate("acceptance", record))
+        # Checks the exemplar log before anything is stored (raises if it is malformed).
+        overridden[:] = [v for v in [exemplars.overridden_verdict(kit, run_id, label)] if v]
         return record, notes
 
-    return append_validated(kit, "acceptances", build, target)
+    written = append_validated(kit, "acceptances", build, target)
+    if overridden:
+        written.warnings.append(exemplars.log_override(kit, written.record, overridden[0]))
+    return written
 
 
 def evaluator_model_from_env() -> str | None:

@@ -35,6 +35,9 @@ COMMAND_MODULES: dict[str, str] = {
     "assess": "assesscmds",
     "metrics": "metricscmds",
     "queue": "metricscmds",
+    "exemplars": "skillcmds",
+    "known-bad": "skillcmds",
+    "skill": "skillcmds",
 }
 
 

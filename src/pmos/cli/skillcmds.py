@@ -1,0 +1,123 @@
+"""Skill-support commands: exemplars, known-bad seed, skill check."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from pmos import exit_codes
+from pmos.cli._app import JSON_OPTION, emit_json, kit, new_typer, table, warn
+
+
+def register(app: typer.Typer) -> None:
+    app.command("exemplars")(exemplars)
+    known_bad_app = new_typer("Seeded known-bad runs: a negative class for calibration.")
+    known_bad_app.command("seed")(known_bad_seed)
+    app.add_typer(known_bad_app, name="known-bad")
+    skill_app = new_typer("Check the kit's skills and documents against the real CLI.")
+    skill_app.command("check")(skill_check)
+    app.add_typer(skill_app, name="skill")
+
+
+def exemplars(
+    n: int = typer.Option(4, "--n", min=2, max=4, help="How many anchors to pick (2 to 4)."),
+    exclude_run: list[str] = typer.Option(
+        [], "--exclude-run", help="Leave this run out (the run being judged). Repeatable."
+    ),
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Pick calibration anchors balanced across the PM's pass and fail labels.
+
+    Anchors come from the paired ledgers (each run's latest non-SKIPPED verdict and
+    latest PM label) and the exemplar log, most recent first. A missing side is
+    disclosed, never padded.
+    """
+    from pmos.exemplars import select_anchors
+
+    selection = select_anchors(kit(), n, exclude_run)
+    if json_output:
+        emit_json(selection.as_dict())
+        return
+    have = selection.available
+    typer.echo(
+        f"{len(selection.anchors)} anchor(s) of {selection.requested} requested; available: "
+        f"{have['pass']} pass-side, {have['fail']} fail-side; "
+        f"balanced: {'yes' if selection.balanced else 'no'}"
+    )
+    if selection.anchors:
+        rows = [
+            (a.case_id, a.side, a.kind, a.gate_verdict, a.pm_label, a.recorded_at, a.lesson or "")
+            for a in selection.anchors
+        ]
+        headers = ["case_id", "side", "kind", "gate", "pm", "recorded_at", "lesson"]
+        typer.echo(table(headers, rows))
+    for disclosure in selection.disclosures:
+        typer.echo(f"disclosure: {disclosure}")
+
+
+def known_bad_seed(json_output: bool = JSON_OPTION) -> None:
+    """Register each known-bad case as a run with PM label fail (by "seeded").
+
+    Idempotent: a registered run or an existing label is left as it is. The seeded
+    runs then wait in `pmos queue` for the evaluator to judge them blind.
+    """
+    from pmos.known_bad import seed
+
+    report = seed(kit())
+    warn(report.warnings)
+    if json_output:
+        emit_json(report.as_dict())
+        return
+    rows = [
+        (
+            s.case.run_id,
+            s.case.expected["probe"],
+            "registered" if s.registered else "already registered",
+            "labelled fail" if s.labelled else "already labelled",
+        )
+        for s in report.seeded
+    ]
+    typer.echo(table(["run_id", "probe", "run", "label"], rows))
+    data = report.as_dict()
+    typer.echo(
+        f"{len(data['registered'])} run(s) registered, {len(data['labelled'])} labelled fail, "
+        f"{len(report.seeded)} case(s) in all"
+    )
+
+
+def skill_check(
+    paths: list[Path] | None = typer.Argument(
+        None, help="Files or folders to check; default: the kit's skills, planning and docs."
+    ),
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Check skills' frontmatter, every `pmos ...` command the documents name, and links.
+
+    Exits 1 naming each problem, 0 when the documents are sound.
+    """
+    from pmos.cli import app
+    from pmos.errors import KitRootNotFound
+    from pmos.skill_check import CommandTree, check, default_targets, script_path
+
+    try:
+        root: Path | None = kit().root
+    except KitRootNotFound:
+        if not paths:
+            raise
+        root = None  # explicit paths can be checked outside any kit
+    targets = list(paths) if paths else default_targets(root)
+    tree = CommandTree.from_app(app, script_path(root))
+    report = check(targets, tree, root=root)
+    if json_output:
+        emit_json(report.as_dict())
+    else:
+        for problem in report.problems:
+            typer.echo(str(problem))
+        state = "ok" if report.ok else f"{len(report.problems)} problem(s)"
+        typer.echo(
+            f"{state}: {len(report.files)} file(s), {len(report.skills)} skill(s), "
+            f"{report.commands} command(s), {report.links} link(s) checked"
+        )
+    if not report.ok:
+        raise typer.Exit(exit_codes.CHECK_FAILED)

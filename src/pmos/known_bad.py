@@ -1,0 +1,218 @@
+"""Seeded known-bad runs: a negative class for kappa before real failures exist.
+
+A new team's gate has judged only runs that passed, so its TNR is undefined
+and its kappa cannot be computed. Each folder under ``planning/evals/known-bad``
+is a small defective run: ``contract.yaml`` (the done-criteria), the artifact
+(a diff or a few files) and ``expected.yaml`` (the answer key: FAIL, the defect
+that must be found, the probe that finds it). Seeding registers each as a run
+with its contract and records the PM label ``fail`` by ``seeded``. The gate
+then judges the runs blind like any other; its verdicts pair with those labels.
+
+Seeding is idempotent: a case whose run is registered is not registered
+again, and a run that already has a PM label is not labelled again.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pmos.errors import BadInput, RecordRejected
+from pmos.kit import Kit
+
+DEFAULT_DIR = "planning/evals/known-bad"
+RUN_PREFIX = "known-bad-"
+INITIATIVE = "known-bad"
+LABELLER = "seeded"
+DEFAULT_BUILDER = "seeded"
+CONTRACT, EXPECTED = "contract.yaml", "expected.yaml"
+
+
+class KnownBadError(BadInput):
+    """One or more case folders are unusable; nothing was seeded."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        lines = "\n".join(f"  - {p}" for p in problems)
+        super().__init__(f"known-bad cases are invalid; nothing was seeded:\n{lines}")
+
+
+@dataclass(frozen=True)
+class Case:
+    case_id: str
+    folder: Path
+    contract: dict[str, Any]
+    expected: dict[str, Any]
+    artifacts: tuple[str, ...]
+
+    @property
+    def run_id(self) -> str:
+        return RUN_PREFIX + self.case_id
+
+
+@dataclass
+class Seeded:
+    case: Case
+    registered: bool
+    labelled: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "case_id": self.case.case_id,
+            "run_id": self.case.run_id,
+            "probe": self.case.expected["probe"],
+            "defect_class": self.case.expected["defect_class"],
+            "registered": self.registered,
+            "labelled": self.labelled,
+        }
+
+
+@dataclass
+class SeedReport:
+    seeded: list[Seeded] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "cases": [s.as_dict() for s in self.seeded],
+            "registered": [s.case.run_id for s in self.seeded if s.registered],
+            "labelled": [s.case.run_id for s in self.seeded if s.labelled],
+        }
+
+
+def cases_dir(kit: Kit) -> Path:
+    configured = kit.config.raw.get("known_bad_dir", DEFAULT_DIR)
+    root = Path(os.path.realpath(kit.root))
+    real = Path(os.path.realpath(root / configured))
+    if real != root and root not in real.parents:
+        raise BadInput(f"known_bad_dir {configured!r} leaves the kit root {root}")
+    if not real.is_dir():
+        raise BadInput(f"known_bad_dir {configured!r} is not a folder in the kit root {root}")
+    return real
+
+
+def _load_yaml(path: Path, problems: list[str]) -> Any:
+    import yaml
+
+    from pmos.yamlio import load_yaml
+
+    try:
+        return load_yaml(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        problems.append(f"{path}: missing")
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        problems.append(f"{path}: cannot be read as YAML: {exc}")
+    return None
+
+
+def load_case(folder: Path) -> tuple[Case | None, list[str]]:
+    """One case and every problem with it (the case is None when there is any)."""
+    from pmos import schemas
+    from pmos.writers import record_meta
+
+    problems: list[str] = []
+    contract = _load_yaml(folder / CONTRACT, problems)
+    expected = _load_yaml(folder / EXPECTED, problems)
+    if problems:
+        return None, problems
+    probe_run = {
+        **record_meta("runs"),
+        "run_id": RUN_PREFIX + folder.name,
+        "initiative_id": INITIATIVE,
+        "builder_model": DEFAULT_BUILDER,
+        "contract": contract,
+    }
+    problems += [f"{folder / CONTRACT}: {v}" for v in schemas.validate("run", probe_run)]
+    found = schemas.validate("known-bad", expected)
+    problems += [f"{folder / EXPECTED}: {v}" for v in found]
+    if not found:
+        if expected["case_id"] != folder.name:
+            problems.append(
+                f"{folder / EXPECTED}: case_id {expected['case_id']!r} must equal the folder "
+                f"name {folder.name!r}"
+            )
+        ids = {c.get("id") for c in contract.get("done_criteria", [])} if contract else set()
+        for cid in expected["failed_criteria"]:
+            if cid not in ids:
+                problems.append(
+                    f"{folder / EXPECTED}: failed criterion {cid!r} is not in {CONTRACT}"
+                )
+    artifacts = tuple(
+        sorted(
+            p.relative_to(folder).as_posix()
+            for p in folder.rglob("*")
+            if p.is_file() and p.name not in (CONTRACT, EXPECTED)
+        )
+    )
+    if not artifacts:
+        problems.append(f"{folder}: holds no artifact (a diff or files) besides the YAML files")
+    if problems:
+        return None, problems
+    return Case(folder.name, folder, contract, expected, artifacts), []
+
+
+def load_cases(kit: Kit) -> list[Case]:
+    """Every case, validated; raises :class:`KnownBadError` naming every problem."""
+    folder = cases_dir(kit)
+    cases: list[Case] = []
+    problems: list[str] = []
+    for sub in sorted(p for p in folder.iterdir() if p.is_dir()):
+        case, found = load_case(sub)
+        problems += found
+        if case is not None:
+            cases.append(case)
+    if problems:
+        raise KnownBadError(problems)
+    if not cases:
+        raise BadInput(f"{folder} holds no known-bad case")
+    return cases
+
+
+def _has_label(kit: Kit, run_id: str) -> bool:
+    from pmos.ledger import iter_records_reversed
+
+    return any(
+        r.get("run_id") == run_id
+        for r in iter_records_reversed(kit.ledger_path("acceptances"), "acceptances")
+    )
+
+
+def seed(kit: Kit) -> SeedReport:
+    """Register every case as a run and label it fail; skip what is already there."""
+    from pmos import history
+    from pmos.writers import record_acceptance, register_run
+
+    report = SeedReport()
+    for case in load_cases(kit):
+        registered = labelled = False
+        if history.find_run(kit, case.run_id) is None:
+            try:
+                register_run(
+                    kit,
+                    run_id=case.run_id,
+                    initiative_id=INITIATIVE,
+                    builder_model=case.expected.get("builder_model", DEFAULT_BUILDER),
+                    contract=case.contract,
+                )
+                registered = True
+            except RecordRejected as exc:
+                # Another seeding process registered it between the look-up and the lock.
+                if not all(v.rule == "run-unique" for v in exc.violations):
+                    raise
+        if not _has_label(kit, case.run_id):
+            written = record_acceptance(
+                kit,
+                run_id=case.run_id,
+                label="fail",
+                by=LABELLER,
+                note=(
+                    "seeded known-bad case; the answer key is "
+                    f"{case.case_id}/{EXPECTED} in the known-bad folder"
+                ),
+            )
+            report.warnings += written.warnings
+            labelled = True
+        report.seeded.append(Seeded(case, registered, labelled))
+    return report
