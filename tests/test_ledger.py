@@ -186,3 +186,14 @@ def test_show_filters_by_run(kit, cli):
     rows = json.loads(cli("ledger", "show", "acceptances", "--run-id", "b", "--json").stdout)
     assert [r["label"] for r in rows] == ["fail"]
     assert cli("ledger", "show", "nonsense").exit_code == 2
+
+
+def test_show_columns_are_fields_of_each_kind(cli):
+    from pmos.kit import LEDGER_KINDS
+    from pmos.schemas import load_schema
+
+    for kind, spec in LEDGER_KINDS.items():
+        fields = load_schema(spec.schema)["properties"]
+        assert set(spec.columns) <= set(fields), kind
+        result = cli("ledger", "show", kind)
+        assert result.exit_code == 0 and "record_id" in result.stdout

@@ -28,24 +28,60 @@ ROOT_ENV = "PMOS_ROOT"
 
 
 class LedgerKind(NamedTuple):
-    """One kind of ledger: its config key, the schema of its records, its default file."""
+    """One kind of ledger: its config key, the schema of its records, its default file,
+    the prefix of its record ids and the fields ``pmos ledger show`` tabulates."""
 
     name: str
     schema: str
     default_path: str
     id_prefix: str
+    columns: tuple[str, ...] = ()
 
 
 LEDGER_KINDS: dict[str, LedgerKind] = {
     k.name: k
     for k in (
-        LedgerKind("runs", "run", "state/runs.jsonl", "run"),
-        LedgerKind("evals", "verdict", "state/evals.jsonl", "ev"),
-        LedgerKind("acceptances", "acceptance", "state/acceptances.jsonl", "acc"),
-        LedgerKind("assessments", "assessment", "state/assessments.jsonl", "as"),
-        LedgerKind("task-evals", "task-eval", "state/task-evals.jsonl", "te"),
-        LedgerKind("followups", "followup", "state/followups.jsonl", "fu"),
-        LedgerKind("tasks", "task", "state/tasks.jsonl", "tk"),
+        LedgerKind(
+            "runs", "run", "state/runs.jsonl", "run", ("run_id", "initiative_id", "builder_model")
+        ),
+        LedgerKind(
+            "evals",
+            "verdict",
+            "state/evals.jsonl",
+            "ev",
+            ("run_id", "verdict", "score", "evaluator_model", "flags"),
+        ),
+        LedgerKind(
+            "acceptances",
+            "acceptance",
+            "state/acceptances.jsonl",
+            "acc",
+            ("run_id", "label", "by", "gate_verdict"),
+        ),
+        LedgerKind(
+            "assessments",
+            "assessment",
+            "state/assessments.jsonl",
+            "as",
+            ("task_id", "run_id", "trigger", "attempt", "passed"),
+        ),
+        LedgerKind(
+            "task-evals",
+            "task-eval",
+            "state/task-evals.jsonl",
+            "te",
+            ("task_id", "run_id", "overallScore", "band"),
+        ),
+        LedgerKind(
+            "followups",
+            "followup",
+            "state/followups.jsonl",
+            "fu",
+            ("run_id", "title", "severity", "state", "suppressedReason"),
+        ),
+        LedgerKind(
+            "tasks", "task", "state/tasks.jsonl", "tk", ("task_id", "event", "state", "title")
+        ),
     )
 }
 

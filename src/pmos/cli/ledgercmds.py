@@ -52,14 +52,11 @@ def show(
     if json_output:
         emit_json(records)
         return
-    columns = ["recorded_at", "record_id", "run_id"]
-    extra = {
-        "runs": ["initiative_id", "builder_model"],
-        "evals": ["verdict", "score", "evaluator_model", "flags"],
-        "acceptances": ["label", "by", "gate_verdict"],
-    }.get(kind, [])
-    rows = [[_fmt(r.get(c)) for c in columns + extra] for r in records]
-    typer.echo(table(columns + extra, rows))
+    from pmos.kit import LEDGER_KINDS
+
+    columns = ["recorded_at", "record_id", *LEDGER_KINDS[kind].columns]
+    rows = [[_fmt(r.get(c)) for c in columns] for r in records]
+    typer.echo(table(columns, rows))
 
 
 def _fmt(value):
