@@ -38,7 +38,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pmos import markdown
+from pmos import history, markdown
 from pmos.errors import BadInput, SinkRefused
 from pmos.kit import Kit
 from pmos.verdict_rules import PASS_SIDE, SKIPPED
@@ -235,23 +235,13 @@ def case_id_for(run_id: str, stamp: datetime) -> str:
     return f"{base}-override-{stamp.strftime('%Y%m%dT%H%M%SZ')}"
 
 
-def latest_judged_verdict(kit: Kit, run_id: str) -> dict[str, Any] | None:
-    """The run's most recent verdict that is not SKIPPED, or None."""
-    from pmos.ledger import iter_records_reversed
-
-    for record in iter_records_reversed(kit.ledger_path("evals"), "evals"):
-        if record.get("run_id") == run_id and record.get("verdict") != SKIPPED:
-            return record
-    return None
-
-
 def overridden_verdict(kit: Kit, run_id: str, label: str) -> dict[str, Any] | None:
     """The verdict a new PM label would override, after checking the log can take it.
 
     Runs before the label is stored, so a malformed log refuses the label
     (nothing written) instead of losing the override entry afterwards.
     """
-    verdict = latest_judged_verdict(kit, run_id)
+    verdict = history.latest_verdict(kit, run_id, judged=True)
     if verdict is None or not is_override(verdict["verdict"], label):
         return None
     read_log(kit)

@@ -23,10 +23,14 @@ def find_run(kit: Kit, run_id: str) -> dict[str, Any] | None:
     return None
 
 
-def latest_verdict(kit: Kit, run_id: str) -> dict[str, Any] | None:
-    """The run's most recent verdict (SKIPPED included), or None."""
+def latest_verdict(kit: Kit, run_id: str, *, judged: bool = False) -> dict[str, Any] | None:
+    """The run's most recent verdict, or None.
+
+    With ``judged`` a SKIPPED verdict does not count: a skip says judging did
+    not happen, so it neither pairs with a PM label nor can be overridden.
+    """
     for record in iter_records_reversed(kit.ledger_path("evals"), "evals"):
-        if record.get("run_id") == run_id:
+        if record.get("run_id") == run_id and not (judged and record.get("verdict") == SKIPPED):
             return record
     return None
 

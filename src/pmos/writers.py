@@ -315,7 +315,8 @@ def record_acceptance(
     """
     from pmos import exemplars
 
-    overridden: list[dict[str, Any]] = []
+    # The verdict this label overrides, found under the lock by build().
+    overridden: dict[str, dict[str, Any]] = {}
 
     def build() -> tuple[dict[str, Any], list[str]]:
         record: dict[str, Any] = {
@@ -338,12 +339,14 @@ def record_acceptance(
         record["gate_record_id"] = latest["record_id"] if latest else None
         reject_if("acceptance", schemas.validate("acceptance", record))
         # Checks the exemplar log before anything is stored (raises if it is malformed).
-        overridden[:] = [v for v in [exemplars.overridden_verdict(kit, run_id, label)] if v]
+        verdict = exemplars.overridden_verdict(kit, run_id, label)
+        if verdict is not None:
+            overridden["verdict"] = verdict
         return record, notes
 
     written = append_validated(kit, "acceptances", build, target)
     if overridden:
-        written.warnings.append(exemplars.log_override(kit, written.record, overridden[0]))
+        written.warnings.append(exemplars.log_override(kit, written.record, overridden["verdict"]))
     return written
 
 
