@@ -39,8 +39,9 @@ from pathlib import Path
 from typing import Any
 
 from pmos import history, markdown
-from pmos.errors import BadInput, SinkRefused
+from pmos.errors import BadInput
 from pmos.kit import Kit
+from pmos.paths import resolve_inside
 from pmos.verdict_rules import PASS_SIDE, SKIPPED
 
 DEFAULT_LOG = "planning/evals/eval-calibration.md"
@@ -178,16 +179,7 @@ def _entry_rules(title: str, data: dict[str, Any]) -> list[str]:
 def log_path(kit: Kit) -> Path:
     """The configured exemplar log: a plain file path inside the kit root."""
     configured = kit.config.raw.get("exemplar_log", DEFAULT_LOG)
-    root = Path(os.path.realpath(kit.root))
-    lexical = Path(os.path.normpath(root / configured))
-    if root not in lexical.parents:
-        raise SinkRefused(f"exemplar_log {configured!r} leaves the kit root {root}")
-    if os.path.realpath(lexical) != str(lexical):
-        raise SinkRefused(
-            f"exemplar_log {configured!r} passes through a symlink; it must be a plain file "
-            "inside the kit root"
-        )
-    return lexical
+    return resolve_inside(kit.root, configured, what="exemplar_log", for_writing=True)
 
 
 def _display(kit: Kit, path: Path) -> str:

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 from pmos.assets import kit_source
 from pmos.errors import BadInput, ConfigError, KitRootNotFound, SinkRefused
+from pmos.paths import resolve_inside
 
 CONFIG_NAME = "pmos.yaml"
 ROOT_ENV = "PMOS_ROOT"
@@ -203,17 +204,7 @@ class Kit:
         return ledger
 
     def _resolve_inside(self, kind: str, configured: str) -> Path:
-        root = Path(os.path.realpath(self.root))
-        lexical = Path(os.path.normpath(root / configured))
-        real = Path(os.path.realpath(lexical))
-        if real != lexical:
-            raise SinkRefused(
-                f"the {kind} ledger path {configured!r} passes through a symlink "
-                f"(it resolves to {real}); ledgers must be plain files inside the kit root"
-            )
-        if root not in real.parents:
-            raise SinkRefused(f"the {kind} ledger path {configured!r} leaves the kit root {root}")
-        return real
+        return resolve_inside(self.root, configured, what=f"the {kind} ledger", for_writing=True)
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from pmos.errors import BadInput, Violation
+from pmos.paths import resolve_inside
 
 WEIGHT_TOLERANCE = 1e-6
 
@@ -80,15 +81,9 @@ def split_frontmatter(text: str) -> tuple[Any, str]:
 
 def resolve_rubric_path(root: Path, rubric_path: str) -> Path:
     """The rubric file ``rubric_path`` names, which must be a file inside ``root``."""
-    real_root = Path(os.path.realpath(root))
-    candidate = Path(rubric_path)
-    if not candidate.is_absolute():
-        candidate = real_root / candidate
-    real = Path(os.path.realpath(candidate))
-    if real_root not in real.parents:
-        raise BadInput(f"rubric {rubric_path!r} is outside the kit root {real_root}")
+    real = resolve_inside(root, rubric_path, what="rubric", for_writing=False)
     if not real.is_file():
-        raise BadInput(f"rubric {rubric_path!r} does not exist in the kit root {real_root}")
+        raise BadInput(f"rubric {rubric_path!r} does not exist in the kit root {root}")
     return real
 
 
