@@ -40,3 +40,34 @@ def test_unknown_command_is_a_usage_error(pmos):
     result = pmos("frobnicate")
     assert result.returncode == 2
     assert "No such command" in result.stderr
+
+
+def test_a_bug_exits_70_not_1_or_2():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; import pmos.cli as c; c.COMMAND_MODULES['boom'] = 'no_such_module'; "
+        "sys.argv = ['pmos', 'boom']; c.main()"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 70
+    assert "Traceback" in result.stderr and "internal error" in result.stderr
+
+
+def test_a_locked_ledger_is_a_temporary_failure(kit, monkeypatch):
+    import fcntl
+
+    import pytest
+
+    from pmos import ledger, writers
+    from pmos.errors import LedgerBusy
+
+    monkeypatch.setattr(ledger, "LOCK_TIMEOUT_S", 0.2)
+    path = kit.ledger_path("acceptances")
+    with open(path, "rb") as holder:
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        with pytest.raises(LedgerBusy) as info:
+            writers.record_acceptance(kit, run_id="r", label="pass", by="pm")
+    assert info.value.exit_code == 75
+    assert path.read_bytes() == b""

@@ -133,3 +133,44 @@ def test_repository_is_itself_a_kit_root_with_empty_ledgers():
         path = kit.ledger_path(kind)
         assert path.is_file(), f"{path} missing from the repository kit"
         assert path.read_bytes() == b"", f"{path} must stay empty in git"
+
+
+def files_under(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+@pytest.mark.parametrize(
+    "ledger_path",
+    ["/tmp/pmos-outside/runs.jsonl", "../outside/runs.jsonl", "state/evals.jsonl"],
+)
+def test_init_refuses_ledgers_outside_or_shared_before_writing(tmp_path, cli, ledger_path):
+    target = tmp_path / "product" / "pmos"
+    target.mkdir(parents=True)
+    (target / "pmos.yaml").write_text(f"schema_version: 1\nledgers:\n  runs: {ledger_path}\n")
+    result = cli("init", str(target))
+    assert result.exit_code == 2
+    assert files_under(target) == ["pmos.yaml"]
+    assert not Path("/tmp/pmos-outside/runs.jsonl").exists()
+    assert not (tmp_path / "product" / "outside").exists()
+
+
+def test_init_with_an_invalid_existing_config_writes_nothing(tmp_path, cli):
+    target = tmp_path / "kit2"
+    target.mkdir()
+    (target / "pmos.yaml").write_text("schema_version: 1\nledgers: {}\nmin_pairs: -3\n")
+    result = cli("init", str(target))
+    assert result.exit_code == 2 and "min_pairs" in result.stderr
+    assert files_under(target) == ["pmos.yaml"]
+
+
+@pytest.mark.parametrize("where", ["", "   ", "/proc/no-such-kit"])
+def test_init_into_an_impossible_place_is_bad_input(cli, where):
+    result = cli("init", where)
+    assert result.exit_code == 2
+    assert result.stderr.startswith("pmos: error:")
+
+
+def test_config_that_is_not_utf8_is_reported(kit_root, pmos):
+    (kit_root / "pmos.yaml").write_bytes(b"schema_version: 1\nledgers: {}\n# \xff\xfe\n")
+    result = pmos("root")
+    assert result.returncode == 2 and "not UTF-8" in result.stderr

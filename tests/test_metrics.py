@@ -426,3 +426,17 @@ def test_a_tampered_ledger_yields_no_numbers(cli, kit, kit_root):
     assert result.exit_code == 2
     assert "acceptances.jsonl:2" in result.stderr and "edited" in result.stderr
     assert result.stdout == ""
+
+
+def test_window_is_bounded(cli, kit_root):
+    assert cli("metrics", "--window", "1000000", "--json").exit_code == 0
+    result = cli("metrics", "--window", "99999999999999999999")
+    assert result.exit_code == 2
+    config = kit_root / "pmos.yaml"
+    config.write_text(
+        config.read_text().replace(
+            "pass_fraction_window: 20", "pass_fraction_window: 99999999999999999999"
+        )
+    )
+    result = cli("eval", "log", "r", "i", "SKIPPED", "why")
+    assert result.exit_code == 2 and "pass_fraction_window" in result.stderr

@@ -112,3 +112,8 @@ def test_rubric_must_be_inside_the_kit(kit_root, tmp_path, cli):
         assert result.exit_code == 2, path
     (kit_root / "planning/evals/link.md").symlink_to(outside)
     assert cli("rubric", "show", "planning/evals/link.md").exit_code == 2
+
+
+def test_empty_rubric_path_is_refused(cli):
+    result = cli("rubric", "show", "")
+    assert result.exit_code == 2 and "empty path" in result.stderr

@@ -24,7 +24,7 @@ from typing import Any
 
 from pmos import stats
 from pmos.errors import BadInput
-from pmos.history import PassFraction
+from pmos.history import MAX_WINDOW, PassFraction
 from pmos.kit import Kit
 from pmos.ledger import iter_records
 from pmos.verdict_rules import PASS_SIDE, SKIPPED
@@ -257,8 +257,10 @@ def compute_metrics(
     config = kit.config
     if window is None:
         window = config.pass_fraction_window
-    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-        raise BadInput(f"window: must be a whole number of verdicts, at least 1; got {window!r}")
+    if isinstance(window, bool) or not isinstance(window, int) or not 1 <= window <= MAX_WINDOW:
+        raise BadInput(
+            f"window: must be a whole number of verdicts from 1 to {MAX_WINDOW:,}; got {window!r}"
+        )
     settings = Settings(config.kappa_threshold, config.min_pairs, window, config.goodhart_alarm)
     scope = Scope(initiative, model, since)
     judged, labelled = _read_both(kit, scope, window)

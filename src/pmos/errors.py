@@ -82,6 +82,6 @@ class LedgerCorrupt(PmosError):
 
 
 class LedgerBusy(PmosError):
-    """The ledger lock could not be taken in time."""
+    """The ledger lock could not be taken in time; trying again later may work."""
 
-    exit_code = exit_codes.CHECK_FAILED
+    exit_code = exit_codes.TEMPORARY_FAILURE

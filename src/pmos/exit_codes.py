@@ -5,5 +5,9 @@ OK = 0
 CHECK_FAILED = 1
 #: The input or the invocation was wrong; nothing was written.
 BAD_INPUT = 2
+#: pmos itself failed (a bug): the traceback is printed. Distinct from 1 and 2 on purpose.
+INTERNAL_ERROR = 70
+#: A ledger stayed locked by another writer for too long; nothing was written, retry.
+TEMPORARY_FAILURE = 75
 #: The user pressed Ctrl-C.
 INTERRUPTED = 130

@@ -35,6 +35,10 @@ def latest_verdict(kit: Kit, run_id: str, *, judged: bool = False) -> dict[str, 
     return None
 
 
+#: The largest pass-fraction window accepted (pmos.yaml's schema says the same).
+MAX_WINDOW = 1_000_000
+
+
 class PassFraction:
     """The one definition of the gate's pass fraction, fed one verdict at a time.
 

@@ -207,10 +207,10 @@ class LedgerWriter:
     another process wrote in between.
     """
 
-    def __init__(self, path: Path, kind: str, *, lock_timeout: float = LOCK_TIMEOUT_S) -> None:
+    def __init__(self, path: Path, kind: str, *, lock_timeout: float | None = None) -> None:
         self.path = Path(path)
         self.kind = kind
-        self.lock_timeout = lock_timeout
+        self.lock_timeout = LOCK_TIMEOUT_S if lock_timeout is None else lock_timeout
         self._tail: _Tail | None = None
 
     def append(self, record: dict[str, Any]) -> Appended:

@@ -16,6 +16,7 @@ from typing import Any
 
 import typer
 
+from pmos import exit_codes
 from pmos.cli._app import PmosGroup, new_typer, set_root
 
 #: Top-level command -> the module (in pmos.cli) whose register(app) defines it.
@@ -82,4 +83,15 @@ def _root(
 
 
 def main() -> None:
-    app(prog_name="pmos")
+    try:
+        app(prog_name="pmos")
+    except Exception:
+        # Expected errors never get here (see PmosGroup); this is a bug. Keep the
+        # traceback, and an exit code no check uses, so CI cannot mistake a crash
+        # for "a check found a problem" (1) or "bad input" (2).
+        import sys
+        import traceback
+
+        traceback.print_exc()
+        print("pmos: internal error: this is a bug in pmos, please report it", file=sys.stderr)
+        raise SystemExit(exit_codes.INTERNAL_ERROR) from None

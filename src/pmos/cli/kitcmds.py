@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import typer
 
 from pmos.cli._app import JSON_OPTION, emit_json, kit, new_typer, root_option
@@ -22,7 +20,7 @@ def register(app: typer.Typer) -> None:
 
 
 def init(
-    directory: Path = typer.Argument(..., help="Folder to make a kit root (created if missing)."),
+    directory: str = typer.Argument(..., help="Folder to make a kit root (created if missing)."),
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Create a ready kit root: pmos.yaml, empty ledgers, schemas, rubric, scripts.
@@ -86,7 +84,7 @@ def rubric_show(
     from pmos.rubric import load_rubric
 
     k = kit()
-    rubric = load_rubric(k.root, path or k.config.default_rubric)
+    rubric = load_rubric(k.root, k.config.default_rubric if path is None else path)
     if json_output:
         emit_json(rubric.as_dict())
         return
