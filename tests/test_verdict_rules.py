@@ -183,6 +183,12 @@ def test_skipped_needs_a_reason_and_a_null_score(kit):
     reject(kit, skipped(score=0.4), "schema:type", "score")
 
 
+@pytest.mark.parametrize("field", ["axes", "criteria", "dimensions", "defects"])
+def test_skipped_carries_no_judgment(kit, field):
+    judged = good_verdict()
+    reject(kit, skipped(**{field: judged.get(field, [])}), "schema:not")
+
+
 def test_skipped_reason_only_on_skipped(kit):
     reject(kit, good_verdict(skipped_reason="why"), "schema:not")
 
