@@ -141,3 +141,15 @@ def test_pmos_log_sh_forwards_from_any_directory(kit_root, tmp_path):
     assert run("bogus").returncode == 2
     lines = Path(kit_root / "state/evals.jsonl").read_text().splitlines()
     assert len(lines) == 1 and json.loads(lines[0])["score"] == 0.85
+
+
+def test_library_refuses_axes_on_a_skipped_short_verdict(kit):
+    from pmos.errors import BadInput
+    from pmos.writers import record_short_verdict
+
+    before = ledger_bytes(kit.root)
+    with pytest.raises(BadInput, match="SKIPPED verdict takes no"):
+        record_short_verdict(
+            kit, run_id="r", initiative_id="i", verdict="SKIPPED", skipped_reason="why", spec="pass"
+        )
+    assert ledger_bytes(kit.root) == before

@@ -10,6 +10,7 @@ that ledger's lock, so concurrent writers cannot both pass them.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -178,6 +179,8 @@ def record_short_verdict(
     target: str | Path | None = None,
 ) -> Written:
     """Store the kit's short positional form (``pmos eval log``); no dimensions."""
+    if verdict == verdict_rules.SKIPPED and (spec is not None or standards is not None):
+        raise BadInput("a SKIPPED verdict takes no --spec or --standards: a skip is not a judgment")
     record: dict[str, Any] = {
         **record_meta("evals"),
         "form": "short",
@@ -201,6 +204,52 @@ def record_short_verdict(
             axes["standards"] = {"verdict": standards}
         record["axes"] = axes
     return _record_verdict(kit, record, [], target)
+
+
+SHORT_FORM_USAGE = (
+    "usage: pmos eval log RUN_ID INITIATIVE_ID SCORE VERDICT RUBRIC_PATH [EVALUATOR_MODEL] "
+    "--spec pass|fail --standards pass|fail [--note TEXT]\n"
+    "   or: pmos eval log RUN_ID INITIATIVE_ID SKIPPED REASON [RUBRIC_PATH] [EVALUATOR_MODEL]"
+)
+
+
+def parse_short_form(
+    args: list[str], *, spec: str | None, standards: str | None, note: str | None
+) -> dict[str, Any]:
+    """The fields of :func:`record_short_verdict` from the kit's positional form.
+
+    The grammar is the kit's documented call (``scripts/pmos-log.sh eval ...``):
+    a judged verdict needs a numeric SCORE and both axes; a SKIPPED one takes a
+    reason and no axes. EVALUATOR_MODEL defaults to ``$PMOS_EVALUATOR_MODEL``.
+    """
+    if len(args) < 4:
+        raise BadInput(f"too few arguments\n{SHORT_FORM_USAGE}")
+    run_id, initiative_id, third, fourth, *rest = args
+    fields: dict[str, Any] = {"run_id": run_id, "initiative_id": initiative_id, "note": note}
+    if third == verdict_rules.SKIPPED:
+        if len(rest) > 2:
+            raise BadInput(f"too many arguments\n{SHORT_FORM_USAGE}")
+        fields.update(verdict=third, skipped_reason=fourth, spec=spec, standards=standards)
+        fields["rubric_path"] = rest[0] if rest else None
+    else:
+        if not rest or len(rest) > 2:
+            raise BadInput(f"expected RUBRIC_PATH and at most EVALUATOR_MODEL\n{SHORT_FORM_USAGE}")
+        try:
+            score = float(third)
+        except ValueError:
+            raise BadInput(f"SCORE must be a number from 0 to 1, got {third!r}") from None
+        if not math.isfinite(score):
+            raise BadInput(f"SCORE must be a finite number, got {third!r}")
+        missing = [name for name, v in (("--spec", spec), ("--standards", standards)) if v is None]
+        if missing:
+            raise BadInput(
+                f"missing {' and '.join(missing)}: declare both axes\n{SHORT_FORM_USAGE}"
+            )
+        fields.update(
+            verdict=fourth, score=score, rubric_path=rest[0], spec=spec, standards=standards
+        )
+    fields["evaluator_model"] = rest[1] if len(rest) > 1 else evaluator_model_from_env()
+    return fields
 
 
 def _record_verdict(

@@ -6,7 +6,6 @@ lives there. Success prints the record_id (the stored record with --json).
 
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -96,13 +95,6 @@ def eval_record(
     _report(record_verdict(kit(), _read_json(file), target=ledger), json_output)
 
 
-_LOG_USAGE = (
-    "usage: pmos eval log RUN_ID INITIATIVE_ID SCORE VERDICT RUBRIC_PATH [EVALUATOR_MODEL] "
-    "--spec pass|fail --standards pass|fail [--note TEXT]\n"
-    "   or: pmos eval log RUN_ID INITIATIVE_ID SKIPPED REASON [RUBRIC_PATH] [EVALUATOR_MODEL]"
-)
-
-
 def eval_log(
     args: list[str] = typer.Argument(
         ...,
@@ -120,55 +112,10 @@ def eval_log(
 
     EVALUATOR_MODEL defaults to $PMOS_EVALUATOR_MODEL.
     """
-    from pmos.writers import evaluator_model_from_env, record_short_verdict
+    from pmos.writers import parse_short_form, record_short_verdict
 
-    if len(args) < 4:
-        raise BadInput(f"too few arguments\n{_LOG_USAGE}")
-    run_id, initiative_id, third, fourth, *rest = args
-    if third == "SKIPPED":
-        if spec is not None or standards is not None:
-            raise BadInput("a SKIPPED verdict takes no --spec or --standards")
-        if len(rest) > 2:
-            raise BadInput(f"too many arguments\n{_LOG_USAGE}")
-        rubric_path = rest[0] if rest else None
-        model = rest[1] if len(rest) > 1 else evaluator_model_from_env()
-        written = record_short_verdict(
-            kit(),
-            run_id=run_id,
-            initiative_id=initiative_id,
-            verdict="SKIPPED",
-            skipped_reason=fourth,
-            rubric_path=rubric_path,
-            evaluator_model=model,
-            note=note,
-            target=ledger,
-        )
-    else:
-        if not rest or len(rest) > 2:
-            raise BadInput(f"expected RUBRIC_PATH and at most EVALUATOR_MODEL\n{_LOG_USAGE}")
-        try:
-            score = float(third)
-        except ValueError:
-            raise BadInput(f"SCORE must be a number from 0 to 1, got {third!r}") from None
-        if not math.isfinite(score):
-            raise BadInput(f"SCORE must be a finite number, got {third!r}")
-        missing = [name for name, v in (("--spec", spec), ("--standards", standards)) if v is None]
-        if missing:
-            raise BadInput(f"missing {' and '.join(missing)}: declare both axes\n{_LOG_USAGE}")
-        written = record_short_verdict(
-            kit(),
-            run_id=run_id,
-            initiative_id=initiative_id,
-            verdict=fourth,
-            score=score,
-            rubric_path=rest[0],
-            evaluator_model=rest[1] if len(rest) > 1 else evaluator_model_from_env(),
-            spec=spec,
-            standards=standards,
-            note=note,
-            target=ledger,
-        )
-    _report(written, json_output)
+    fields = parse_short_form(args, spec=spec, standards=standards, note=note)
+    _report(record_short_verdict(kit(), **fields, target=ledger), json_output)
 
 
 def accept(
