@@ -197,3 +197,14 @@ def test_show_columns_are_fields_of_each_kind(cli):
         assert set(spec.columns) <= set(fields), kind
         result = cli("ledger", "show", kind)
         assert result.exit_code == 0 and "record_id" in result.stdout
+
+
+def test_show_last_and_streamed_json(kit, cli):
+    for i in range(5):
+        writers.record_acceptance(kit, run_id=f"r{i}", label="pass", by="pm")
+    rows = json.loads(cli("ledger", "show", "acceptances", "--last", "2", "--json").stdout)
+    assert [r["run_id"] for r in rows] == ["r3", "r4"]
+    assert json.loads(cli("ledger", "show", "runs", "--json").stdout) == []
+    table = cli("ledger", "show", "acceptances", "--last", "1").stdout
+    assert "r4" in table and "r3" not in table
+    assert cli("ledger", "show", "acceptances", "--last", "0").exit_code == 2

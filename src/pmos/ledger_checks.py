@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import islice
 from typing import Any
 
 from pmos import schemas
+from pmos.errors import BadInput
 from pmos.kit import LEDGER_KINDS, Kit
-from pmos.ledger import VerifyReport, iter_records, verify
+from pmos.ledger import VerifyReport, iter_records, iter_records_reversed, verify
 
 
 def verify_kit(kit: Kit, *, with_schema: bool = False) -> list[VerifyReport]:
@@ -18,5 +20,22 @@ def verify_kit(kit: Kit, *, with_schema: bool = False) -> list[VerifyReport]:
     return reports
 
 
-def read_kind(kit: Kit, kind: str) -> Iterator[dict[str, Any]]:
-    return iter_records(kit.ledger_path(kind), kind)
+#: Fields that tie a record to a run; a task names the run it came from.
+RUN_FIELDS = ("run_id", "parent_run_id")
+
+
+def read_kind(
+    kit: Kit, kind: str, *, run_id: str | None = None, last: int | None = None
+) -> Iterator[dict[str, Any]]:
+    """Stream a ledger's records in order, optionally only one run's, optionally only the
+    last ``last`` of them (read from the end, so a large ledger is not read whole)."""
+    path = kit.ledger_path(kind)
+
+    def wanted(record: dict[str, Any]) -> bool:
+        return run_id is None or any(record.get(f) == run_id for f in RUN_FIELDS)
+
+    if last is None:
+        return (r for r in iter_records(path, kind) if wanted(r))
+    if last < 1:
+        raise BadInput(f"--last must be at least 1; got {last}")
+    return reversed(list(islice((r for r in iter_records_reversed(path, kind) if wanted(r)), last)))

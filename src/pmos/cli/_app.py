@@ -9,7 +9,7 @@ traceback.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import typer
@@ -75,6 +75,19 @@ def emit_json(data: Any) -> None:
     import orjson
 
     sys.stdout.buffer.write(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
+    sys.stdout.flush()
+
+
+def emit_json_array(items: Iterable[Any]) -> None:
+    """Write a JSON array one element at a time, so a long stream is never held whole."""
+    import orjson
+
+    out = sys.stdout.buffer
+    out.write(b"[")
+    for i, item in enumerate(items):
+        out.write(b",\n" if i else b"\n")
+        out.write(orjson.dumps(item))
+    out.write(b"\n]\n")
     sys.stdout.flush()
 
 

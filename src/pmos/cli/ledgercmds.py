@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from pmos import exit_codes
-from pmos.cli._app import JSON_OPTION, emit_json, kit, new_typer, table
+from pmos.cli._app import JSON_OPTION, emit_json, emit_json_array, kit, new_typer, table
 
 
 def register(app: typer.Typer) -> None:
@@ -42,18 +42,24 @@ def verify(
 
 def show(
     kind: str = typer.Argument(..., help="Ledger kind: runs, evals, acceptances, ..."),
-    run_id: str | None = typer.Option(None, "--run-id", help="Only records of this run."),
+    run_id: str | None = typer.Option(
+        None, "--run-id", help="Only records of this run (tasks: of their parent run)."
+    ),
+    last: int | None = typer.Option(None, "--last", help="Only the last N records."),
     json_output: bool = JSON_OPTION,
 ) -> None:
-    """Print a ledger's records (terminal control characters neutralised)."""
+    """Print a ledger's records (terminal control characters neutralised).
+
+    --json streams a JSON array; the table needs every row it shows in memory,
+    so use --last on a large ledger.
+    """
+    from pmos.kit import LEDGER_KINDS
     from pmos.ledger_checks import read_kind
 
-    records = [r for r in read_kind(kit(), kind) if run_id is None or r.get("run_id") == run_id]
+    records = read_kind(kit(), kind, run_id=run_id, last=last)
     if json_output:
-        emit_json(records)
+        emit_json_array(records)
         return
-    from pmos.kit import LEDGER_KINDS
-
     columns = ["recorded_at", "record_id", *LEDGER_KINDS[kind].columns]
     rows = [[_fmt(r.get(c)) for c in columns] for r in records]
     typer.echo(table(columns, rows))
