@@ -27,6 +27,7 @@ from pmos.errors import BadInput
 from pmos.history import MAX_WINDOW, PassFraction
 from pmos.kit import Kit
 from pmos.ledger import iter_records
+from pmos.timestamps import parse_instant
 from pmos.verdict_rules import PASS_SIDE, SKIPPED
 
 #: Float outputs are rounded to this many decimals (the pass fraction on records uses 6 too).
@@ -61,11 +62,6 @@ def parse_since(text: str) -> datetime:
             f"since: {text!r} is not a date; expected YYYY-MM-DD or an RFC 3339 date-time "
             "such as 2026-01-31T09:00:00Z"
         ) from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
-def _instant(stamp: str) -> datetime:
-    moment = datetime.fromisoformat(stamp)
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
@@ -178,7 +174,7 @@ def _record_filter(scope: Scope) -> Callable[[str | None, str | None, str], bool
             return False
         if scope.initiative is not None and initiative != scope.initiative:
             return False
-        return scope.since is None or _instant(recorded_at) >= scope.since
+        return scope.since is None or parse_instant(recorded_at) >= scope.since
 
     return wanted
 

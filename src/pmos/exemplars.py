@@ -34,7 +34,7 @@ import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,7 @@ from pmos import history, markdown
 from pmos.errors import BadInput
 from pmos.kit import Kit
 from pmos.paths import resolve_inside
+from pmos.timestamps import parse_instant
 from pmos.verdict_rules import PASS_SIDE, SKIPPED
 
 DEFAULT_LOG = "planning/evals/eval-calibration.md"
@@ -303,7 +304,7 @@ def _override_entry(
     acceptance: dict[str, Any], verdict: dict[str, Any], taken: set[str]
 ) -> dict[str, Any]:
     recorded = acceptance["recorded_at"]
-    stamp = datetime.fromisoformat(recorded).astimezone(UTC)
+    stamp = parse_instant(recorded)
     case = base = case_id_for(acceptance["run_id"], stamp)
     n = 2
     while case in taken:
@@ -404,10 +405,6 @@ class Selection:
         }
 
 
-def _when(stamp: str) -> datetime:
-    return datetime.fromisoformat(stamp).astimezone(UTC)
-
-
 def candidates(kit: Kit, exclude_runs: Iterable[str] = ()) -> list[Anchor]:
     """Every usable case, newest first: ledger pairs (with their log lesson) and log-only cases."""
     from pmos.ledger import iter_records
@@ -430,7 +427,7 @@ def candidates(kit: Kit, exclude_runs: Iterable[str] = ()) -> list[Anchor]:
         if run_id in excluded or run_id not in verdicts:
             continue
         matching = [e for e in by_run.get(run_id, []) if e["pm_label"] == label["label"]]
-        newest = max(matching, key=lambda e: _when(e["recorded_at"]), default=None)
+        newest = max(matching, key=lambda e: parse_instant(e["recorded_at"]), default=None)
         found.append(
             Anchor(
                 case_id=newest["case_id"] if newest else run_id,
@@ -460,7 +457,7 @@ def candidates(kit: Kit, exclude_runs: Iterable[str] = ()) -> list[Anchor]:
                 lesson=entry["lesson"],
             )
         )
-    found.sort(key=lambda a: (_when(a.recorded_at), a.case_id), reverse=True)
+    found.sort(key=lambda a: (parse_instant(a.recorded_at), a.case_id), reverse=True)
     return found
 
 
@@ -477,7 +474,7 @@ def select_anchors(kit: Kit, n: int = MAX_ANCHORS, exclude_runs: Iterable[str] =
     sides = {s: [a for a in pool if a.side == s] for s in ("pass", "fail")}
     quota = {"fail": math.ceil(n / 2), "pass": n // 2}
     picked = sides["fail"][: quota["fail"]] + sides["pass"][: quota["pass"]]
-    picked.sort(key=lambda a: (_when(a.recorded_at), a.case_id), reverse=True)
+    picked.sort(key=lambda a: (parse_instant(a.recorded_at), a.case_id), reverse=True)
     selection = Selection(n, picked, {s: len(v) for s, v in sides.items()})
     selection.disclosures = _disclose(selection, quota)
     return selection

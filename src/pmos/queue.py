@@ -18,6 +18,7 @@ from typing import Any
 
 from pmos.kit import Kit
 from pmos.ledger import iter_records
+from pmos.timestamps import parse_instant
 from pmos.verdict_rules import SKIPPED
 
 
@@ -37,11 +38,6 @@ class Queue:
 
 def _stamp(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-def _instant(stamp: str) -> datetime:
-    moment = datetime.fromisoformat(stamp)
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def human_age(seconds: int) -> str:
@@ -90,7 +86,7 @@ def compute_queue(kit: Kit, now: datetime | None = None) -> Queue:
     }
 
     def entry(run: str, initiative: str, since: str, registered_run: bool) -> dict[str, Any]:
-        age = int((now - _instant(since)).total_seconds())
+        age = int((now - parse_instant(since)).total_seconds())
         return {
             "run_id": run,
             "initiative_id": initiative,
@@ -123,7 +119,7 @@ def compute_queue(kit: Kit, now: datetime | None = None) -> Queue:
             item = entry(run, state[3], state[4], False)
         item["verdict"] = state[2]
         acceptance.append(item)
-    order = lambda item: (_instant(item["age_from"]), item["run_id"])  # noqa: E731
+    order = lambda item: (parse_instant(item["age_from"]), item["run_id"])  # noqa: E731
     verification.sort(key=order)
     acceptance.sort(key=order)
     return Queue(now, verification, acceptance)

@@ -23,6 +23,7 @@ from pmos.families import same_family
 from pmos.kit import LEDGER_KINDS, Kit
 from pmos.ledger import LedgerWriter
 from pmos.rubric import Rubric, load_rubric
+from pmos.timestamps import now_rfc3339
 
 #: Fields the writer sets on every record; input may not supply them.
 WRITER_FIELDS = (
@@ -49,10 +50,6 @@ def new_record_id(prefix: str) -> str:
     """Time-ordered, collision-resistant id: ``ev-20261130T081500123456Z-5f2c9a1b``."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     return f"{prefix}-{stamp}-{os.urandom(4).hex()}"
-
-
-def now_rfc3339() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def record_meta(kind: str) -> dict[str, Any]:
