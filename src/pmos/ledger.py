@@ -31,13 +31,13 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import orjson
 
 from pmos.errors import BadInput, LedgerBusy, LedgerCorrupt, Violation
+from pmos.timestamps import now_rfc3339
 
 _HASH_TAG = b"pmos-ledger-v1\n"
 _SUFFIX_LEN = len(b',"hash":"') + 64 + len(b'"}')
@@ -166,7 +166,7 @@ def _quarantine(path: Path, fd: int, offset: int, size: int) -> str:
     qpath = path.with_name(path.name + ".quarantine")
     entry = orjson.dumps(
         {
-            "quarantined_at": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
+            "quarantined_at": now_rfc3339(),
             "ledger": path.name,
             "offset": offset,
             "length": len(torn),
