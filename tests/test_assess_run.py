@@ -293,3 +293,28 @@ def test_human_output_is_a_table(cli, tmp_path, work):
     assert "1 < threshold 2" in result.stdout
     assert "boom\\x1b[2J" in result.stdout and "\x1b" not in result.stdout
     assert "fix attempts left: 2" in result.stdout
+
+
+@pytest.mark.parametrize("timeout", [99999999999, 86401])
+def test_assess_timeout_above_a_day_is_refused_before_anything_runs(
+    cli, tmp_path, work, kit_root, timeout
+):
+    from conftest import ledger_bytes
+
+    set_config(kit_root, assess={"timeout_s": timeout})
+    before = ledger_bytes(kit_root)
+    result, _ = assess(
+        cli, tmp_path, work, {"expectations": [{"type": "test", "command": "touch ran"}]}
+    )
+    assert result.exit_code == 2
+    assert "not a valid pmos config" in result.stderr and "assess/timeout_s" in result.stderr
+    assert not (work / "ran").exists() and ledger_bytes(kit_root) == before
+
+
+def test_assess_timeout_of_a_day_is_accepted(cli, tmp_path, work, kit_root):
+    set_config(kit_root, assess={"timeout_s": 86400})
+    result, out = assess(
+        cli, tmp_path, work, {"expectations": [{"type": "test", "command": "true"}]}
+    )
+    assert result.exit_code == 0, result.output
+    assert out["passed"] is True

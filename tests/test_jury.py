@@ -516,3 +516,39 @@ def test_stored_review_details_follow_the_schema(cli, tmp_path, work, kit, kit_r
         "checks/0/reviewers/1/error",
         "checks/0/dimensions/correctness/score",
     } <= fields
+
+
+# ---------------------------------------------------------------- review config bounds
+
+
+@pytest.mark.parametrize(
+    ("review_section", "message"),
+    [
+        ({"command": "cat\0x"}, "review/command"),
+        ({"command": "cat\x1b[2J"}, "review/command"),
+        ({"jury": [{"name": "x", "model": "m", "command": "cat\0"}]}, "review/jury/0/command"),
+        ({"command": "a", "timeout_s": 99999999999}, "review/timeout_s"),
+        ({"command": "a", "timeout_s": 86401}, "review/timeout_s"),
+    ],
+)
+def test_review_commands_and_timeouts_are_bounded(
+    cli, tmp_path, work, kit_root, review_section, message
+):
+    set_config(kit_root, review=review_section)
+    before = ledger_bytes(kit_root)
+    result, _, _ = review(cli, tmp_path, work)
+    assert result.exit_code == 2
+    assert "not a valid pmos config" in result.stderr and message in result.stderr
+    assert "Traceback" not in result.stderr and ledger_bytes(kit_root) == before
+
+
+def test_review_command_with_tab_and_newline_and_a_day_timeout_is_accepted(
+    cli, tmp_path, work, kit_root
+):
+    command = reviewer(tmp_path, "a", scores=scores(4))
+    set_config(
+        kit_root, review={"command": f"true\n\t{command}", "timeout_s": 86400, "reviewers": 1}
+    )
+    result, _, check = review(cli, tmp_path, work)
+    assert result.exit_code == 0, result.output
+    assert check["passed"] is True and calls(tmp_path, "a") == 1
