@@ -276,12 +276,27 @@ def run_command_check(
     }
 
 
+def _path_state(path: Path) -> str | None:
+    """None when ``path`` exists, else why not. A path the system cannot even look
+    up (a name too long, a folder that may not be searched) is not there for
+    anyone relying on it, so it fails the check with that reason."""
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return "missing"
+    except OSError as exc:
+        return f"cannot be checked: {exc.strerror or exc}"
+    return None
+
+
 def run_file_check(exp: Expectation, *, cwd: Path) -> dict[str, Any]:
-    """A file_exists expectation: every path (relative to the working directory) exists."""
+    """A file_exists expectation: every path, relative to the working directory, exists."""
     start = time.monotonic()
-    missing = [p for p in exp.paths if not (cwd / p).exists()]
+    states = [(p, _path_state(cwd / p)) for p in exp.paths]
+    missing = [p for p, state in states if state is not None]
     if missing:
-        reason = f"missing {len(missing)} of {len(exp.paths)}: {', '.join(missing)}"
+        shown = [p if state == "missing" else f"{p} ({state})" for p, state in states if state]
+        reason = f"missing {len(missing)} of {len(exp.paths)}: {', '.join(shown)}"
     else:
         reason = f"all {len(exp.paths)} path(s) exist"
     return {
