@@ -370,3 +370,43 @@ def test_draft_without_an_assessment_leaves_criteria_to_the_judge(cli, tmp_path)
 def test_draft_of_an_unregistered_run(cli):
     result = cli("eval", "draft", "--run-id", "ghost")
     assert result.exit_code == 2 and "'ghost' is not registered" in result.stderr
+
+
+# ---------------------------------------------------------------- refusing before anything runs
+
+
+def test_a_record_value_the_ledger_cannot_store_is_refused_before_anything_runs(
+    kit, kit_root, tmp_path, work
+):
+    from pmos.assess_spec import parse_spec
+    from pmos.assessments import assess
+    from pmos.errors import BadInput
+
+    # A spec object built in code is not bounded by the spec rules; the probe record
+    # still refuses what the ledger could not store (an integer beyond 64 bits).
+    spec = parse_spec({"expectations": [{"type": "test", "command": "touch ran"}]}, source="s")
+    spec.max_fix_attempts = 10**23
+    before = ledger_bytes(kit_root)
+    with pytest.raises(BadInput, match="could not be stored, so nothing was run"):
+        assess(kit, spec, cwd=work, task_id="t")
+    assert not (work / "ran").exists() and ledger_bytes(kit_root) == before
+    spec.max_fix_attempts = 100
+    assert assess(kit, spec, cwd=work, task_id="t").record["max_fix_attempts"] == 100
+    assert (work / "ran").exists()
+
+
+def test_a_spec_path_that_is_not_valid_unicode_runs_and_writes_nothing(
+    pmos, tmp_path, work, kit_root
+):
+    import os
+
+    data = {"expectations": [{"type": "test", "command": "touch ran"}]}
+    spec = write_spec(tmp_path / os.fsdecode(b"spec-\xff.yaml"), data)
+    before = ledger_bytes(kit_root)
+    result = pmos("assess", str(spec), "--cwd", str(work), "--task-id", "t")
+    assert result.returncode == 2, result.stderr
+    assert "could not be stored, so nothing was run" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (work / "ran").exists() and ledger_bytes(kit_root) == before
+    good = write_spec(tmp_path / "spec-ok.yaml", data)
+    assert pmos("assess", str(good), "--cwd", str(work), "--task-id", "t").returncode == 0

@@ -586,12 +586,33 @@ def run_review(
             break
     verdict = decide(last, exp.dimensions, exp.threshold, settings.aggregate)
     reason = _reason(verdict, last, exp.threshold, settings.aggregate, attempts)
-    check = check_head(exp, verdict["passed"], reason, time.monotonic() - start)
+    return _review_check(
+        exp, settings.aggregate, verdict, reason, attempts, runs, time.monotonic() - start
+    )
+
+
+def placeholder_check(exp: Expectation, aggregate: str) -> dict[str, Any]:
+    """An llm_review check as recorded, before any reviewer ran: every value the
+    spec puts into it, so the record can be validated before anything runs."""
+    verdict = decide([], exp.dimensions, exp.threshold, aggregate)
+    return _review_check(exp, aggregate, verdict, "not run", 1, [], 0.0)
+
+
+def _review_check(
+    exp: Expectation,
+    aggregate: str,
+    verdict: dict[str, Any],
+    reason: str,
+    attempts: int,
+    runs: list[ReviewerRun],
+    duration: float,
+) -> dict[str, Any]:
+    check = check_head(exp, verdict["passed"], reason, duration)
     if exp.criteria is not None:
         check["criteria"] = exp.criteria
     check.update(
         {
-            "aggregate": settings.aggregate,
+            "aggregate": aggregate,
             "threshold": exp.threshold,
             "weighted_score": verdict["weighted_score"],
             "attempts": attempts,
