@@ -133,9 +133,10 @@ def assess(
 
     Everything that can be refused is refused before the first command starts,
     so a refusal (exit 2) means nothing ran and nothing was written: the
-    trigger, the working directory, the reviewer configuration, and a probe
-    record holding every value the spec, ids and paths put into the stored
-    record, checked against the record schema and the ledger's encoding.
+    trigger, the working directory, files the reviewers would see from outside
+    it, the reviewer configuration, and a probe record holding every value the
+    spec, ids and paths put into the stored record, checked against the record
+    schema and the ledger's encoding.
     """
     from pmos import jury
 
@@ -146,6 +147,12 @@ def assess(
     cwd = cwd.resolve()
     if spec.empty:
         raise NothingToAssess(spec)
+    outside = jury.outside_files(spec.expectations, cwd)
+    if outside:
+        lines = "\n".join(f"  - {p}" for p in outside)
+        raise BadInput(
+            f"spec {spec.source} shows the reviewers files outside --cwd; nothing was run:\n{lines}"
+        )
     settings = jury.review_settings(kit.config.raw, environ) if spec.needs_review else None
     timeout = assess_timeout(kit.config.raw)
     context = jury.ReviewContext(cwd, spec.title, spec.description, run)
