@@ -19,10 +19,10 @@ import os
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pmos import assess_run, schemas
-from pmos.assess_spec import Expectation, NothingToAssess, Spec
+from pmos.assess_spec import Expectation, NothingToAssess, Spec, from_contract, load_spec
 from pmos.errors import BadInput, ConfigError
 from pmos.kit import Kit
 from pmos.ledger import encode_line, iter_records
@@ -47,11 +47,42 @@ def assess_timeout(config: Mapping[str, Any]) -> float:
 
 
 def resolve_task_id(explicit: str | None, spec: Spec, run_id: str | None) -> str:
-    """--task-id, else the task file's own id, else the run id, else the spec file's name."""
+    """--task-id, else the task file's own id, else the run id, else the spec file's name.
+
+    An explicit but empty or blank --task-id is refused rather than quietly
+    replaced by a default: the caller asked for a task id and gave none.
+    """
+    if explicit is not None and not explicit.strip():
+        raise BadInput(
+            f"--task-id {explicit!r} is empty; give the task's id, or leave --task-id out to "
+            "use the spec's id, else --run-id, else the spec file's name"
+        )
     for candidate in (explicit, spec.task_id, run_id):
         if candidate:
             return candidate
     return Path(spec.source).stem
+
+
+def spec_to_assess(
+    kit: Kit, spec_path: Path | None, run_id: str | None, *, lenient: bool = False
+) -> tuple[Spec, dict[str, Any] | None]:
+    """What ``pmos assess`` assesses, and the registered run it belongs to (or None).
+
+    A spec file when one is given; otherwise the run's contract, which needs the
+    run to be registered, since an unregistered run has no contract.
+    """
+    from pmos.history import find_run
+
+    if run_id is not None and not run_id.strip():
+        raise BadInput(f"--run-id {run_id!r} is empty; give the run's id or leave --run-id out")
+    run = find_run(kit, run_id) if run_id is not None else None
+    if spec_path is not None:
+        return load_spec(spec_path, lenient=lenient), run
+    if run_id is None:
+        raise BadInput("give a SPEC file, or --run-id to assess the run's contract criteria")
+    if run is None:
+        raise BadInput(f"run {run_id!r} is not registered, so it has no contract to assess")
+    return from_contract(run, lenient=lenient), run
 
 
 def task_records(kit: Kit, task_id: str) -> list[dict[str, Any]]:
@@ -61,6 +92,21 @@ def task_records(kit: Kit, task_id: str) -> list[dict[str, Any]]:
         for r in iter_records(kit.ledger_path("assessments"), "assessments")
         if r.get("task_id") == task_id
     ]
+
+
+class TaskHistory(NamedTuple):
+    """A task's current assessment and the ones before it, newest first."""
+
+    latest: dict[str, Any] | None
+    earlier: list[dict[str, Any]]
+
+
+def task_history(kit: Kit, task_id: str) -> TaskHistory:
+    """The latest record of a task is its current assessment; the rest its history."""
+    records = task_records(kit, task_id)
+    if not records:
+        return TaskHistory(None, [])
+    return TaskHistory(records[-1], list(reversed(records[:-1])))
 
 
 def _check_trigger(trigger: str | None) -> None:
