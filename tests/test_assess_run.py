@@ -293,3 +293,59 @@ def test_human_output_is_a_table(cli, tmp_path, work):
     assert "1 < threshold 2" in result.stdout
     assert "boom\\x1b[2J" in result.stdout and "\x1b" not in result.stdout
     assert "fix attempts left: 2" in result.stdout
+
+
+def test_file_paths_are_relative_to_cwd_not_to_the_process(cli, tmp_path, work, kit_root):
+    # The process runs in the kit root; --cwd is another folder.
+    (kit_root / "only-in-kit.txt").write_text("x")
+    (work / "sub").mkdir()
+    (work / "sub" / "here.txt").write_text("x")
+    data = {
+        "expectations": [
+            {"type": "file_exists", "paths": ["sub/here.txt", "./sub/../sub/here.txt"]},
+            {"type": "file_exists", "paths": ["only-in-kit.txt"]},
+        ]
+    }
+    result, out = assess(cli, tmp_path, work, data)
+    assert result.exit_code == 1
+    inside, kit_only = out["checks"]
+    assert inside["passed"] is True
+    assert kit_only["passed"] is False and kit_only["missing"] == ["only-in-kit.txt"]
+
+
+def test_a_path_too_long_to_look_up_fails_its_check_with_the_reason(cli, tmp_path, work):
+    (work / "a.txt").write_text("x")
+    long_path = "a" * 5000
+    data = {"expectations": [{"type": "file_exists", "paths": ["a.txt", long_path]}]}
+    result, out = assess(cli, tmp_path, work, data)
+    assert result.exit_code == 1, result.output
+    (check,) = out["checks"]
+    assert check["passed"] is False and check["missing"] == [long_path]
+    assert "cannot be checked: File name too long" in check["reason"]
+    assert "Traceback" not in result.output
+    assert cli("ledger", "verify", "--schema").exit_code == 0
+
+
+@pytest.mark.parametrize("timeout", [99999999999, 86401])
+def test_assess_timeout_above_a_day_is_refused_before_anything_runs(
+    cli, tmp_path, work, kit_root, timeout
+):
+    from conftest import ledger_bytes
+
+    set_config(kit_root, assess={"timeout_s": timeout})
+    before = ledger_bytes(kit_root)
+    result, _ = assess(
+        cli, tmp_path, work, {"expectations": [{"type": "test", "command": "touch ran"}]}
+    )
+    assert result.exit_code == 2
+    assert "not a valid pmos config" in result.stderr and "assess/timeout_s" in result.stderr
+    assert not (work / "ran").exists() and ledger_bytes(kit_root) == before
+
+
+def test_assess_timeout_of_a_day_is_accepted(cli, tmp_path, work, kit_root):
+    set_config(kit_root, assess={"timeout_s": 86400})
+    result, out = assess(
+        cli, tmp_path, work, {"expectations": [{"type": "test", "command": "true"}]}
+    )
+    assert result.exit_code == 0, result.output
+    assert out["passed"] is True

@@ -86,6 +86,52 @@ MALFORMED = {
         "unknown field(s) timeout; fix: remove them",
     ),
     "not-an-object": ("pytest -q", "must be an object"),
+    "review-threshold-huge-integer": (
+        {"type": "llm_review", "criteria": "c", "threshold": 10**400},
+        "threshold 1000000000000000000000000000000000000000...; fix",
+    ),
+    "dimension-weight-huge-integer": (
+        {
+            "type": "llm_review",
+            "criteria": "c",
+            "dimensions": [{"name": "api", "description": "d", "weight": 10**400}],
+        },
+        "weight 1000000000000000000000000000000000000000...; fix",
+    ),
+    # Control characters: NUL cannot reach a process at all, ESC hides in a terminal.
+    "nul-in-command": (
+        {"type": "test", "command": "echo a\0b"},
+        "'command' contains the control character '\\x00' at position 6; fix: remove it",
+    ),
+    "escape-in-script": (
+        {"type": "script", "command": "echo ok\n\x1b[2Jtrue"},
+        "'command' contains the control character '\\x1b' at position 8",
+    ),
+    "nul-in-path": (
+        {"type": "file_exists", "paths": ["ok.txt", "a\0b"]},
+        "paths[1] 'a\\x00b' contains the control character '\\x00' at position 1",
+    ),
+    "nul-in-review-file": (
+        {"type": "llm_review", "criteria": "c", "files": ["a\0b"]},
+        "files[0] 'a\\x00b' contains the control character '\\x00' at position 1",
+    ),
+    # Paths name something inside --cwd.
+    "absolute-path": (
+        {"type": "file_exists", "paths": ["/etc/hostname"]},
+        "paths[0] '/etc/hostname' is absolute; fix: give it relative to --cwd",
+    ),
+    "path-climbing-out": (
+        {"type": "file_exists", "paths": ["sub/../../elsewhere.txt"]},
+        "paths[0] 'sub/../../elsewhere.txt' climbs out of --cwd with '..'",
+    ),
+    "absolute-review-file": (
+        {"type": "llm_review", "criteria": "c", "files": ["/etc/hostname"]},
+        "files[0] '/etc/hostname' is absolute; fix: give it relative to --cwd",
+    ),
+    "review-file-climbing-out": (
+        {"type": "llm_review", "criteria": "c", "files": ["../secret.txt"]},
+        "files[0] '../secret.txt' climbs out of --cwd with '..'",
+    ),
 }
 
 
@@ -130,6 +176,9 @@ def test_the_valid_counterparts_are_accepted(tmp_path):
                 {"type": "file_exists", "paths": ["dist/index.js"]},
                 {"type": "llm_review", "criteria": "Is it good?", "confidence": "firm"},
                 {"type": "script", "command": "exit 0"},
+                {"type": "script", "command": "printf 'a\\tb'\n\ttrue"},
+                {"type": "file_exists", "paths": ["./a", "sub/../b", "c/.."]},
+                {"type": "llm_review", "criteria": "c", "files": ["src/x.py", "s/../y"]},
                 {
                     "type": "llm_review",
                     "threshold": 3.5,
@@ -151,12 +200,18 @@ def test_the_valid_counterparts_are_accepted(tmp_path):
         "file_exists",
         "llm_review",
         "script",
+        "script",
+        "file_exists",
+        "llm_review",
         "llm_review",
     ]
     assert spec.expectations[1].dimensions == assess_spec.DEFAULT_DIMENSIONS
     assert spec.expectations[1].threshold == 3.0
-    assert [d.name for d in spec.expectations[3].dimensions] == ["api", "errors"]
-    assert spec.expectations[3].dimensions[1].rubric == ((1, "x"),)
+    assert spec.expectations[3].command == "printf 'a\\tb'\n\ttrue"
+    assert spec.expectations[4].paths == ("./a", "sub/../b", "c/..")
+    assert spec.expectations[5].files == ("src/x.py", "s/../y")
+    assert [d.name for d in spec.expectations[6].dimensions] == ["api", "errors"]
+    assert spec.expectations[6].dimensions[1].rubric == ((1, "x"),)
     assert (spec.max_fix_attempts, spec.max_assessment_retries) == (0, 3)
     assert spec.warnings == []
 
@@ -180,6 +235,11 @@ def test_default_dimensions_and_weights():
         ({"name": "m", "threshold": 1}, "needs 'command'"),
         ({"name": "m", "command": "echo 1", "threshold": "high"}, "threshold 'high'"),
         ({"name": "m", "command": "echo 1"}, "threshold None"),
+        ({"name": "m", "command": "echo 1", "threshold": 10**400}, "threshold 100000"),
+        (
+            {"name": "m", "command": "echo \0 1", "threshold": 1},
+            "metrics[1] (m): 'command' contains the control character '\\x00' at position 5",
+        ),
     ],
 )
 def test_malformed_metric_strict_and_lenient(cli, tmp_path, work, metric, message):
@@ -207,6 +267,36 @@ def test_bad_retry_settings(cli, tmp_path, work):
     assert "maxFixAttempts: -1" in strict.stderr and "maxAssessmentRetries: '2'" in strict.stderr
     lenient = cli("assess", str(spec), "--cwd", str(work), "--lenient")
     assert lenient.exit_code == 0 and "using 2" in lenient.stderr
+
+
+@pytest.mark.parametrize("key", ["maxFixAttempts", "maxAssessmentRetries"])
+@pytest.mark.parametrize("value", [10**23, 101, -1])
+def test_retry_settings_beyond_0_to_100_run_and_write_nothing(
+    cli, tmp_path, work, kit_root, key, value
+):
+    # 10**23 once ran the commands and only then failed to store the record.
+    spec = write_spec(tmp_path / "spec.yaml", {"expectations": [MARKER], key: value})
+    before = ledger_bytes(kit_root)
+    result = cli("assess", str(spec), "--cwd", str(work))
+    assert result.exit_code == 2
+    assert f"{key}: {str(value)[:40]}" in result.stderr
+    assert "is not a whole number from 0 to 100" in result.stderr
+    assert not (work / "ran.txt").exists() and ledger_bytes(kit_root) == before
+
+
+@pytest.mark.parametrize("key", ["maxFixAttempts", "maxAssessmentRetries"])
+def test_retry_settings_up_to_100_are_accepted_and_stored(cli, tmp_path, work, kit, key):
+    from pmos.assessments import task_records
+
+    spec = write_spec(tmp_path / "spec.yaml", {"expectations": [MARKER], key: 100})
+    result = cli("assess", str(spec), "--cwd", str(work), "--task-id", "t")
+    assert result.exit_code == 0, result.output
+    (record,) = task_records(kit, "t")
+    stored = {
+        "maxFixAttempts": "max_fix_attempts",
+        "maxAssessmentRetries": "max_assessment_retries",
+    }
+    assert record[stored[key]] == 100
 
 
 def test_every_problem_is_reported_at_once(cli, tmp_path, work):

@@ -370,3 +370,105 @@ def test_draft_without_an_assessment_leaves_criteria_to_the_judge(cli, tmp_path)
 def test_draft_of_an_unregistered_run(cli):
     result = cli("eval", "draft", "--run-id", "ghost")
     assert result.exit_code == 2 and "'ghost' is not registered" in result.stderr
+
+
+# ---------------------------------------------------------------- refusing before anything runs
+
+
+def test_a_record_value_the_ledger_cannot_store_is_refused_before_anything_runs(
+    kit, kit_root, tmp_path, work
+):
+    from pmos.assess_spec import parse_spec
+    from pmos.assessments import assess
+    from pmos.errors import BadInput
+
+    # A spec object built in code is not bounded by the spec rules; the probe record
+    # still refuses what the ledger could not store (an integer beyond 64 bits).
+    spec = parse_spec({"expectations": [{"type": "test", "command": "touch ran"}]}, source="s")
+    spec.max_fix_attempts = 10**23
+    before = ledger_bytes(kit_root)
+    with pytest.raises(BadInput, match="could not be stored, so nothing was run"):
+        assess(kit, spec, cwd=work, task_id="t")
+    assert not (work / "ran").exists() and ledger_bytes(kit_root) == before
+    spec.max_fix_attempts = 100
+    assert assess(kit, spec, cwd=work, task_id="t").record["max_fix_attempts"] == 100
+    assert (work / "ran").exists()
+
+
+def test_a_spec_path_that_is_not_valid_unicode_runs_and_writes_nothing(
+    pmos, tmp_path, work, kit_root
+):
+    import os
+
+    data = {"expectations": [{"type": "test", "command": "touch ran"}]}
+    spec = write_spec(tmp_path / os.fsdecode(b"spec-\xff.yaml"), data)
+    before = ledger_bytes(kit_root)
+    result = pmos("assess", str(spec), "--cwd", str(work), "--task-id", "t")
+    assert result.returncode == 2, result.stderr
+    assert "could not be stored, so nothing was run" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (work / "ran").exists() and ledger_bytes(kit_root) == before
+    good = write_spec(tmp_path / "spec-ok.yaml", data)
+    assert pmos("assess", str(good), "--cwd", str(work), "--task-id", "t").returncode == 0
+
+
+@pytest.mark.parametrize("blank", ["", "   ", "\t"])
+def test_an_explicitly_blank_task_id_is_refused(cli, tmp_path, work, kit_root, blank):
+    spec = write_spec(
+        tmp_path / "s.yaml", {"expectations": [{"type": "test", "command": "touch ran"}]}
+    )
+    before = ledger_bytes(kit_root)
+    result = cli("assess", str(spec), "--cwd", str(work), "--task-id", blank)
+    assert result.exit_code == 2
+    assert f"--task-id {blank!r} is empty" in result.stderr
+    assert not (work / "ran").exists() and ledger_bytes(kit_root) == before
+    result = cli("assess", str(spec), "--cwd", str(work), "--task-id", "t", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["task_id"] == "t"
+
+
+def test_an_explicitly_blank_run_id_is_refused(cli, tmp_path, work, kit_root):
+    spec = write_spec(
+        tmp_path / "s.yaml", {"expectations": [{"type": "test", "command": "touch ran"}]}
+    )
+    before = ledger_bytes(kit_root)
+    for args in (["--run-id", " "], [str(spec), "--run-id", ""]):
+        result = cli("assess", *args, "--cwd", str(work))
+        assert result.exit_code == 2 and "is empty" in result.stderr
+    assert not (work / "ran").exists() and ledger_bytes(kit_root) == before
+
+
+# ---------------------------------------------------------------- library: what to assess, history
+
+
+def test_spec_to_assess_chooses_spec_or_run_contract(kit, cli, tmp_path):
+    from pmos.assessments import spec_to_assess
+    from pmos.errors import BadInput
+
+    spec_path = write_spec(
+        tmp_path / "s.yaml", {"expectations": [{"type": "test", "command": "true"}]}
+    )
+    spec, run = spec_to_assess(kit, spec_path, None)
+    assert (spec.source, run) == (str(spec_path), None)
+    spec, run = spec_to_assess(kit, spec_path, "ghost")  # a spec needs no registered run
+    assert (spec.source, run) == (str(spec_path), None)
+    with pytest.raises(BadInput, match="'ghost' is not registered, so it has no contract"):
+        spec_to_assess(kit, None, "ghost")
+    with pytest.raises(BadInput, match="give a SPEC file, or --run-id"):
+        spec_to_assess(kit, None, None)
+    register(cli, tmp_path, CONTRACT)
+    spec, run = spec_to_assess(kit, None, "run-1")
+    assert spec.source == "contract:run-1" and run is not None and run["run_id"] == "run-1"
+    assert [e.criterion_id for e in spec.expectations] == ["c1", "c2"]
+    spec, run = spec_to_assess(kit, spec_path, "run-1")  # the spec wins, the run is kept
+    assert spec.source == str(spec_path) and run is not None
+
+
+def test_task_history_splits_latest_from_earlier(kit, cli, fixable, work):
+    from pmos.assessments import task_history
+
+    assert task_history(kit, "t1") == (None, [])
+    for _ in range(3):
+        run_assess(cli, fixable, work)
+    latest, earlier = task_history(kit, "t1")
+    assert latest is not None and latest["attempt"] == 3
+    assert [r["attempt"] for r in earlier] == [2, 1]

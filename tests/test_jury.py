@@ -516,3 +516,102 @@ def test_stored_review_details_follow_the_schema(cli, tmp_path, work, kit, kit_r
         "checks/0/reviewers/1/error",
         "checks/0/dimensions/correctness/score",
     } <= fields
+
+
+# ---------------------------------------------------------------- what the reviewers may see
+
+
+@pytest.mark.parametrize("target", ["outside.txt", "outside-dir/inner.txt"])
+def test_review_files_resolving_outside_cwd_are_refused(cli, tmp_path, work, kit_root, target):
+    secret = tmp_path / target
+    secret.parent.mkdir(exist_ok=True)
+    secret.write_text("private\n")
+    (work / "link.txt").symlink_to(secret)
+    (work / "linked-dir").symlink_to(secret.parent)
+    name = "link.txt" if target == "outside.txt" else "linked-dir/inner.txt"
+    set_config(kit_root, review=jury(tmp_path, {"a": {"scores": scores(4)}}))
+    data = {
+        "expectations": [
+            {"type": "test", "command": "touch ran.txt"},
+            {"type": "llm_review", "criteria": "c", "files": ["a.txt", name]},
+        ]
+    }
+    before = ledger_bytes(kit_root)
+    result = cli("assess", str(write_spec(tmp_path / "s.yaml", data)), "--cwd", str(work))
+    assert result.exit_code == 2
+    assert f"expectations[1] (llm_review): files[1] {name!r} resolves to {secret}" in result.stderr
+    assert "outside --cwd" in result.stderr and "nothing was run" in result.stderr
+    assert calls(tmp_path, "a") == 0 and not (work / "ran.txt").exists()
+    assert ledger_bytes(kit_root) == before
+
+
+def test_review_files_linking_inside_cwd_are_shown(cli, tmp_path, work, kit_root):
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    (work / "sub").mkdir()
+    (work / "sub" / "real.txt").write_text("inside\n")
+    (work / "link.txt").symlink_to(work / "sub" / "real.txt")
+    set_config(
+        kit_root, review=jury(tmp_path, {"a": {"scores": scores(4), "prompt_dir": str(prompts)}})
+    )
+    result, _, _ = review(cli, tmp_path, work, {"files": ["link.txt", "sub/../a.txt"]})
+    assert result.exit_code == 0, result.output
+    (prompt,) = [p.read_text() for p in prompts.iterdir()]
+    assert "=== file link.txt ===\ninside" in prompt
+    assert "=== file sub/../a.txt ===\nhello" in prompt
+
+
+def test_evidence_is_checked_again_when_it_is_read(tmp_path, work):
+    # A command of the assessment itself may plant a link after the pre-run check.
+    from pmos.assess_spec import parse_spec
+
+    (tmp_path / "secret.txt").write_text("private\n")
+    spec = parse_spec(
+        {"expectations": [{"type": "llm_review", "criteria": "c", "files": ["a.txt", "late"]}]},
+        source="s",
+    )
+    (exp,) = spec.expectations
+    assert jury_lib.outside_files(spec.expectations, work) == []
+    (work / "late").symlink_to(tmp_path / "secret.txt")
+    assert jury_lib.evidence_path(work, "late") is None
+    assert jury_lib.evidence_path(work, "a.txt") == (work / "a.txt").resolve()
+    evidence = jury_lib.gather_evidence(exp, work.resolve())
+    assert "private" not in evidence
+    assert "=== file late ===\n(not shown: it resolves outside" in evidence
+    assert "=== file a.txt ===\nhello" in evidence
+
+
+# ---------------------------------------------------------------- review config bounds
+
+
+@pytest.mark.parametrize(
+    ("review_section", "message"),
+    [
+        ({"command": "cat\0x"}, "review/command"),
+        ({"command": "cat\x1b[2J"}, "review/command"),
+        ({"jury": [{"name": "x", "model": "m", "command": "cat\0"}]}, "review/jury/0/command"),
+        ({"command": "a", "timeout_s": 99999999999}, "review/timeout_s"),
+        ({"command": "a", "timeout_s": 86401}, "review/timeout_s"),
+    ],
+)
+def test_review_commands_and_timeouts_are_bounded(
+    cli, tmp_path, work, kit_root, review_section, message
+):
+    set_config(kit_root, review=review_section)
+    before = ledger_bytes(kit_root)
+    result, _, _ = review(cli, tmp_path, work)
+    assert result.exit_code == 2
+    assert "not a valid pmos config" in result.stderr and message in result.stderr
+    assert "Traceback" not in result.stderr and ledger_bytes(kit_root) == before
+
+
+def test_review_command_with_tab_and_newline_and_a_day_timeout_is_accepted(
+    cli, tmp_path, work, kit_root
+):
+    command = reviewer(tmp_path, "a", scores=scores(4))
+    set_config(
+        kit_root, review={"command": f"true\n\t{command}", "timeout_s": 86400, "reviewers": 1}
+    )
+    result, _, check = review(cli, tmp_path, work)
+    assert result.exit_code == 0, result.output
+    assert check["passed"] is True and calls(tmp_path, "a") == 1

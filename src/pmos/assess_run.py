@@ -276,12 +276,27 @@ def run_command_check(
     }
 
 
+def _path_state(path: Path) -> str | None:
+    """None when ``path`` exists, else why not. A path the system cannot even look
+    up (a name too long, a folder that may not be searched) is not there for
+    anyone relying on it, so it fails the check with that reason."""
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return "missing"
+    except OSError as exc:
+        return f"cannot be checked: {exc.strerror or exc}"
+    return None
+
+
 def run_file_check(exp: Expectation, *, cwd: Path) -> dict[str, Any]:
-    """A file_exists expectation: every path (relative to the working directory) exists."""
+    """A file_exists expectation: every path, relative to the working directory, exists."""
     start = time.monotonic()
-    missing = [p for p in exp.paths if not (cwd / p).exists()]
+    states = [(p, _path_state(cwd / p)) for p in exp.paths]
+    missing = [p for p, state in states if state is not None]
     if missing:
-        reason = f"missing {len(missing)} of {len(exp.paths)}: {', '.join(missing)}"
+        shown = [p if state == "missing" else f"{p} ({state})" for p, state in states if state]
+        reason = f"missing {len(missing)} of {len(exp.paths)}: {', '.join(shown)}"
     else:
         reason = f"all {len(exp.paths)} path(s) exist"
     return {
@@ -289,6 +304,29 @@ def run_file_check(exp: Expectation, *, cwd: Path) -> dict[str, Any]:
         "paths": list(exp.paths),
         "missing": missing,
     }
+
+
+#: What a check or metric looks like before its command ran.
+_NOT_RUN = CommandResult(exit_code=None, timed_out=False, duration_s=0.0, output="", output_bytes=0)
+
+
+def placeholder_check(exp: Expectation) -> dict[str, Any]:
+    """A test, script or file_exists check as recorded, before it ran.
+
+    It holds every value the spec puts into the stored check, built by the same
+    code as the real result, so the record can be validated before anything
+    runs (see :func:`pmos.assessments.assess`).
+    """
+    head = check_head(exp, False, "not run", 0.0)
+    if exp.type == "file_exists":
+        return {**head, "paths": list(exp.paths), "missing": list(exp.paths)}
+    assert exp.command is not None
+    return {**head, **_command_details(exp.command, _NOT_RUN)}
+
+
+def placeholder_metric(metric: Metric) -> dict[str, Any]:
+    """A metric as recorded, before its command ran (see :func:`placeholder_check`)."""
+    return _metric_entry(metric, None, False, "not run", _NOT_RUN)
 
 
 def check_head(exp: Expectation, passed: bool, reason: str, duration: float) -> dict[str, Any]:
@@ -340,6 +378,12 @@ def run_metric(
             passed = Decimal(repr(value)) >= Decimal(repr(metric.threshold))
             relation = ">=" if passed else "<"
             reason = f"{value:g} {relation} threshold {metric.threshold:g}"
+    return _metric_entry(metric, value, passed, reason, result)
+
+
+def _metric_entry(
+    metric: Metric, value: float | None, passed: bool, reason: str, result: CommandResult
+) -> dict[str, Any]:
     out: dict[str, Any] = {
         "name": metric.name,
         "value": value,

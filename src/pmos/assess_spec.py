@@ -18,6 +18,7 @@ runtime does. All spec rules live in this module.
 from __future__ import annotations
 
 import math
+import posixpath
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,9 @@ EXPECTATION_TYPES = ("test", "script", "file_exists", "llm_review")
 DEFAULT_REVIEW_THRESHOLD = 3.0
 DEFAULT_MAX_FIX_ATTEMPTS = 2
 DEFAULT_MAX_ASSESSMENT_RETRIES = 1
+#: Upper bound of maxFixAttempts and maxAssessmentRetries. Far above any real
+#: budget, and small enough that the stored record and the retry loop stay sane.
+MAX_COUNT = 100
 SCORE_MIN, SCORE_MAX = 1, 5
 CONFIDENCE_VALUES = ("firm", "estimated")
 
@@ -43,6 +47,10 @@ _FIELDS: dict[str, frozenset[str]] = {
 _METRIC_FIELDS = frozenset({"name", "command", "threshold"})
 _DIMENSION_FIELDS = frozenset({"name", "description", "weight", "rubric"})
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+#: Control characters a command or path may not hold: everything _CONTROL
+#: matches except tab and newline (a script is several lines). NUL cannot even
+#: reach a process, and the others are invisible in a terminal or a review.
+_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 @dataclass(frozen=True)
@@ -331,7 +339,52 @@ def _is_text(value: Any) -> bool:
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer too large for a float: no threshold or weight
+        return False
+
+
+def _shown(value: Any) -> str:
+    """A value as a message quotes it: a 400-digit number is not read, only cut."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:40] + "..."
+
+
+def _unsafe_text(value: str, what: str) -> list[str]:
+    """A command or path holding a control character other than tab or newline."""
+    found = _UNSAFE.search(value)
+    if found is None:
+        return []
+    return [
+        f"{what} contains the control character {found.group()!r} at position "
+        f"{found.start()}; fix: remove it (only tab and newline are allowed)"
+    ]
+
+
+def _relative_paths(paths: list[str], what: str) -> list[str]:
+    """Paths must name something inside --cwd: relative, and not climbing out of it
+    with '..'. Checked on the text alone; symbolic links are checked where the
+    files are read, since only then is the working directory known."""
+    problems: list[str] = []
+    for j, path in enumerate(paths):
+        at = f"{what}[{j}] {path[:200]!r}"
+        unsafe = _unsafe_text(path, at)
+        if unsafe:
+            problems += unsafe
+        elif posixpath.isabs(path):
+            problems.append(
+                f"{at} is absolute; fix: give it relative to --cwd (the assessed working "
+                "directory), e.g. dist/index.js"
+            )
+        elif posixpath.normpath(path).split("/")[0] == "..":
+            problems.append(
+                f"{at} climbs out of --cwd with '..'; fix: name a path inside the assessed "
+                "working directory"
+            )
+    return problems
 
 
 def _expectation(
@@ -383,6 +436,8 @@ def _expectation(
                 f"{where}: needs 'command', a non-empty shell command (one line, or a "
                 "multi-line Bash script for script)"
             )
+        else:
+            problems += _unsafe_text(command, f"{where}: 'command'")
         fields["command"] = command
     elif kind == "file_exists":
         paths = entry.get("paths")
@@ -397,6 +452,8 @@ def _expectation(
             )
         elif isinstance(paths, list) and not all(_is_text(p) for p in paths):
             problems.append(f"{where}: every entry of 'paths' must be a non-empty string")
+        elif isinstance(paths, list):
+            problems += _relative_paths(paths, f"{where}: paths")
         fields["paths"] = tuple(paths) if isinstance(paths, list) else ()
     else:
         fields.update(_review_fields(entry, where, problems))
@@ -426,7 +483,7 @@ def _review_fields(entry: dict[str, Any], where: str, problems: list[str]) -> di
     threshold = entry.get("threshold", DEFAULT_REVIEW_THRESHOLD)
     if not _is_number(threshold) or not SCORE_MIN <= threshold <= SCORE_MAX:
         problems.append(
-            f"{where}: threshold {threshold!r}; fix: give a number from {SCORE_MIN} to "
+            f"{where}: threshold {_shown(threshold)}; fix: give a number from {SCORE_MIN} to "
             f"{SCORE_MAX} (default {DEFAULT_REVIEW_THRESHOLD})"
         )
     dimensions: tuple[ReviewDimension, ...] = DEFAULT_DIMENSIONS
@@ -436,6 +493,8 @@ def _review_fields(entry: dict[str, Any], where: str, problems: list[str]) -> di
     if not isinstance(files, list) or not all(_is_text(f) for f in files):
         problems.append(f"{where}: 'files' must be a list of paths to show the reviewers")
         files = []
+    else:
+        problems += _relative_paths(files, f"{where}: files")
     return {
         "criteria": criteria if _is_text(criteria) else None,
         "dimensions": dimensions,
@@ -467,7 +526,7 @@ def _dimensions(raw: Any, where: str, problems: list[str]) -> tuple[ReviewDimens
         if not _is_text(description):
             problems.append(f"{at} needs a 'description' saying what the reviewers score")
         if not _is_number(weight) or not 0 <= weight <= 1:
-            problems.append(f"{at}: weight {weight!r}; fix: give a number from 0 to 1")
+            problems.append(f"{at}: weight {_shown(weight)}; fix: give a number from 0 to 1")
         unknown = sorted(set(dim) - _DIMENSION_FIELDS)
         if unknown:
             problems.append(
@@ -521,10 +580,12 @@ def _metric(entry: Any, index: int, seen: set[str]) -> tuple[Metric | None, list
         problems.append(
             f"{where}: needs 'command', a shell command that prints one number on stdout"
         )
+    else:
+        problems += _unsafe_text(entry["command"], f"{where}: 'command'")
     threshold = entry.get("threshold")
     if not _is_number(threshold):
         problems.append(
-            f"{where}: threshold {threshold!r}; fix: give the number the value must reach "
+            f"{where}: threshold {_shown(threshold)}; fix: give the number the value must reach "
             "(value >= threshold passes)"
         )
     unknown = sorted(set(entry) - _METRIC_FIELDS)
@@ -540,9 +601,9 @@ def _metric(entry: Any, index: int, seen: set[str]) -> tuple[Metric | None, list
 
 def _count(data: dict[str, Any], key: str, default: int) -> tuple[int, list[str]]:
     value = data.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
         return default, [
-            f"{key}: {value!r} is not a whole number >= 0; fix: give one "
+            f"{key}: {_shown(value)} is not a whole number from 0 to {MAX_COUNT}; fix: give one "
             f"(default {default}); using {default}"
         ]
     return value, []

@@ -19,13 +19,13 @@ import os
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pmos import assess_run, schemas
-from pmos.assess_spec import Expectation, NothingToAssess, Spec
+from pmos.assess_spec import Expectation, NothingToAssess, Spec, from_contract, load_spec
 from pmos.errors import BadInput, ConfigError
 from pmos.kit import Kit
-from pmos.ledger import iter_records
+from pmos.ledger import encode_line, iter_records
 from pmos.writers import Written, append_validated, record_meta, reject_if
 
 TRIGGERS = ("initial", "reassess", "fix", "retry", "auto-correct", "judge")
@@ -47,11 +47,42 @@ def assess_timeout(config: Mapping[str, Any]) -> float:
 
 
 def resolve_task_id(explicit: str | None, spec: Spec, run_id: str | None) -> str:
-    """--task-id, else the task file's own id, else the run id, else the spec file's name."""
+    """--task-id, else the task file's own id, else the run id, else the spec file's name.
+
+    An explicit but empty or blank --task-id is refused rather than quietly
+    replaced by a default: the caller asked for a task id and gave none.
+    """
+    if explicit is not None and not explicit.strip():
+        raise BadInput(
+            f"--task-id {explicit!r} is empty; give the task's id, or leave --task-id out to "
+            "use the spec's id, else --run-id, else the spec file's name"
+        )
     for candidate in (explicit, spec.task_id, run_id):
         if candidate:
             return candidate
     return Path(spec.source).stem
+
+
+def spec_to_assess(
+    kit: Kit, spec_path: Path | None, run_id: str | None, *, lenient: bool = False
+) -> tuple[Spec, dict[str, Any] | None]:
+    """What ``pmos assess`` assesses, and the registered run it belongs to (or None).
+
+    A spec file when one is given; otherwise the run's contract, which needs the
+    run to be registered, since an unregistered run has no contract.
+    """
+    from pmos.history import find_run
+
+    if run_id is not None and not run_id.strip():
+        raise BadInput(f"--run-id {run_id!r} is empty; give the run's id or leave --run-id out")
+    run = find_run(kit, run_id) if run_id is not None else None
+    if spec_path is not None:
+        return load_spec(spec_path, lenient=lenient), run
+    if run_id is None:
+        raise BadInput("give a SPEC file, or --run-id to assess the run's contract criteria")
+    if run is None:
+        raise BadInput(f"run {run_id!r} is not registered, so it has no contract to assess")
+    return from_contract(run, lenient=lenient), run
 
 
 def task_records(kit: Kit, task_id: str) -> list[dict[str, Any]]:
@@ -63,23 +94,74 @@ def task_records(kit: Kit, task_id: str) -> list[dict[str, Any]]:
     ]
 
 
-def _check_identity(task_id: str, run_id: str | None, trigger: str | None) -> None:
-    """Refuse ids the record schema would refuse, before anything runs."""
+class TaskHistory(NamedTuple):
+    """A task's current assessment and the ones before it, newest first."""
+
+    latest: dict[str, Any] | None
+    earlier: list[dict[str, Any]]
+
+
+def task_history(kit: Kit, task_id: str) -> TaskHistory:
+    """The latest record of a task is its current assessment; the rest its history."""
+    records = task_records(kit, task_id)
+    if not records:
+        return TaskHistory(None, [])
+    return TaskHistory(records[-1], list(reversed(records[:-1])))
+
+
+def _check_trigger(trigger: str | None) -> None:
     if trigger is not None and trigger not in TRIGGERS:
         raise BadInput(f"--trigger {trigger!r} is not one of {', '.join(TRIGGERS)}")
-    probe: dict[str, Any] = {
+
+
+def _record(
+    spec: Spec,
+    *,
+    task_id: str,
+    run_id: str | None,
+    trigger: str,
+    attempt: int,
+    passed: bool,
+    cwd: Path,
+    duration: float,
+    checks: list[dict[str, Any]],
+    metrics: list[dict[str, Any]],
+    warnings: list[str],
+    fixes: int,
+    flags: list[str],
+) -> dict[str, Any]:
+    """One assessment record; the same code builds the pre-run probe and the real one."""
+    record: dict[str, Any] = {
         **record_meta("assessments"),
         "task_id": task_id,
-        "trigger": trigger or "initial",
-        "attempt": 1,
-        "passed": False,
-        "checks": [],
-        "metrics": [],
-        "fix_attempts_left": 0,
+        "trigger": trigger,
+        "attempt": attempt,
+        "passed": passed,
+        "spec": spec.source,
+        "cwd": str(cwd),
+        "duration_s": duration,
+        "checks": checks,
+        "metrics": metrics,
+        "warnings": warnings,
+        "max_fix_attempts": spec.max_fix_attempts,
+        "max_assessment_retries": spec.max_assessment_retries,
+        "fix_attempts_left": max(0, spec.max_fix_attempts - fixes),
     }
     if run_id is not None:
-        probe["run_id"] = run_id
-    reject_if("assessment", schemas.validate("assessment", probe))
+        record["run_id"] = run_id
+    if flags:
+        record["flags"] = flags
+    return record
+
+
+def _check_storable(record: dict[str, Any]) -> None:
+    """Refuse a record the assessments ledger would refuse: its schema, then its
+    JSON encoding (integers beyond 64 bits, text that is not valid Unicode)."""
+    reject_if("assessment", schemas.validate("assessment", record))
+    try:
+        encode_line(record, "0" * 64)
+    except BadInput as exc:
+        raise BadInput(f"the assessment could not be stored, so nothing was run: {exc}") from None
 
 
 def assess(
@@ -95,21 +177,62 @@ def assess(
 ) -> Written:
     """Run ``spec`` in ``cwd`` and append the assessment; returns the stored record.
 
-    Everything that can be refused (ids, trigger, working directory, reviewer
-    configuration) is checked before the first command starts.
+    Everything that can be refused is refused before the first command starts,
+    so a refusal (exit 2) means nothing ran and nothing was written: the
+    trigger, the working directory, files the reviewers would see from outside
+    it, the reviewer configuration, and a probe record holding every value the
+    spec, ids and paths put into the stored record, checked against the record
+    schema and the ledger's encoding.
     """
     from pmos import jury
 
     environ = os.environ if environ is None else environ
-    _check_identity(task_id, run_id, trigger)
+    _check_trigger(trigger)
     if not cwd.is_dir():
         raise BadInput(f"--cwd {cwd} is not a folder")
     cwd = cwd.resolve()
     if spec.empty:
         raise NothingToAssess(spec)
+    outside = jury.outside_files(spec.expectations, cwd)
+    if outside:
+        lines = "\n".join(f"  - {p}" for p in outside)
+        raise BadInput(
+            f"spec {spec.source} shows the reviewers files outside --cwd; nothing was run:\n{lines}"
+        )
     settings = jury.review_settings(kit.config.raw, environ) if spec.needs_review else None
     timeout = assess_timeout(kit.config.raw)
     context = jury.ReviewContext(cwd, spec.title, spec.description, run)
+    warnings = list(spec.warnings)
+    flags: list[str] = []
+    if run_id is not None and run is None:
+        flags.append("unregistered-run")
+        warnings.append(
+            f"run {run_id!r} was never registered ('pmos run register'); "
+            "the assessment is flagged unregistered-run"
+        )
+
+    def placeholder(exp: Expectation) -> dict[str, Any]:
+        if exp.type == "llm_review" and settings is not None:
+            return jury.placeholder_check(exp, settings.aggregate)
+        return assess_run.placeholder_check(exp)
+
+    _check_storable(
+        _record(
+            spec,
+            task_id=task_id,
+            run_id=run_id,
+            trigger=trigger or "initial",
+            attempt=1,
+            passed=False,
+            cwd=cwd,
+            duration=0.0,
+            checks=[placeholder(e) for e in spec.expectations],
+            metrics=[assess_run.placeholder_metric(m) for m in spec.metrics],
+            warnings=warnings,
+            fixes=0,
+            flags=flags,
+        )
+    )
 
     def review(exp: Expectation, tracker: assess_run.ProcessTracker) -> dict[str, Any]:
         if settings is None:  # guarded above; keeps the type checker honest
@@ -122,16 +245,8 @@ def assess(
     checks, metrics = assess_run.run_spec(spec, cwd=cwd, timeout_s=timeout, review=review)
     duration = round(time.monotonic() - start, 3)
     passed = all(c["passed"] for c in checks) and all(m["passed"] for m in metrics)
-    warnings = list(spec.warnings)
     for check in checks:
         warnings += [f"check {check['index']} (llm_review): {n}" for n in check.get("notes", [])]
-    flags: list[str] = []
-    if run_id is not None and run is None:
-        flags.append("unregistered-run")
-        warnings.append(
-            f"run {run_id!r} was never registered ('pmos run register'); "
-            "the assessment is flagged unregistered-run"
-        )
 
     def build() -> tuple[dict[str, Any], list[str]]:
         prior = task_records(kit, task_id)
@@ -143,26 +258,21 @@ def assess(
                 f"this is fix attempt {fixes} of task {task_id!r}, beyond maxFixAttempts "
                 f"{spec.max_fix_attempts}: the normal retry policy applies now"
             )
-        record: dict[str, Any] = {
-            **record_meta("assessments"),
-            "task_id": task_id,
-            "trigger": actual,
-            "attempt": len(prior) + 1,
-            "passed": passed,
-            "spec": spec.source,
-            "cwd": str(cwd),
-            "duration_s": duration,
-            "checks": checks,
-            "metrics": metrics,
-            "warnings": notes,
-            "max_fix_attempts": spec.max_fix_attempts,
-            "max_assessment_retries": spec.max_assessment_retries,
-            "fix_attempts_left": max(0, spec.max_fix_attempts - fixes),
-        }
-        if run_id is not None:
-            record["run_id"] = run_id
-        if flags:
-            record["flags"] = flags
+        record = _record(
+            spec,
+            task_id=task_id,
+            run_id=run_id,
+            trigger=actual,
+            attempt=len(prior) + 1,
+            passed=passed,
+            cwd=cwd,
+            duration=duration,
+            checks=checks,
+            metrics=metrics,
+            warnings=notes,
+            fixes=fixes,
+            flags=flags,
+        )
         reject_if("assessment", schemas.validate("assessment", record))
         return record, []
 

@@ -181,14 +181,58 @@ def gather_evidence(exp: Expectation, cwd: Path) -> str:
     else:
         parts.append("=== working directory ===\n(not a git work tree; read the files directly)")
     for name in exp.files:
-        path = cwd / name
+        # Checked again here, not only before the run: a command of this very
+        # assessment may have replaced the file by a link meanwhile.
+        path = evidence_path(cwd, name)
+        if path is None:
+            parts.append(f"=== file {name} ===\n(not shown: it resolves outside {cwd})")
+            continue
         try:
-            data = path.read_bytes()
+            data = _read_no_follow(path)
         except OSError as exc:
             parts.append(f"=== file {name} ===\n(cannot be read: {exc.strerror})")
             continue
         parts.append(f"=== file {name} ===\n" + _bounded(data, EVIDENCE_PART_BYTES))
     return "\n\n".join(parts)
+
+
+def evidence_path(cwd: Path, name: str) -> Path | None:
+    """Where the file ``name`` really is (every symbolic link followed), or None
+    when that is outside ``cwd``.
+
+    Reviewer commands are an outward channel (they may send their prompt to a
+    model service), so only files of the assessed working directory may be put
+    in front of them: never /etc/..., a home folder's keys, or a link to them.
+    """
+    root = os.path.realpath(cwd)
+    real = os.path.realpath(os.path.join(root, name))
+    if real != root and not real.startswith(root.rstrip("/") + "/"):
+        return None
+    return Path(real)
+
+
+def _read_no_follow(path: Path) -> bytes:
+    """Read ``path`` refusing a symbolic link in its last part, so a link put in
+    place after :func:`evidence_path` resolved it is not followed."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as stream:
+        return stream.read()
+
+
+def outside_files(expectations: list[Expectation], cwd: Path) -> list[str]:
+    """Every llm_review ``files`` entry that resolves outside ``cwd``, described
+    for the person who wrote the spec."""
+    problems: list[str] = []
+    for exp in expectations:
+        for j, name in enumerate(exp.files):
+            if evidence_path(cwd, name) is None:
+                real = os.path.realpath(os.path.join(cwd, name))
+                problems.append(
+                    f"{exp.where}: files[{j}] {name!r} resolves to {real}, outside --cwd "
+                    f"{cwd}; the reviewers may only be shown files inside the assessed "
+                    "working directory. Fix: list a file inside it, or remove the entry"
+                )
+    return problems
 
 
 def envelope_markers(nonce: str) -> tuple[str, str]:
@@ -586,12 +630,33 @@ def run_review(
             break
     verdict = decide(last, exp.dimensions, exp.threshold, settings.aggregate)
     reason = _reason(verdict, last, exp.threshold, settings.aggregate, attempts)
-    check = check_head(exp, verdict["passed"], reason, time.monotonic() - start)
+    return _review_check(
+        exp, settings.aggregate, verdict, reason, attempts, runs, time.monotonic() - start
+    )
+
+
+def placeholder_check(exp: Expectation, aggregate: str) -> dict[str, Any]:
+    """An llm_review check as recorded, before any reviewer ran: every value the
+    spec puts into it, so the record can be validated before anything runs."""
+    verdict = decide([], exp.dimensions, exp.threshold, aggregate)
+    return _review_check(exp, aggregate, verdict, "not run", 1, [], 0.0)
+
+
+def _review_check(
+    exp: Expectation,
+    aggregate: str,
+    verdict: dict[str, Any],
+    reason: str,
+    attempts: int,
+    runs: list[ReviewerRun],
+    duration: float,
+) -> dict[str, Any]:
+    check = check_head(exp, verdict["passed"], reason, duration)
     if exp.criteria is not None:
         check["criteria"] = exp.criteria
     check.update(
         {
-            "aggregate": settings.aggregate,
+            "aggregate": aggregate,
             "threshold": exp.threshold,
             "weighted_score": verdict["weighted_score"],
             "attempts": attempts,

@@ -81,22 +81,11 @@ def assess(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Assess a task: run its checks and metrics, record the result."""
-    from pmos import assess_spec
     from pmos.assessments import assess as run_assessment
-    from pmos.assessments import resolve_task_id, summary
-    from pmos.errors import BadInput
-    from pmos.history import find_run
+    from pmos.assessments import resolve_task_id, spec_to_assess, summary
 
     k = kit()
-    run = find_run(k, run_id) if run_id is not None else None
-    if spec is not None:
-        parsed = assess_spec.load_spec(spec, lenient=lenient)
-    elif run_id is not None:
-        if run is None:
-            raise BadInput(f"run {run_id!r} is not registered, so it has no contract to assess")
-        parsed = assess_spec.from_contract(run, lenient=lenient)
-    else:
-        raise BadInput("give a SPEC file, or --run-id to assess the run's contract criteria")
+    parsed, run = spec_to_assess(k, spec, run_id, lenient=lenient)
     written = run_assessment(
         k,
         parsed,
@@ -121,11 +110,9 @@ def history(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Show a task's latest assessment and the earlier ones."""
-    from pmos.assessments import summary, task_records
+    from pmos.assessments import summary, task_history
 
-    records = task_records(kit(), task_id)
-    latest = records[-1] if records else None
-    earlier = list(reversed(records[:-1]))
+    latest, earlier = task_history(kit(), task_id)
     if json_output:
         emit_json(
             {
