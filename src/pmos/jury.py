@@ -34,13 +34,14 @@ import subprocess
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from pmos.assess_run import ProcessTracker, check_head, concurrently, run_command
 from pmos.assess_spec import SCORE_MAX, SCORE_MIN, Expectation, ReviewDimension
 from pmos.errors import ConfigError
+from pmos.exact import round_half_up
 
 AGGREGATES = ("median", "minority-veto")
 DEFAULT_REVIEWERS = 3
@@ -415,11 +416,6 @@ def parse_answer(
 
 
 # ---------------------------------------------------------------- aggregation
-
-
-def round_half_up(value: Decimal) -> int:
-    """2.5 -> 3 and 3.5 -> 4: never banker's rounding."""
-    return int(value.quantize(Decimal(1), rounding=ROUND_HALF_UP))
 
 
 def median(values: list[Decimal]) -> Decimal:

@@ -29,6 +29,7 @@ from fractions import Fraction
 from typing import Any
 
 from pmos.errors import BadInput, RecordRejected, Violation
+from pmos.exact import round_half_up
 
 AGENT_PERFORMANCE = "agentPerformance"
 TASK_OUTCOME_QUALITY = "taskOutcomeQuality"
@@ -59,11 +60,6 @@ COMPUTED_CATEGORY_FIELDS = ("finalScore", "weight", "band")
 COMPUTED_TOP_FIELDS = ("overallScore", "band", "categoryScores")
 INPUT_CATEGORY_FIELDS = ("deterministicScore", "aiScore", "rationale", "evidence")
 INPUT_TOP_FIELDS = ("task_id", "run_id", "categories")
-
-
-def round_half_up(value: Fraction) -> int:
-    """Round an exact rational to the nearest integer, ties towards +infinity."""
-    return int((value + Fraction(1, 2)).__floor__())
 
 
 def clamp(value: Fraction, low: int = MIN_SCORE, high: int = MAX_SCORE) -> Fraction:
