@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ledger_bytes
-from pmos import followups
+from pmos import followups, writers
 from pmos.followups import dedupe_key, normalise_location, normalise_title, suggestion_id
 from runrecords import assess, check, defect, register, verdict_with
 
@@ -422,3 +422,49 @@ def test_run_without_findings_and_unknown_run(kit, cli):
     assert "0 suggested, 0 suppressed, 0 created" in human.stdout
     result = cli("followups", "suggest", "--run-id", "ghost")
     assert result.exit_code == 2
+
+
+# ---------------------------------------------------------------- SKIPPED verdicts
+
+
+def skip(kit, run_id: str = "run-1", defects: list[dict] | None = None) -> dict:
+    """A SKIPPED full verdict; a skip may carry notes such as defects, never a judgement."""
+    data: dict = {
+        "run_id": run_id,
+        "initiative_id": "init-1",
+        "verdict": "SKIPPED",
+        "score": None,
+        "skipped_reason": "the diff was too large to read",
+    }
+    if defects is not None:
+        data["defects"] = defects
+    return writers.record_verdict(kit, data).record
+
+
+def test_a_later_skip_does_not_hide_the_judged_verdicts_defects(kit, cli, run1):
+    judged = json.loads(cli("ledger", "show", "evals", "--json").stdout)[-1]
+    skip(kit)
+    report = suggest(cli)
+    assert set(by_title(report)) == {
+        "SQL is built by string concatenation.",
+        "The handler swallows errors.",
+    }
+    assert {s["source"]["record_id"] for s in report["suggestions"]} == {judged["record_id"]}
+    # every reference a suggestion cites is in the run's evidence bundle
+    bundle = json.loads(cli("evidence", "--run-id", "run-1", "--json").stdout)
+    ids = {e["id"] for g in bundle["groups"] for e in g["entries"]}
+    for s in report["suggestions"]:
+        assert set(s["evidenceRefs"]) <= ids, s["evidenceRefs"]
+
+
+def test_a_skipped_verdicts_contents_never_become_suggestions(kit, cli):
+    register(kit)
+    skip(kit, defects=[SQL])
+    report = suggest(cli)
+    assert report["suggestions"] == []
+    assert any("no judged verdict" in n and "SKIPPED" in n for n in report["notes"])
+    # and a judged verdict before the skip still counts, the skip's defects do not
+    verdict_with(kit, defects=[SWALLOW])
+    skip(kit, defects=[SQL])
+    report = suggest(cli)
+    assert set(by_title(report)) == {"The handler swallows errors."}
