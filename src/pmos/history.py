@@ -33,6 +33,14 @@ def is_judged(verdict: Mapping[str, Any]) -> bool:
     return verdict.get("verdict") != SKIPPED
 
 
+def find_label(kit: Kit, run_id: str) -> dict[str, Any] | None:
+    """The run's most recent PM label, or None."""
+    for record in iter_records_reversed(kit.ledger_path("acceptances"), "acceptances"):
+        if record.get("run_id") == run_id:
+            return record
+    return None
+
+
 def latest_verdict(kit: Kit, run_id: str, *, judged: bool = False) -> dict[str, Any] | None:
     """The run's most recent verdict, or None; with ``judged`` only :func:`is_judged` ones."""
     for record in iter_records_reversed(kit.ledger_path("evals"), "evals"):
