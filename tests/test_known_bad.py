@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -182,3 +184,28 @@ def test_a_kit_without_the_folder_says_so(cli, kit_root):
     result = cli("known-bad", "seed")
     assert result.exit_code == 2
     assert "known_bad_dir" in result.stderr
+
+
+def test_concurrent_seeds_register_and_label_each_case_once(kit_root):
+    """Real processes seeding at once: each case is one run and one label, no more."""
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "pmos", "known-bad", "seed", "--json"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(6)
+    ]
+    reports = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        reports.append(json.loads(out))
+    run_ids = sorted(c.run_id for c in shipped_cases())
+    for name in ("runs", "acceptances"):
+        lines = (kit_root / f"state/{name}.jsonl").read_text(encoding="utf-8").splitlines()
+        assert sorted(json.loads(line)["run_id"] for line in lines) == run_ids, name
+    # each case is reported labelled (and registered) by exactly one process
+    assert sorted(r for report in reports for r in report["labelled"]) == run_ids
+    assert sorted(r for report in reports for r in report["registered"]) == run_ids

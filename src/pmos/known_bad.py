@@ -170,15 +170,6 @@ def load_cases(kit: Kit) -> list[Case]:
     return cases
 
 
-def _has_label(kit: Kit, run_id: str) -> bool:
-    from pmos.ledger import iter_records_reversed
-
-    return any(
-        r.get("run_id") == run_id
-        for r in iter_records_reversed(kit.ledger_path("acceptances"), "acceptances")
-    )
-
-
 def seed(kit: Kit) -> SeedReport:
     """Register every case as a run and label it fail; skip what is already there."""
     from pmos import history
@@ -201,17 +192,19 @@ def seed(kit: Kit) -> SeedReport:
                 # Another seeding process registered it between the look-up and the lock.
                 if not all(v.rule == "run-unique" for v in exc.violations):
                     raise
-        if not _has_label(kit, case.run_id):
-            written = record_acceptance(
-                kit,
-                run_id=case.run_id,
-                label="fail",
-                by=LABELLER,
-                note=(
-                    "seeded known-bad case; the answer key is "
-                    f"{case.case_id}/{EXPECTED} in the known-bad folder"
-                ),
-            )
+        # Checked under the acceptances lock: concurrent seeds label a run once.
+        written = record_acceptance(
+            kit,
+            run_id=case.run_id,
+            label="fail",
+            by=LABELLER,
+            note=(
+                "seeded known-bad case; the answer key is "
+                f"{case.case_id}/{EXPECTED} in the known-bad folder"
+            ),
+            only_if_unlabelled=True,
+        )
+        if written is not None:
             report.warnings += written.warnings
             labelled = True
         report.seeded.append(Seeded(case, registered, labelled))
