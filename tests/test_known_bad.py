@@ -209,3 +209,27 @@ def test_concurrent_seeds_register_and_label_each_case_once(kit_root):
     # each case is reported labelled (and registered) by exactly one process
     assert sorted(r for report in reports for r in report["labelled"]) == run_ids
     assert sorted(r for report in reports for r in report["registered"]) == run_ids
+
+
+@pytest.mark.parametrize(
+    ("contract", "message"),
+    [
+        ("- id: c1\n  text: t\n  test_method: m\n", "[schema:type] contract: "),
+        ("done_criteria: [c1, c2]\n", "[schema:type] contract/done_criteria/0: "),
+        ("done_criteria: c1\n", "[schema:type] contract/done_criteria: "),
+    ],
+)
+def test_a_malformed_contract_is_a_clean_error_and_nothing_is_seeded(
+    cli, pmos, kit_root, contract, message
+):
+    folder = kit_root / "planning/evals/known-bad" / "export-test-asserts-nothing"
+    (folder / "contract.yaml").write_text(contract, encoding="utf-8")
+    before = ledger_bytes(kit_root)
+    case, problems = load_case(folder)
+    assert case is None and any(message in p for p in problems), problems
+    result = cli("known-bad", "seed")
+    assert result.exit_code == 2
+    assert "nothing was seeded" in result.stderr and message in result.stderr
+    process = pmos("known-bad", "seed")
+    assert process.returncode == 2 and "Traceback" not in process.stderr
+    assert ledger_bytes(kit_root) == before

@@ -124,16 +124,19 @@ def load_case(folder: Path) -> tuple[Case | None, list[str]]:
         "builder_model": DEFAULT_BUILDER,
         "contract": contract,
     }
-    problems += [f"{folder / CONTRACT}: {v}" for v in schemas.validate("run", probe_run)]
+    bad_contract = schemas.validate("run", probe_run)
+    problems += [f"{folder / CONTRACT}: {v}" for v in bad_contract]
     found = schemas.validate("known-bad", expected)
     problems += [f"{folder / EXPECTED}: {v}" for v in found]
-    if not found:
-        if expected["case_id"] != folder.name:
-            problems.append(
-                f"{folder / EXPECTED}: case_id {expected['case_id']!r} must equal the folder "
-                f"name {folder.name!r}"
-            )
-        ids = {c.get("id") for c in contract.get("done_criteria", [])} if contract else set()
+    if not found and expected["case_id"] != folder.name:
+        problems.append(
+            f"{folder / EXPECTED}: case_id {expected['case_id']!r} must equal the folder "
+            f"name {folder.name!r}"
+        )
+    # The answer key is checked against the contract only when both have the
+    # shape their schemas promise; a malformed one is already reported above.
+    if not found and not bad_contract:
+        ids = {c["id"] for c in contract["done_criteria"]}
         for cid in expected["failed_criteria"]:
             if cid not in ids:
                 problems.append(
