@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 from conftest import DIMENSIONS, RUBRIC, ledger_bytes, write_json
 from pmos.assets import kit_source
@@ -232,4 +233,17 @@ def test_a_malformed_contract_is_a_clean_error_and_nothing_is_seeded(
     assert "nothing was seeded" in result.stderr and message in result.stderr
     process = pmos("known-bad", "seed")
     assert process.returncode == 2 and "Traceback" not in process.stderr
+    assert ledger_bytes(kit_root) == before
+
+
+def test_a_contract_with_a_duplicate_criterion_id_refuses_the_whole_seed(cli, kit_root):
+    folder = kit_root / "planning/evals/known-bad" / "export-test-asserts-nothing"
+    contract = folder / "contract.yaml"
+    data = yaml.safe_load(contract.read_text(encoding="utf-8"))
+    data["done_criteria"].append(dict(data["done_criteria"][0]))
+    contract.write_text(yaml.safe_dump(data), encoding="utf-8")
+    before = ledger_bytes(kit_root)
+    result = cli("known-bad", "seed")
+    assert result.exit_code == 2
+    assert "nothing was seeded" in result.stderr and "[contract-unique]" in result.stderr
     assert ledger_bytes(kit_root) == before

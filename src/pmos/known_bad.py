@@ -110,6 +110,7 @@ def _load_yaml(path: Path, problems: list[str]) -> Any:
 def load_case(folder: Path) -> tuple[Case | None, list[str]]:
     """One case and every problem with it (the case is None when there is any)."""
     from pmos import schemas
+    from pmos.verdict_rules import check_contract_ids
     from pmos.writers import record_meta
 
     problems: list[str] = []
@@ -125,6 +126,8 @@ def load_case(folder: Path) -> tuple[Case | None, list[str]]:
         "contract": contract,
     }
     bad_contract = schemas.validate("run", probe_run)
+    if not bad_contract:
+        bad_contract = check_contract_ids(contract)
     problems += [f"{folder / CONTRACT}: {v}" for v in bad_contract]
     found = schemas.validate("known-bad", expected)
     problems += [f"{folder / EXPECTED}: {v}" for v in found]

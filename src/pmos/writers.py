@@ -123,6 +123,8 @@ def register_run(
 
     def build() -> tuple[dict[str, Any], list[str]]:
         problems = schemas.validate("run", record)
+        if not problems and contract is not None:
+            problems += verdict_rules.check_contract_ids(contract)
         if not problems and history.find_run(kit, run_id) is not None:
             problems.append(
                 Violation("run-unique", "run_id", f"run {run_id!r} is already registered")
