@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pmos import evidence, writers
+from pmos import evidence
 from pmos.evidence import (
     EXCERPT_LIMIT,
     GROUPS,
@@ -20,7 +20,7 @@ from pmos.evidence import (
     render_markdown,
     truncate,
 )
-from runrecords import assess, check, defect, label, register, verdict_with
+from runrecords import assess, check, defect, label, legacy_skip, register, verdict_with
 
 LONG_SUBJECT = "Refactor the request pipeline " + "so that it is much faster " * 12
 N_COMMITS = 24
@@ -435,17 +435,7 @@ def test_untrusted_names_never_appear_outside_envelopes(kit, cli, tmp_path):
 
 def test_skipped_verdicts_are_reviews_but_only_a_judged_verdicts_defects_are_shown(kit, cli, run):
     judged = json.loads(cli("ledger", "show", "evals", "--json").stdout)[-1]
-    skipped = writers.record_verdict(
-        kit,
-        {
-            "run_id": "run-1",
-            "initiative_id": "init-1",
-            "verdict": "SKIPPED",
-            "score": None,
-            "skipped_reason": "the diff was too large to read",
-            "defects": [defect("must-fix", "src/db.py:10", "SQL is concatenated.")],
-        },
-    ).record
+    skipped = legacy_skip(kit, defects=[defect("must-fix", "src/db.py:10", "SQL is concatenated.")])
     entries = group(bundle_json(cli), "reviews")["entries"]
     shown = [(e["ref"]["ledger"], e["ref"]["record_id"], e["ref"].get("defect")) for e in entries]
     label_id = entries[1]["ref"]["record_id"]

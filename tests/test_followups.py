@@ -12,7 +12,7 @@ import pytest
 from conftest import ledger_bytes
 from pmos import followups, writers
 from pmos.followups import dedupe_key, normalise_location, normalise_title, suggestion_id
-from runrecords import assess, check, defect, register, verdict_with
+from runrecords import assess, check, defect, legacy_skip, register, verdict_with
 
 PMOS = (sys.executable, "-m", "pmos")
 SQL = defect("must-fix", "src/db.py:10", "SQL is built by string concatenation.", "Use params.")
@@ -427,23 +427,11 @@ def test_run_without_findings_and_unknown_run(kit, cli):
 # ---------------------------------------------------------------- SKIPPED verdicts
 
 
-def skip(kit, run_id: str = "run-1", defects: list[dict] | None = None) -> dict:
-    """A SKIPPED full verdict; a skip may carry notes such as defects, never a judgement."""
-    data: dict = {
-        "run_id": run_id,
-        "initiative_id": "init-1",
-        "verdict": "SKIPPED",
-        "score": None,
-        "skipped_reason": "the diff was too large to read",
-    }
-    if defects is not None:
-        data["defects"] = defects
-    return writers.record_verdict(kit, data).record
-
-
 def test_a_later_skip_does_not_hide_the_judged_verdicts_defects(kit, cli, run1):
     judged = json.loads(cli("ledger", "show", "evals", "--json").stdout)[-1]
-    skip(kit)
+    writers.record_short_verdict(
+        kit, run_id="run-1", initiative_id="init-1", verdict="SKIPPED", skipped_reason="later"
+    )
     report = suggest(cli)
     assert set(by_title(report)) == {
         "SQL is built by string concatenation.",
@@ -459,12 +447,12 @@ def test_a_later_skip_does_not_hide_the_judged_verdicts_defects(kit, cli, run1):
 
 def test_a_skipped_verdicts_contents_never_become_suggestions(kit, cli):
     register(kit)
-    skip(kit, defects=[SQL])
+    legacy_skip(kit, defects=[SQL])
     report = suggest(cli)
     assert report["suggestions"] == []
     assert any("no judged verdict" in n and "SKIPPED" in n for n in report["notes"])
     # and a judged verdict before the skip still counts, the skip's defects do not
     verdict_with(kit, defects=[SWALLOW])
-    skip(kit, defects=[SQL])
+    legacy_skip(kit, defects=[SQL])
     report = suggest(cli)
     assert set(by_title(report)) == {"The handler swallows errors."}
