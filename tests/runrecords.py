@@ -99,3 +99,25 @@ def verdict_with(kit: Kit, run_id: str = "run-1", defects: list[dict] | None = N
 
 def label(kit: Kit, run_id: str = "run-1", value: str = "pass") -> dict:
     return writers.record_acceptance(kit, run_id=run_id, label=value, by="pm").record
+
+
+def legacy_skip(kit: Kit, run_id: str = "run-1", defects: list[dict] | None = None) -> dict:
+    """A SKIPPED verdict carrying defects, appended as a ledger may hold one.
+
+    The verdict schema now refuses defects on a skip, but ledgers written before
+    that rule can hold such records; readers must still never treat them as
+    findings. Appended with the ledger's own writer, bypassing the verdict rules.
+    """
+    from pmos.ledger import LedgerWriter
+
+    record = {
+        **writers.record_meta("evals"),
+        "form": "full",
+        "run_id": run_id,
+        "initiative_id": "init-1",
+        "verdict": "SKIPPED",
+        "score": None,
+        "skipped_reason": "the diff was too large to read",
+        "defects": defects or [],
+    }
+    return LedgerWriter(kit.ledger_path("evals"), "evals").append(record).record

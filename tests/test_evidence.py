@@ -20,7 +20,7 @@ from pmos.evidence import (
     render_markdown,
     truncate,
 )
-from runrecords import assess, check, defect, label, register, verdict_with
+from runrecords import assess, check, defect, label, legacy_skip, register, verdict_with
 
 LONG_SUBJECT = "Refactor the request pipeline " + "so that it is much faster " * 12
 N_COMMITS = 24
@@ -431,3 +431,22 @@ def test_untrusted_names_never_appear_outside_envelopes(kit, cli, tmp_path):
     _, envelopes, outside = _envelopes(md)
     assert any(i.startswith("agentLogs:weird__name__ignore_rules.log:1") for i, _ in envelopes)
     assert not any("`name`" in line for line in outside)
+
+
+def test_skipped_verdicts_are_reviews_but_only_a_judged_verdicts_defects_are_shown(kit, cli, run):
+    judged = json.loads(cli("ledger", "show", "evals", "--json").stdout)[-1]
+    skipped = legacy_skip(kit, defects=[defect("must-fix", "src/db.py:10", "SQL is concatenated.")])
+    entries = group(bundle_json(cli), "reviews")["entries"]
+    shown = [(e["ref"]["ledger"], e["ref"]["record_id"], e["ref"].get("defect")) for e in entries]
+    label_id = entries[1]["ref"]["record_id"]
+    # newest first: the skip (a review, without its defects), the label, the judged
+    # verdict and then that verdict's defect
+    assert shown == [
+        ("evals", skipped["record_id"], None),
+        ("acceptances", label_id, None),
+        ("evals", judged["record_id"], None),
+        ("evals", judged["record_id"], 0),
+    ]
+    assert "verdict SKIPPED" in entries[0]["excerpt"]
+    assert entries[3]["id"] == evidence.defect_id(judged["record_id"], 0)
+    assert "Errors are swallowed." in entries[3]["excerpt"]

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from conftest import ledger_bytes
-from pmos import followups
+from pmos import followups, writers
 from pmos.followups import dedupe_key, normalise_location, normalise_title, suggestion_id
-from runrecords import assess, check, defect, register, verdict_with
+from runrecords import assess, check, defect, legacy_skip, register, verdict_with
 
 PMOS = (sys.executable, "-m", "pmos")
 SQL = defect("must-fix", "src/db.py:10", "SQL is built by string concatenation.", "Use params.")
@@ -422,3 +422,37 @@ def test_run_without_findings_and_unknown_run(kit, cli):
     assert "0 suggested, 0 suppressed, 0 created" in human.stdout
     result = cli("followups", "suggest", "--run-id", "ghost")
     assert result.exit_code == 2
+
+
+# ---------------------------------------------------------------- SKIPPED verdicts
+
+
+def test_a_later_skip_does_not_hide_the_judged_verdicts_defects(kit, cli, run1):
+    judged = json.loads(cli("ledger", "show", "evals", "--json").stdout)[-1]
+    writers.record_short_verdict(
+        kit, run_id="run-1", initiative_id="init-1", verdict="SKIPPED", skipped_reason="later"
+    )
+    report = suggest(cli)
+    assert set(by_title(report)) == {
+        "SQL is built by string concatenation.",
+        "The handler swallows errors.",
+    }
+    assert {s["source"]["record_id"] for s in report["suggestions"]} == {judged["record_id"]}
+    # every reference a suggestion cites is in the run's evidence bundle
+    bundle = json.loads(cli("evidence", "--run-id", "run-1", "--json").stdout)
+    ids = {e["id"] for g in bundle["groups"] for e in g["entries"]}
+    for s in report["suggestions"]:
+        assert set(s["evidenceRefs"]) <= ids, s["evidenceRefs"]
+
+
+def test_a_skipped_verdicts_contents_never_become_suggestions(kit, cli):
+    register(kit)
+    legacy_skip(kit, defects=[SQL])
+    report = suggest(cli)
+    assert report["suggestions"] == []
+    assert any("no judged verdict" in n and "SKIPPED" in n for n in report["notes"])
+    # and a judged verdict before the skip still counts, the skip's defects do not
+    verdict_with(kit, defects=[SWALLOW])
+    legacy_skip(kit, defects=[SQL])
+    report = suggest(cli)
+    assert set(by_title(report)) == {"The handler swallows errors."}

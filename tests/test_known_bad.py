@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 
 import pytest
+import yaml
 
 from conftest import DIMENSIONS, RUBRIC, ledger_bytes, write_json
 from pmos.assets import kit_source
@@ -182,3 +185,65 @@ def test_a_kit_without_the_folder_says_so(cli, kit_root):
     result = cli("known-bad", "seed")
     assert result.exit_code == 2
     assert "known_bad_dir" in result.stderr
+
+
+def test_concurrent_seeds_register_and_label_each_case_once(kit_root):
+    """Real processes seeding at once: each case is one run and one label, no more."""
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "pmos", "known-bad", "seed", "--json"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(6)
+    ]
+    reports = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        reports.append(json.loads(out))
+    run_ids = sorted(c.run_id for c in shipped_cases())
+    for name in ("runs", "acceptances"):
+        lines = (kit_root / f"state/{name}.jsonl").read_text(encoding="utf-8").splitlines()
+        assert sorted(json.loads(line)["run_id"] for line in lines) == run_ids, name
+    # each case is reported labelled (and registered) by exactly one process
+    assert sorted(r for report in reports for r in report["labelled"]) == run_ids
+    assert sorted(r for report in reports for r in report["registered"]) == run_ids
+
+
+@pytest.mark.parametrize(
+    ("contract", "message"),
+    [
+        ("- id: c1\n  text: t\n  test_method: m\n", "[schema:type] contract: "),
+        ("done_criteria: [c1, c2]\n", "[schema:type] contract/done_criteria/0: "),
+        ("done_criteria: c1\n", "[schema:type] contract/done_criteria: "),
+    ],
+)
+def test_a_malformed_contract_is_a_clean_error_and_nothing_is_seeded(
+    cli, pmos, kit_root, contract, message
+):
+    folder = kit_root / "planning/evals/known-bad" / "export-test-asserts-nothing"
+    (folder / "contract.yaml").write_text(contract, encoding="utf-8")
+    before = ledger_bytes(kit_root)
+    case, problems = load_case(folder)
+    assert case is None and any(message in p for p in problems), problems
+    result = cli("known-bad", "seed")
+    assert result.exit_code == 2
+    assert "nothing was seeded" in result.stderr and message in result.stderr
+    process = pmos("known-bad", "seed")
+    assert process.returncode == 2 and "Traceback" not in process.stderr
+    assert ledger_bytes(kit_root) == before
+
+
+def test_a_contract_with_a_duplicate_criterion_id_refuses_the_whole_seed(cli, kit_root):
+    folder = kit_root / "planning/evals/known-bad" / "export-test-asserts-nothing"
+    contract = folder / "contract.yaml"
+    data = yaml.safe_load(contract.read_text(encoding="utf-8"))
+    data["done_criteria"].append(dict(data["done_criteria"][0]))
+    contract.write_text(yaml.safe_dump(data), encoding="utf-8")
+    before = ledger_bytes(kit_root)
+    result = cli("known-bad", "seed")
+    assert result.exit_code == 2
+    assert "nothing was seeded" in result.stderr and "[contract-unique]" in result.stderr
+    assert ledger_bytes(kit_root) == before

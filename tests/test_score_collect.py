@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from assess_support import write_spec
 from pmos.scorecollect import collect
 from runrecords import assess, check, label, metric, register, verdict_with
 
@@ -157,3 +160,87 @@ def test_unknown_run_is_bad_input(cli, kit_root):
     result = cli("score", "collect", "--run-id", "ghost")
     assert result.exit_code == 2
     assert "no record of run 'ghost'" in result.stderr
+
+
+# ---------------------------------------------------------------- fix budget per task
+
+
+def _real_assess(cli, spec, work, run_id: str, *args: str) -> dict:
+    """One real 'pmos assess' of task T1 under ``run_id``."""
+    result = cli(
+        "assess", str(spec), "--cwd", str(work), "--task-id", "T1", "--run-id", run_id,
+        "--json", *args,
+    )  # fmt: skip
+    assert result.exit_code in (0, 1), result.output
+    return json.loads(result.stdout)
+
+
+@pytest.fixture
+def t1(tmp_path):
+    """A passing task spec (maxFixAttempts 2) and a working directory for it."""
+    work = tmp_path / "work"
+    work.mkdir()
+    spec = write_spec(
+        tmp_path / "t1.yaml",
+        {"expectations": [{"type": "test", "command": "true"}], "maxFixAttempts": 2},
+    )
+    return spec, work
+
+
+def test_fixes_spent_under_another_run_of_the_task_count(kit, cli, t1):
+    spec, work = t1
+    register(kit, "run-A")
+    register(kit, "run-B")
+    _real_assess(cli, spec, work, "run-A", "--trigger", "fix")
+    _real_assess(cli, spec, work, "run-A", "--trigger", "fix")
+    latest = _real_assess(cli, spec, work, "run-B")
+    assert latest["fix_attempts_left"] == 0
+    data = json.loads(cli("score", "collect", "--run-id", "run-B", "--json").stdout)
+    cat = data["categories"]["agentPerformance"]
+    # the task spent its whole budget (2 of 2) before run B: 60 + 40 * 0/2 = 60
+    assert cat["inputs"]["fix_attempts_used"] == 2
+    assert cat["inputs"]["fix_attempts_left"] == 0
+    assert cat["inputs"]["fix_budget"] == 2
+    assert cat["inputs"]["effort_points"] == 0
+    assert cat["deterministicScore"] == 60
+
+
+def test_budget_is_the_stored_max_fix_attempts(kit, cli, t1):
+    spec, work = t1
+    register(kit, "run-A")
+    register(kit, "run-B")
+    _real_assess(cli, spec, work, "run-A")
+    _real_assess(cli, spec, work, "run-B", "--trigger", "fix")
+    cat = collect(kit, "run-B")["categories"]["agentPerformance"]
+    # one of two fixes used, one left: 60 + 40 * 1/2 = 80
+    assert (cat["inputs"]["fix_attempts_used"], cat["inputs"]["fix_budget"]) == (1, 2)
+    assert cat["inputs"]["fix_budget_source"] == "max_fix_attempts of the latest assessment"
+    assert cat["deterministicScore"] == 80
+    # run A's score is not rewritten by the fix spent later under run B
+    assert collect(kit, "run-A")["categories"]["agentPerformance"]["deterministicScore"] == 100
+
+
+def test_fixes_beyond_a_zero_budget_earn_no_effort_points(kit, cli, tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    spec = write_spec(
+        tmp_path / "t0.yaml",
+        {"expectations": [{"type": "test", "command": "true"}], "maxFixAttempts": 0},
+    )
+    register(kit, "run-A")
+    _real_assess(cli, spec, work, "run-A")
+    assert collect(kit, "run-A")["categories"]["agentPerformance"]["deterministicScore"] == 100
+    _real_assess(cli, spec, work, "run-A", "--trigger", "fix")
+    cat = collect(kit, "run-A")["categories"]["agentPerformance"]
+    assert (cat["inputs"]["fix_attempts_used"], cat["inputs"]["fix_budget"]) == (1, 0)
+    assert cat["deterministicScore"] == 60
+
+
+def test_a_record_without_max_fix_attempts_falls_back_and_says_so(kit):
+    register(kit)
+    assess(kit, trigger="fix", passed=True, fix_attempts_left=1)
+    cat = collect(kit, "run-1")["categories"]["agentPerformance"]
+    # used 1 + left 1: 60 + 40 * 1/2 = 80
+    assert cat["inputs"]["fix_budget"] == 2
+    assert "no max_fix_attempts" in cat["inputs"]["fix_budget_source"]
+    assert cat["deterministicScore"] == 80

@@ -297,3 +297,41 @@ def test_registered_run_is_not_flagged(cli, kit):
     register(kit)
     result = cli("score", "record", "--file", "-", "--json", input=json.dumps(score_input()))
     assert "flags" not in json.loads(result.stdout)
+
+
+SHOW_KEYS = {
+    "record_id",
+    "recorded_at",
+    "task_id",
+    "run_id",
+    "categoryScores",
+    "overallScore",
+    "band",
+    "flags",
+    "warnings",
+}
+
+
+def test_score_show_json_has_a_fixed_key_set(cli, kit):
+    from runrecords import register
+
+    # a bare record: no run, no flags, no warnings -> those keys are null
+    bare = score_input()
+    del bare["run_id"]
+    assert cli("score", "record", "--file", "-", input=json.dumps(bare)).exit_code == 0
+    shown = json.loads(cli("score", "show", "task-A", "--json").stdout)
+    assert set(shown) == SHOW_KEYS
+    assert (shown["run_id"], shown["flags"], shown["warnings"]) == (None, None, None)
+    assert shown["overallScore"] == 77 and len(shown["categoryScores"]) == 3
+    # an unregistered run with ignored values: every key set, still the same keys
+    full = score_input(agentPerformance={"finalScore": 99})
+    assert cli("score", "record", "--file", "-", input=json.dumps(full)).exit_code == 0
+    shown = json.loads(cli("score", "show", "task-A", "--json").stdout)
+    assert set(shown) == SHOW_KEYS
+    assert shown["run_id"] == "run-1" and shown["flags"] == ["unregistered-run"]
+    assert shown["warnings"] and "finalScore" in shown["warnings"][0]
+    # a registered run is not flagged: flags null, not absent
+    register(kit)
+    assert cli("score", "record", "--file", "-", input=json.dumps(score_input())).exit_code == 0
+    shown = json.loads(cli("score", "show", "task-A", "--json").stdout)
+    assert set(shown) == SHOW_KEYS and shown["flags"] is None

@@ -340,6 +340,34 @@ def test_contract_shape_is_validated(kit, cli, tmp_path):
     assert ledger_bytes(kit.root) == before
 
 
+def register_with(cli, tmp_path, ids: list[str]):
+    contract = {"done_criteria": [{"id": i, "text": "t", "test_method": "m"} for i in ids]}
+    path = write_json(tmp_path / "contract.json", contract)
+    return cli("run", "register", "--run-id", "r", "--initiative-id", "i",
+               "--builder-model", "m", "--contract", str(path))  # fmt: skip
+
+
+def test_contract_criterion_ids_are_unique(kit, cli, tmp_path):
+    before = ledger_bytes(kit.root)
+    result = register_with(cli, tmp_path, ["c1", "c2", "c1"])
+    assert result.exit_code == 2
+    assert "[contract-unique] contract/done_criteria: criterion id 'c1'" in result.stderr
+    assert ledger_bytes(kit.root) == before
+    with pytest.raises(RecordRejected) as info:
+        writers.register_run(
+            kit,
+            run_id="r",
+            initiative_id="i",
+            builder_model="m",
+            contract={"done_criteria": [{"id": "c1", "text": "t", "test_method": "m"}] * 2},
+        )
+    assert [(v.rule, v.field) for v in info.value.violations] == [
+        ("contract-unique", "contract/done_criteria")
+    ]
+    assert ledger_bytes(kit.root) == before
+    assert register_with(cli, tmp_path, ["c1", "c2"]).exit_code == 0
+
+
 # ------------------------------------------------------------ writer-owned fields
 
 

@@ -10,7 +10,7 @@ group         cap    what                                               kept whe
 taskMetadata  25     run record and contract criteria                   first
 commits       20     git log of the range: sha, subject, author, date   newest
 workflow      25     latest assessment's checks and metrics             first
-reviews       25     verdicts (+ latest verdict's defects), PM labels   newest
+reviews       25     verdicts (+ latest judged one's defects), labels   newest
 documents     25     changed docs (path, newest revision) in the range  first by path
 taskActivity  25     every ledger event of the run, oldest first        newest
 agentLogs     25     non-blank lines of the given log files             last lines
@@ -375,11 +375,16 @@ def _verdict_text(v: dict[str, Any]) -> str:
 
 
 def _reviews(facts: RunFacts) -> Group:
-    """Newest first, the latest verdict's defects right after it, so a cap keeps what matters."""
+    """Newest first, the latest judged verdict's defects right after it.
+
+    Every verdict is a review entry, SKIPPED ones too (a skip is part of what
+    happened), but only the latest judged verdict's defects are expanded: those
+    are the findings follow-ups cite, and a skip's contents are no finding.
+    """
     group = Group("reviews")
     items = [("evals", v) for v in facts.verdicts] + [("acceptances", a) for a in facts.labels]
     items.sort(key=lambda item: item[1].get("recorded_at", ""), reverse=True)
-    latest = facts.latest_verdict
+    latest = facts.latest_judged_verdict
     entries: list[Entry] = []
     for kind, record in items:
         ref = {

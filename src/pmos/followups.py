@@ -1,7 +1,8 @@
 """Follow-up suggestions: the work an evaluation found, deduplicated before it reaches the board.
 
-Sources, per run: every defect of the run's latest verdict, and every failed
-check of its latest assessment. Each becomes one structured suggestion.
+Sources, per run: every defect of the run's latest judged verdict (SKIPPED
+verdicts are passed over), and every failed check of its latest assessment.
+Each becomes one structured suggestion.
 
 **Dedupe key.** ``dk-`` + a hash of the normalised title and location, and of
 nothing run-specific, so the same problem found by two runs has the same key.
@@ -193,12 +194,19 @@ def _first_sentence(text: str) -> str:
 
 
 def candidates(facts: RunFacts) -> tuple[list[Candidate], list[str]]:
-    """The latest verdict's defects and the latest assessment's failed checks."""
+    """The latest judged verdict's defects and the latest assessment's failed checks.
+
+    A SKIPPED verdict is passed over: judging did not happen, so nothing it
+    carries is a finding, and a skip recorded after a judgement does not hide it.
+    """
     found: list[Candidate] = []
     notes: list[str] = []
-    verdict = facts.latest_verdict
+    verdict = facts.latest_judged_verdict
     if verdict is None:
-        notes.append("the run has no verdict, so no defects")
+        if facts.verdicts:
+            notes.append("the run has no judged verdict (only SKIPPED), so no defects")
+        else:
+            notes.append("the run has no verdict, so no defects")
     else:
         defects = verdict.get("defects", [])
         if not defects:

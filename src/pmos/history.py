@@ -7,7 +7,7 @@ N verdicts) touches only the end of a large ledger.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pmos.kit import Kit
@@ -23,14 +23,28 @@ def find_run(kit: Kit, run_id: str) -> dict[str, Any] | None:
     return None
 
 
-def latest_verdict(kit: Kit, run_id: str, *, judged: bool = False) -> dict[str, Any] | None:
-    """The run's most recent verdict, or None.
+def is_judged(verdict: Mapping[str, Any]) -> bool:
+    """Whether a verdict record is a judgement: every verdict but SKIPPED.
 
-    With ``judged`` a SKIPPED verdict does not count: a skip says judging did
-    not happen, so it neither pairs with a PM label nor can be overridden.
+    A skip says judging did not happen, so whatever else it carries is not a
+    finding: it neither pairs with a PM label, nor can be overridden, nor
+    yields follow-up work.
     """
+    return verdict.get("verdict") != SKIPPED
+
+
+def find_label(kit: Kit, run_id: str) -> dict[str, Any] | None:
+    """The run's most recent PM label, or None."""
+    for record in iter_records_reversed(kit.ledger_path("acceptances"), "acceptances"):
+        if record.get("run_id") == run_id:
+            return record
+    return None
+
+
+def latest_verdict(kit: Kit, run_id: str, *, judged: bool = False) -> dict[str, Any] | None:
+    """The run's most recent verdict, or None; with ``judged`` only :func:`is_judged` ones."""
     for record in iter_records_reversed(kit.ledger_path("evals"), "evals"):
-        if record.get("run_id") == run_id and not (judged and record.get("verdict") == SKIPPED):
+        if record.get("run_id") == run_id and (not judged or is_judged(record)):
             return record
     return None
 

@@ -110,6 +110,7 @@ def _load_yaml(path: Path, problems: list[str]) -> Any:
 def load_case(folder: Path) -> tuple[Case | None, list[str]]:
     """One case and every problem with it (the case is None when there is any)."""
     from pmos import schemas
+    from pmos.verdict_rules import check_contract_ids
     from pmos.writers import record_meta
 
     problems: list[str] = []
@@ -124,16 +125,21 @@ def load_case(folder: Path) -> tuple[Case | None, list[str]]:
         "builder_model": DEFAULT_BUILDER,
         "contract": contract,
     }
-    problems += [f"{folder / CONTRACT}: {v}" for v in schemas.validate("run", probe_run)]
+    bad_contract = schemas.validate("run", probe_run)
+    if not bad_contract:
+        bad_contract = check_contract_ids(contract)
+    problems += [f"{folder / CONTRACT}: {v}" for v in bad_contract]
     found = schemas.validate("known-bad", expected)
     problems += [f"{folder / EXPECTED}: {v}" for v in found]
-    if not found:
-        if expected["case_id"] != folder.name:
-            problems.append(
-                f"{folder / EXPECTED}: case_id {expected['case_id']!r} must equal the folder "
-                f"name {folder.name!r}"
-            )
-        ids = {c.get("id") for c in contract.get("done_criteria", [])} if contract else set()
+    if not found and expected["case_id"] != folder.name:
+        problems.append(
+            f"{folder / EXPECTED}: case_id {expected['case_id']!r} must equal the folder "
+            f"name {folder.name!r}"
+        )
+    # The answer key is checked against the contract only when both have the
+    # shape their schemas promise; a malformed one is already reported above.
+    if not found and not bad_contract:
+        ids = {c["id"] for c in contract["done_criteria"]}
         for cid in expected["failed_criteria"]:
             if cid not in ids:
                 problems.append(
@@ -170,15 +176,6 @@ def load_cases(kit: Kit) -> list[Case]:
     return cases
 
 
-def _has_label(kit: Kit, run_id: str) -> bool:
-    from pmos.ledger import iter_records_reversed
-
-    return any(
-        r.get("run_id") == run_id
-        for r in iter_records_reversed(kit.ledger_path("acceptances"), "acceptances")
-    )
-
-
 def seed(kit: Kit) -> SeedReport:
     """Register every case as a run and label it fail; skip what is already there."""
     from pmos import history
@@ -201,17 +198,19 @@ def seed(kit: Kit) -> SeedReport:
                 # Another seeding process registered it between the look-up and the lock.
                 if not all(v.rule == "run-unique" for v in exc.violations):
                     raise
-        if not _has_label(kit, case.run_id):
-            written = record_acceptance(
-                kit,
-                run_id=case.run_id,
-                label="fail",
-                by=LABELLER,
-                note=(
-                    "seeded known-bad case; the answer key is "
-                    f"{case.case_id}/{EXPECTED} in the known-bad folder"
-                ),
-            )
+        # Checked under the acceptances lock: concurrent seeds label a run once.
+        written = record_acceptance(
+            kit,
+            run_id=case.run_id,
+            label="fail",
+            by=LABELLER,
+            note=(
+                "seeded known-bad case; the answer key is "
+                f"{case.case_id}/{EXPECTED} in the known-bad folder"
+            ),
+            only_if_unlabelled=True,
+        )
+        if written is not None:
             report.warnings += written.warnings
             labelled = True
         report.seeded.append(Seeded(case, registered, labelled))

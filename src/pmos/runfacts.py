@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pmos.errors import BadInput
+from pmos.history import is_judged
 from pmos.kit import Kit
 from pmos.ledger import iter_records
-from pmos.verdict_rules import SKIPPED
 
 #: Ledgers read for a run, in the order used to break recorded_at ties.
 RUN_LEDGERS = ("runs", "assessments", "evals", "acceptances", "task-evals", "followups", "tasks")
@@ -41,13 +41,15 @@ class RunFacts:
         return self.assessments[-1] if self.assessments else None
 
     @property
-    def latest_verdict(self) -> dict[str, Any] | None:
-        return self.verdicts[-1] if self.verdicts else None
+    def reviewed_verdicts(self) -> list[dict[str, Any]]:
+        """Verdicts where the gate actually judged the run (:func:`pmos.history.is_judged`)."""
+        return [v for v in self.verdicts if is_judged(v)]
 
     @property
-    def reviewed_verdicts(self) -> list[dict[str, Any]]:
-        """Verdicts where the gate actually judged the run (not SKIPPED)."""
-        return [v for v in self.verdicts if v.get("verdict") != SKIPPED]
+    def latest_judged_verdict(self) -> dict[str, Any] | None:
+        """The latest verdict that is a judgement; the one findings are taken from."""
+        reviewed = self.reviewed_verdicts
+        return reviewed[-1] if reviewed else None
 
     @property
     def latest_label(self) -> dict[str, Any] | None:

@@ -25,13 +25,18 @@ The formulas (all rounding half up, computed exactly):
 
 **agentPerformance** - from attempts and fix attempts::
 
-    used    = assessments of the run triggered by fix (the trigger that spends
-              maxFixAttempts; see pmos.assessments.fix_attempts_used)
+    used    = the task's assessments triggered by fix, up to and including the
+              run's latest assessment, whichever run they were made under (the
+              budget is the task's, as pmos.assessments counts it)
     left    = fix_attempts_left of the latest assessment
-    budget  = used + left
+    budget  = max_fix_attempts of the latest assessment (the spec's
+              maxFixAttempts); used + left for a record that does not store it
     outcome = 60 if the latest assessment passed, else 0
-    effort  = 40 * left / budget   (40 when budget is 0: nothing was used)
+    effort  = 40 * left / budget   (budget 0: 40 if no fix was used, else 0)
     score   = round(outcome + effort)
+
+Counting only up to the run's latest assessment keeps a run's score fixed once
+its assessments are done: a fix spent later, under another run, is that run's.
 
 Missing inputs are never silently scored 100 or 0. A workflow step without a
 record is missing from the process, so it earns none of its 25 points, and
@@ -47,7 +52,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from pmos.assessments import fix_attempts_used
+from pmos.assessments import fix_attempts_used, task_records
 from pmos.kit import Kit
 from pmos.runfacts import RunFacts, gather_known
 from pmos.scoring import (
@@ -69,7 +74,7 @@ FORMULAS = {
     PROCESS_COMPLIANCE: "25 points per workflow step done: contract registered, assessment "
     "run, verdict recorded, PM label",
     AGENT_PERFORMANCE: "round((60 if the latest assessment passed else 0) + 40 * "
-    "fix_attempts_left / (fix attempts used + fix_attempts_left))",
+    "fix_attempts_left / max_fix_attempts), fix attempts counted over the task",
 }
 
 
@@ -97,7 +102,7 @@ def collect(kit: Kit, run_id: str) -> dict[str, Any]:
     """The three deterministic scores of ``run_id``, ready to pair with AI scores."""
     facts = gather_known(kit, run_id)
     bases = {
-        AGENT_PERFORMANCE: agent_performance(facts),
+        AGENT_PERFORMANCE: agent_performance(facts, task_history(kit, facts)),
         TASK_OUTCOME_QUALITY: task_outcome_quality(facts),
         PROCESS_COMPLIANCE: process_compliance(facts),
     }
@@ -206,7 +211,22 @@ def process_compliance(facts: RunFacts) -> CategoryBasis:
     )
 
 
-def agent_performance(facts: RunFacts) -> CategoryBasis:
+def task_history(kit: Kit, facts: RunFacts) -> list[dict[str, Any]]:
+    """The task's assessments up to and including the run's latest one, oldest first.
+
+    The fix budget belongs to the task, not the run: fixes made under an
+    earlier run of the same task have been spent.
+    """
+    latest = facts.latest_assessment
+    if latest is None:
+        return []
+    records = task_records(kit, latest["task_id"])
+    ids = [r["record_id"] for r in records]
+    return records[: ids.index(latest["record_id"]) + 1]
+
+
+def agent_performance(facts: RunFacts, history: list[dict[str, Any]]) -> CategoryBasis:
+    """``history``: the task's assessments up to the run's latest (:func:`task_history`)."""
     latest = facts.latest_assessment
     if latest is None:
         return _neutral(
@@ -214,17 +234,29 @@ def agent_performance(facts: RunFacts) -> CategoryBasis:
             {"assessment": None},
             "no assessment of the run, so attempts and fix attempts are unknown",
         )
-    used = fix_attempts_used(facts.assessments)
+    used = fix_attempts_used(history)
     left = int(latest.get("fix_attempts_left", 0))
-    budget = used + left
+    stored = latest.get("max_fix_attempts")
+    if isinstance(stored, int):
+        budget, source = stored, "max_fix_attempts of the latest assessment"
+        left = min(left, budget)
+    else:
+        budget = used + left
+        source = "fix attempts used + left (the latest assessment stores no max_fix_attempts)"
     outcome = OUTCOME_POINTS if latest.get("passed") else 0
-    effort = Fraction(EFFORT_POINTS) if budget == 0 else Fraction(EFFORT_POINTS * left, budget)
+    if budget == 0:
+        effort = Fraction(EFFORT_POINTS if used == 0 else 0)
+    else:
+        effort = Fraction(EFFORT_POINTS * left, budget)
     inputs = {
         "assessment": latest["record_id"],
+        "task_id": latest["task_id"],
         "passed": bool(latest.get("passed")),
         "attempts": len(facts.assessments),
         "fix_attempts_used": used,
         "fix_attempts_left": left,
+        "fix_budget": budget,
+        "fix_budget_source": source,
         "outcome_points": outcome,
         "effort_points": round(float(effort), 4),
     }

@@ -42,6 +42,30 @@ def record_task_eval(kit: Kit, data: Any, *, target: str | Path | None = None) -
     return append_validated(kit, KIND, build, target)
 
 
+#: The keys of ``pmos score show --json``, always all present (null when the record lacks one).
+SUMMARY_KEYS = (
+    "record_id",
+    "recorded_at",
+    "task_id",
+    "run_id",
+    "categoryScores",
+    "overallScore",
+    "band",
+    "flags",
+    "warnings",
+)
+
+
+def summary(record: dict[str, Any]) -> dict[str, Any]:
+    """The stable ``--json`` shape of one evaluation.
+
+    Stored records omit optional fields (run_id, flags, warnings) and carry
+    ledger internals (hashes, schema_version); a reader's keys must not come
+    and go with them.
+    """
+    return {key: record.get(key) for key in SUMMARY_KEYS}
+
+
 def latest_for_task(kit: Kit, task_id: str) -> dict[str, Any]:
     """The most recent evaluation of ``task_id``; unknown task -> :class:`BadInput`."""
     for record in iter_records_reversed(kit.ledger_path(KIND), KIND):

@@ -179,6 +179,24 @@ def _check_unique_criteria(criteria: list[dict[str, Any]]) -> list[Violation]:
     ]
 
 
+def check_contract_ids(contract: dict[str, Any]) -> list[Violation]:
+    """Each done-criterion of a (schema-valid) contract has its own id.
+
+    A verdict grades every criterion once by id (``criteria-unique``), so a
+    contract naming an id twice could never be graded; it is refused when the
+    run is registered instead.
+    """
+    ids = [c["id"] for c in contract["done_criteria"]]
+    return [
+        Violation(
+            "contract-unique",
+            "contract/done_criteria",
+            f"criterion id {cid!r} appears more than once; each criterion needs its own id",
+        )
+        for cid in sorted({i for i in ids if ids.count(i) > 1})
+    ]
+
+
 def check_contract(criteria: list[dict[str, Any]], contract: dict[str, Any]) -> list[Violation]:
     """The verdict grades exactly the criteria of the run's registered contract."""
     wanted = [c["id"] for c in contract["done_criteria"]]

@@ -121,6 +121,8 @@ def register_run(
 
     def build() -> tuple[dict[str, Any], list[str]]:
         problems = schemas.validate("run", record)
+        if not problems and contract is not None:
+            problems += verdict_rules.check_contract_ids(contract)
         if not problems and history.find_run(kit, run_id) is not None:
             problems.append(
                 Violation("run-unique", "run_id", f"run {run_id!r} is already registered")
@@ -353,18 +355,32 @@ def record_acceptance(
     by: str,
     note: str | None = None,
     target: str | Path | None = None,
-) -> Written:
+    only_if_unlabelled: bool = False,
+) -> Written | None:
     """Store a PM's acceptance label; it supersedes any earlier label of the run.
 
-    A label that disagrees with the run's latest non-SKIPPED verdict is an
-    override: it is also appended to the exemplar log, and a warning says so.
+    The label is stored against the run's latest judged (non-SKIPPED) verdict
+    (``gate_verdict``, ``gate_record_id``): a skip is no judgement to accept or
+    reject. A label on the other side of that verdict is an override: it is
+    also appended to the exemplar log, naming the same verdict, and a warning
+    says so.
+
+    With ``only_if_unlabelled`` nothing is written, and None is returned, when
+    the run already has a label. That check runs under the acceptances lock,
+    so concurrent callers (seeding) label a run once; without it the result is
+    never None.
     """
     from pmos import exemplars
 
+    already = "already-labelled"
     # The verdict this label overrides, found under the lock by build().
     overridden: dict[str, dict[str, Any]] = {}
 
     def build() -> tuple[dict[str, Any], list[str]]:
+        if only_if_unlabelled and history.find_label(kit, run_id) is not None:
+            raise RecordRejected(
+                "acceptance", [Violation(already, "run_id", f"run {run_id!r} is labelled")]
+            )
         record: dict[str, Any] = {
             **record_meta("acceptances"),
             "run_id": run_id,
@@ -380,7 +396,7 @@ def record_acceptance(
         else:
             record["flags"] = ["unregistered-run"]
             notes.append(f"run {run_id!r} was never registered; the label is flagged")
-        latest = history.latest_verdict(kit, run_id)
+        latest = history.latest_verdict(kit, run_id, judged=True)
         record["gate_verdict"] = latest["verdict"] if latest else None
         record["gate_record_id"] = latest["record_id"] if latest else None
         reject_if("acceptance", schemas.validate("acceptance", record))
@@ -388,9 +404,20 @@ def record_acceptance(
         verdict = exemplars.overridden_verdict(kit, run_id, label)
         if verdict is not None:
             overridden["verdict"] = verdict
+            # A verdict recorded between the two look-ups (the evals ledger is
+            # not locked here): the label names the verdict its override names.
+            record["gate_verdict"], record["gate_record_id"] = (
+                verdict["verdict"],
+                verdict["record_id"],
+            )
         return record, notes
 
-    written = append_validated(kit, "acceptances", build, target)
+    try:
+        written = append_validated(kit, "acceptances", build, target)
+    except RecordRejected as exc:
+        if only_if_unlabelled and [v.rule for v in exc.violations] == [already]:
+            return None
+        raise
     if overridden:
         written.warnings.append(exemplars.log_override(kit, written.record, overridden["verdict"]))
     return written

@@ -66,11 +66,11 @@ def show(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Show a task's latest evaluation."""
-    from pmos.taskevals import latest_for_task
+    from pmos.taskevals import latest_for_task, summary
 
     latest = latest_for_task(kit(), task_id)
     if json_output:
-        emit_json(latest)
+        emit_json(summary(latest))
     else:
         _print_eval(latest)
 
