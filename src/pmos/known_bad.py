@@ -14,13 +14,13 @@ again, and a run that already has a PM label is not labelled again.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pmos.errors import BadInput, RecordRejected
 from pmos.kit import Kit
+from pmos.paths import resolve_inside
 
 DEFAULT_DIR = "planning/evals/known-bad"
 RUN_PREFIX = "known-bad-"
@@ -84,12 +84,9 @@ class SeedReport:
 
 def cases_dir(kit: Kit) -> Path:
     configured = kit.config.raw.get("known_bad_dir", DEFAULT_DIR)
-    root = Path(os.path.realpath(kit.root))
-    real = Path(os.path.realpath(root / configured))
-    if real != root and root not in real.parents:
-        raise BadInput(f"known_bad_dir {configured!r} leaves the kit root {root}")
+    real = resolve_inside(kit.root, configured, what="known_bad_dir", for_writing=False)
     if not real.is_dir():
-        raise BadInput(f"known_bad_dir {configured!r} is not a folder in the kit root {root}")
+        raise BadInput(f"known_bad_dir {configured!r} is not a folder in the kit root {kit.root}")
     return real
 
 
