@@ -71,3 +71,16 @@ def test_a_locked_ledger_is_a_temporary_failure(kit, monkeypatch):
             writers.record_acceptance(kit, run_id="r", label="pass", by="pm")
     assert info.value.exit_code == 75
     assert path.read_bytes() == b""
+
+
+def test_a_path_the_system_refuses_is_a_clean_error(pmos):
+    long_name = "x" * 5000
+    for args in (
+        ("rubric", "show", long_name),
+        ("--root", long_name, "root"),
+        ("init", long_name),
+        ("ledger", "show", "evals", "--last", "9" * 25),
+    ):
+        result = pmos(*args)
+        assert result.returncode == 2, args
+        assert "Traceback" not in result.stderr and result.stderr.startswith("pmos: error:")

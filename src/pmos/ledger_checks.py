@@ -20,6 +20,8 @@ def verify_kit(kit: Kit, *, with_schema: bool = False) -> list[VerifyReport]:
     return reports
 
 
+#: More records than any ledger holds; a larger --last is a typo.
+MAX_LAST = 1_000_000_000
 #: Fields that tie a record to a run; a task names the run it came from.
 RUN_FIELDS = ("run_id", "parent_run_id")
 
@@ -36,6 +38,6 @@ def read_kind(
 
     if last is None:
         return (r for r in iter_records(path, kind) if wanted(r))
-    if last < 1:
-        raise BadInput(f"--last must be at least 1; got {last}")
+    if not 1 <= last <= MAX_LAST:
+        raise BadInput(f"--last must be from 1 to {MAX_LAST:,}; got {last}")
     return reversed(list(islice((r for r in iter_records_reversed(path, kind) if wanted(r)), last)))

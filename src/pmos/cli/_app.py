@@ -26,6 +26,13 @@ class PmosGroup(TyperGroup):
         except PmosError as exc:
             typer.echo(f"pmos: error: {exc}", err=True)
             raise typer.Exit(exc.exit_code) from None
+        except OSError as exc:
+            # A path the system refuses (too long, no permission, not a folder...):
+            # the user's input or environment, not a pmos bug. Nothing was written,
+            # since every write is checked and undone on failure.
+            where = f": {exc.filename!s:.200}" if exc.filename else ""
+            typer.echo(f"pmos: error: {exc.strerror or exc}{where}", err=True)
+            raise typer.Exit(exit_codes.BAD_INPUT) from None
         except KeyboardInterrupt:
             typer.echo("pmos: interrupted", err=True)
             raise typer.Exit(exit_codes.INTERRUPTED) from None
