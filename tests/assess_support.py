@@ -58,8 +58,15 @@ print("```json\n" + json.dumps(answer) + "\n```")
 """
 
 
+class _NoAliases(yaml.SafeDumper):
+    """pmos refuses YAML aliases; a repeated object is written out in full."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
 def write_spec(path: Path, data: Any) -> Path:
-    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    path.write_text(yaml.dump(data, Dumper=_NoAliases, sort_keys=False), encoding="utf-8")
     return path
 
 
@@ -72,7 +79,7 @@ def set_config(kit_root: Path, **sections: Any) -> None:
             data.pop(key, None)
         else:
             data[key] = value
-    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    path.write_text(yaml.dump(data, Dumper=_NoAliases, sort_keys=False), encoding="utf-8")
 
 
 def scores(*values: float, dims: tuple[str, ...] = DIMS) -> dict[str, float]:

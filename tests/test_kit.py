@@ -40,6 +40,10 @@ def test_no_root_says_how_to_create_one(tmp_path, monkeypatch, pmos):
     empty = tmp_path / "empty"
     empty.mkdir()
     monkeypatch.chdir(empty)
+    strays = [
+        p for p in empty.parents if (p / "pmos.yaml").exists() or (p / "pmos/pmos.yaml").exists()
+    ]
+    assert not strays, f"a stray kit above the test folder makes this test meaningless: {strays}"
     with pytest.raises(KitRootNotFound, match="pmos init"):
         find_root(cwd=empty)
     result = pmos("ledger", "verify", cwd=empty, env={"PMOS_ROOT": ""})

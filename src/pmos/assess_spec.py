@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pmos.errors import BadInput
+from pmos.inputs import read_input_text
 
 EXPECTATION_TYPES = ("test", "script", "file_exists", "llm_review")
 DEFAULT_REVIEW_THRESHOLD = 3.0
@@ -215,12 +216,7 @@ def load_spec(path: Path, *, lenient: bool = False) -> Spec:
     from pmos.yamlio import load_yaml
 
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BadInput(f"cannot read spec {path}: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise BadInput(f"spec {path} is not UTF-8 text: {exc}") from None
+    text = read_input_text(path, what="spec", stdin_ok=False)
     try:
         data = load_yaml(text)
     except yaml.YAMLError as exc:

@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from pmos.errors import BadInput
+from pmos.inputs import check_regular_file
 from pmos.kit import Kit
 from pmos.runfacts import RunFacts, gather_known
 from pmos.text import neutralise
@@ -518,6 +519,7 @@ def _tail_lines(path: Path, keep: int) -> tuple[list[tuple[int, str]], int]:
     tail: deque[tuple[int, str]] = deque(maxlen=keep)
     count = 0
     try:
+        check_regular_file(path, what="--log")
         with open(path, "rb") as handle:
             number = 0
             while True:

@@ -78,10 +78,12 @@ def _field(path) -> str:
 def validate(name: str, instance: Any) -> list[Violation]:
     """Every schema violation of ``instance`` (empty when valid), one per field and rule."""
     seen: set[tuple[str, str]] = set()
-    out: list[Violation] = list(_non_finite(instance, ()))
-    errors = sorted(
-        _validator(name).iter_errors(instance), key=lambda e: [str(p) for p in e.absolute_path]
-    )
+    try:
+        out: list[Violation] = _non_finite(instance, ())
+        found = list(_validator(name).iter_errors(instance))
+    except RecursionError:
+        return [Violation("schema:depth", "(record)", "nested too deeply to check")]
+    errors = sorted(found, key=lambda e: [str(p) for p in e.absolute_path])
     for err in errors:
         field = _field(err.absolute_path)
         if err.validator == "required":

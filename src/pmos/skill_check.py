@@ -30,6 +30,7 @@ from urllib.parse import unquote
 
 from pmos import markdown
 from pmos.errors import BadInput
+from pmos.inputs import read_input_text
 
 #: What ``pmos skill check`` reads when given no path (those present in the kit root).
 DEFAULT_TARGETS = ("skills", "planning", "AGENTS.md", "CLAUDE.md", "DECISIONS.md", "README.md")
@@ -369,8 +370,8 @@ def _check_file(
     cache: dict[Path, set[str]],
 ) -> None:
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_input_text(path, what="document", stdin_ok=False)
+    except BadInput as exc:
         report.problems.append(Problem(shown, 0, "read", f"cannot read: {exc}"))
         return
     report.files.append(shown)

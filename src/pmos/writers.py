@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 from pmos import history, schemas, verdict_rules
 from pmos.errors import BadInput, RecordRejected, Violation
 from pmos.families import same_family
+from pmos.inputs import read_input_text
 from pmos.kit import LEDGER_KINDS, Kit
 from pmos.ledger import LedgerWriter
 from pmos.rubric import Rubric, load_rubric
@@ -139,11 +140,10 @@ def load_contract(path: Path) -> dict[str, Any]:
 
     from pmos.yamlio import load_yaml
 
+    text = read_input_text(path, what="contract", stdin_ok=False)
     try:
-        data = load_yaml(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise BadInput(f"cannot read contract {path}: {exc.strerror}") from None
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        data = load_yaml(text)
+    except yaml.YAMLError as exc:
         raise BadInput(f"contract {path} is not valid YAML or JSON: {exc}") from None
     if not isinstance(data, dict):
         raise BadInput(f"contract {path} must be a mapping with done_criteria")

@@ -53,7 +53,7 @@ def record(
     from pmos.cli.writercmds import _read_json
     from pmos.taskevals import record_task_eval
 
-    written = record_task_eval(kit(), _read_json(file))
+    written = record_task_eval(kit(), _read_json(file, "score input"))
     warn(written.warnings)
     if json_output:
         emit_json(written.record)

@@ -6,14 +6,12 @@ lives there. Success prints the record_id (the stored record with --json).
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from pmos.cli._app import JSON_OPTION, emit_json, kit, new_typer, warn
-from pmos.errors import BadInput
 
 LEDGER_OPTION = typer.Option(
     None,
@@ -70,18 +68,10 @@ def run_register(
     _report(written, json_output)
 
 
-def _read_json(source: str) -> Any:
-    import orjson
+def _read_json(source: str, what: str = "verdict") -> Any:
+    from pmos.inputs import read_json_input
 
-    try:
-        raw = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
-    except OSError as exc:
-        raise BadInput(f"cannot read {source}: {exc.strerror}") from None
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        where = "standard input" if source == "-" else source
-        raise BadInput(f"{where} is not valid JSON: {exc}") from None
+    return read_json_input(source, what=what)
 
 
 def eval_record(

@@ -1,0 +1,124 @@
+"""Inputs built to hang or crash pmos are refused cleanly, and nothing is written."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from conftest import ledger_bytes
+
+BOMB = """\
+a: &a ["x", "x", "x", "x", "x", "x", "x", "x", "x"]
+b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]
+c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]
+d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]
+e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]
+f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]
+g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f]
+done_criteria: *g
+"""
+
+
+@pytest.fixture
+def fifo(tmp_path):
+    path = tmp_path / "pipe"
+    os.mkfifo(path)
+    return path
+
+
+def register(pmos, contract):
+    return pmos(
+        "run",
+        "register",
+        "--run-id",
+        "r",
+        "--initiative-id",
+        "i",
+        "--builder-model",
+        "m",
+        "--contract",
+        str(contract),
+        timeout=30,
+    )
+
+
+def test_yaml_alias_bomb_is_refused(pmos, kit_root, tmp_path):
+    contract = tmp_path / "bomb.yaml"
+    contract.write_text(BOMB)
+    before = ledger_bytes(kit_root)
+    result = register(pmos, contract)
+    assert result.returncode == 2 and "aliases" in result.stderr
+    assert ledger_bytes(kit_root) == before
+
+
+def test_plain_yaml_still_loads(pmos, tmp_path):
+    contract = tmp_path / "c.yaml"
+    contract.write_text("done_criteria:\n  - {id: c1, text: t, test_method: m}\n")
+    assert register(pmos, contract).returncode == 0
+
+
+@pytest.mark.parametrize("kind", ["yaml", "json"])
+def test_deep_nesting_is_refused(pmos, kit_root, tmp_path, kind):
+    depth = 5000
+    contract = tmp_path / f"deep.{kind}"
+    contract.write_text(
+        "done_criteria: " + "[" * depth + "]" * depth + "\n"
+        if kind == "yaml"
+        else '{"done_criteria": ' + "[" * depth + "]" * depth + "}"
+    )
+    result = register(pmos, contract)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_deep_json_verdict_is_refused(pmos, tmp_path):
+    verdict = tmp_path / "v.json"
+    verdict.write_text('{"run_id": ' + "[" * 3000 + "]" * 3000 + "}")
+    result = pmos("eval", "record", "--file", str(verdict), timeout=30)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+
+
+def test_a_fifo_is_not_read(pmos, fifo, kit_root):
+    assert (
+        pmos(
+            "run", "register", "--run-id", "known", "--initiative-id", "i", "--builder-model", "m"
+        ).returncode
+        == 0
+    )
+    for args in (
+        ("eval", "record", "--file", str(fifo)),
+        (
+            "run",
+            "register",
+            "--run-id",
+            "r",
+            "--initiative-id",
+            "i",
+            "--builder-model",
+            "m",
+            "--contract",
+            str(fifo),
+        ),
+        ("score", "record", "--file", str(fifo)),
+        ("assess", str(fifo)),
+        ("evidence", "--run-id", "known", "--log", str(fifo)),
+    ):
+        result = pmos(*args, timeout=30)
+        assert result.returncode == 2, (args, result.stderr)
+        assert "not a regular file" in result.stderr, args
+
+
+def test_a_folder_is_not_a_verdict(pmos, tmp_path):
+    result = pmos("eval", "record", "--file", str(tmp_path))
+    assert result.returncode == 2 and "is a folder" in result.stderr
+
+
+def test_oversized_input_is_refused(pmos, tmp_path, monkeypatch):
+    big = tmp_path / "big.json"
+    with big.open("w") as handle:
+        handle.write('{"note": "')
+        handle.write("x" * (65 * 1024 * 1024))
+        handle.write('"}')
+    result = pmos("eval", "record", "--file", str(big), timeout=60)
+    assert result.returncode == 2 and "larger than" in result.stderr
