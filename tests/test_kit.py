@@ -178,3 +178,20 @@ def test_config_that_is_not_utf8_is_reported(kit_root, pmos):
     (kit_root / "pmos.yaml").write_bytes(b"schema_version: 1\nledgers: {}\n# \xff\xfe\n")
     result = pmos("root")
     assert result.returncode == 2 and "not UTF-8" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ('ledgers: {runs: "state/\\u0000x"}', "ledgers/runs"),
+        ("ledgers: {bogus: state/x.jsonl}", "unknown ledger kind"),
+        ('default_rubric: ""', "default_rubric"),
+    ],
+)
+def test_config_paths_are_checked(kit_root, pmos, line, expected):
+    (kit_root / "pmos.yaml").write_text(
+        f"schema_version: 1\nledgers: {{}}\n{line}\n".replace("ledgers: {}\nledgers:", "ledgers:")
+    )
+    result = pmos("root")
+    assert result.returncode == 2, result.stderr
+    assert expected in result.stderr

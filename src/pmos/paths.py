@@ -24,6 +24,8 @@ def resolve_inside(root: Path, named: str | Path, *, what: str, for_writing: boo
     error = SinkRefused if for_writing else BadInput
     if not str(named).strip():
         raise error(f"{what} is an empty path")
+    if "\x00" in str(named):
+        raise error(f"{what} contains a NUL character")
     real_root = Path(os.path.realpath(root))
     lexical = Path(os.path.normpath(real_root / named))
     real = Path(os.path.realpath(lexical))
