@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from decimal import Decimal
 from pathlib import Path
@@ -615,3 +616,17 @@ def test_review_command_with_tab_and_newline_and_a_day_timeout_is_accepted(
     result, _, check = review(cli, tmp_path, work)
     assert result.exit_code == 0, result.output
     assert check["passed"] is True and calls(tmp_path, "a") == 1
+
+
+def test_a_pipe_named_as_review_evidence_is_not_read(cli, tmp_path, work, kit_root):
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    os.mkfifo(work / "pipe")
+    set_config(
+        kit_root, review=jury(tmp_path, {"a": {"scores": scores(4), "prompt_dir": str(prompts)}})
+    )
+    result, _, _ = review(cli, tmp_path, work, {"files": ["pipe", "a.txt"]})
+    assert result.exit_code == 0, result.output
+    (prompt,) = [p.read_text() for p in prompts.iterdir()]
+    assert "=== file pipe ===\n(cannot be read: not a regular file)" in prompt
+    assert "=== file a.txt ===\nhello" in prompt

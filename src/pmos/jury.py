@@ -26,10 +26,12 @@ weighted score equal to the threshold passes.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import secrets
 import shlex
+import stat
 import subprocess
 import time
 from collections.abc import Mapping
@@ -214,9 +216,12 @@ def evidence_path(cwd: Path, name: str) -> Path | None:
 
 def _read_no_follow(path: Path) -> bytes:
     """Read ``path`` refusing a symbolic link in its last part, so a link put in
-    place after :func:`evidence_path` resolved it is not followed."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    place after :func:`evidence_path` resolved it is not followed, and refusing
+    anything but a regular file (a pipe would block the review forever)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     with os.fdopen(fd, "rb") as stream:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
         return stream.read()
 
 
