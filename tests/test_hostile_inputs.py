@@ -122,3 +122,36 @@ def test_oversized_input_is_refused(pmos, tmp_path, monkeypatch):
         handle.write('"}')
     result = pmos("eval", "record", "--file", str(big), timeout=60)
     assert result.returncode == 2 and "larger than" in result.stderr
+
+
+@pytest.mark.parametrize("value", ["2026-13-45", "!!int abc", "!!bool x", "9" * 5000])
+def test_yaml_values_the_safe_loader_cannot_convert(pmos, tmp_path, kit_root, value):
+    contract = tmp_path / "c.yaml"
+    contract.write_text(f"done_criteria:\n  - id: c1\n    text: {value}\n    test_method: x\n")
+    before = ledger_bytes(kit_root)
+    result = register(pmos, contract)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert ledger_bytes(kit_root) == before
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["ledgers: {1: state/x.jsonl}", "pass_fraction_window: 5.0", "default_rubric: 2026-13-45"],
+)
+def test_odd_config_values_are_clean_errors(pmos, kit_root, line):
+    text = (kit_root / "pmos.yaml").read_text()
+    if line.startswith("ledgers"):
+        text = text.replace("ledgers:\n", "ledgers:\n  1: state/x.jsonl\n", 1)
+    else:
+        text += f"\n{line}\n"
+    (kit_root / "pmos.yaml").write_text(text)
+    result = pmos("root")
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_deeply_nested_reviewer_output_is_unparseable_not_a_crash():
+    from pmos.jury import last_json_object
+
+    assert last_json_object('{"a":' * 20000) is None
+    assert last_json_object('noise {"a": 1} more') == {"a": 1}

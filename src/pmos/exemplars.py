@@ -40,10 +40,12 @@ from typing import Any
 
 from pmos import history, markdown
 from pmos.errors import BadInput
+from pmos.inputs import read_input_text
 from pmos.kit import Kit
 from pmos.paths import resolve_inside
 from pmos.timestamps import parse_instant
 from pmos.verdict_rules import PASS_SIDE, SKIPPED
+from pmos.yamlio import load_yaml
 
 DEFAULT_LOG = "planning/evals/eval-calibration.md"
 MIN_ANCHORS, MAX_ANCHORS = 2, 4
@@ -135,7 +137,7 @@ def parse_log(text: str, source: str = "the text") -> list[dict[str, Any]]:
             problems.append((part.start, f"the yaml block of entry {title!r} is never closed"))
             continue
         try:
-            data = yaml.load("\n".join(line for _, line in part.lines), Loader=loader)
+            data = load_yaml("\n".join(line for _, line in part.lines), loader)
         except yaml.YAMLError as exc:
             problems.append((number, f"entry {title!r} is not valid YAML: {exc}"))
             continue
@@ -193,12 +195,9 @@ def _display(kit: Kit, path: Path) -> str:
 def read_log(kit: Kit) -> list[dict[str, Any]]:
     """The log's entries; a missing log has none."""
     path = log_path(kit)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not path.exists() and not path.is_symlink():
         return []
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"cannot read the exemplar log {path}: {exc}") from None
+    text = read_input_text(path, what="the exemplar log", stdin_ok=False)
     return parse_log(text, _display(kit, path))
 
 

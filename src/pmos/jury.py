@@ -329,7 +329,7 @@ def last_json_object(text: str) -> dict[str, Any] | None:
     while pos != -1:
         try:
             value, end = decoder.raw_decode(text, pos)
-        except ValueError:
+        except (ValueError, RecursionError):
             pos = text.find("{", pos + 1)
             continue
         if isinstance(value, dict):

@@ -132,11 +132,14 @@ def load_config(path: Path) -> Config:
     if problems:
         lines = "\n".join(f"  - {p}" for p in problems)
         raise ConfigError(f"{path} is not a valid pmos config:\n{lines}")
-    unknown = sorted(set(data["ledgers"]) - set(LEDGER_KINDS))
+    unknown = sorted(str(k) for k in data["ledgers"] if k not in LEDGER_KINDS)
     if unknown:
         raise ConfigError(
             f"{path}: unknown ledger kind(s) {', '.join(unknown)}; known: {', '.join(LEDGER_KINDS)}"
         )
+    for key in ("pass_fraction_window", "min_pairs"):
+        if key in data and type(data[key]) is not int:
+            raise ConfigError(f"{path}: {key} must be a whole number, got {data[key]!r}")
     ledgers = {k.name: k.default_path for k in LEDGER_KINDS.values()}
     ledgers.update(data["ledgers"])
     known = {k: data[k] for k in Config._fields if k in data and k not in ("ledgers", "raw")}

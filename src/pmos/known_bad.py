@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pmos.errors import BadInput, RecordRejected
+from pmos.inputs import read_input_text
 from pmos.kit import Kit
 from pmos.paths import resolve_inside
 
@@ -96,10 +97,10 @@ def _load_yaml(path: Path, problems: list[str]) -> Any:
     from pmos.yamlio import load_yaml
 
     try:
-        return load_yaml(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        problems.append(f"{path}: missing")
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        return load_yaml(read_input_text(path, what="known-bad file", stdin_ok=False))
+    except BadInput as exc:
+        problems.append(str(exc))
+    except yaml.YAMLError as exc:
         problems.append(f"{path}: cannot be read as YAML: {exc}")
     return None
 
