@@ -247,3 +247,14 @@ def test_a_contract_with_a_duplicate_criterion_id_refuses_the_whole_seed(cli, ki
     assert result.exit_code == 2
     assert "nothing was seeded" in result.stderr and "[contract-unique]" in result.stderr
     assert ledger_bytes(kit_root) == before
+
+
+def test_seed_refused_by_a_broken_acceptances_ledger_writes_no_run(cli, kit_root):
+    from conftest import ledger_bytes
+
+    with (kit_root / "state/acceptances.jsonl").open("a") as handle:
+        handle.write("garbage\n")
+    before = ledger_bytes(kit_root)
+    result = cli("known-bad", "seed")
+    assert result.exit_code == 2
+    assert ledger_bytes(kit_root) == before

@@ -177,8 +177,14 @@ def load_cases(kit: Kit) -> list[Case]:
 def seed(kit: Kit) -> SeedReport:
     """Register every case as a run and label it fail; skip what is already there."""
     from pmos import history
+    from pmos.ledger import iter_records
     from pmos.writers import record_acceptance, register_run
 
+    # Both ledgers must be writable before the first run is registered, or a
+    # refused seed would leave runs behind without their labels.
+    kit.ledger_path("runs")
+    for _ in iter_records(kit.ledger_path("acceptances"), "acceptances"):
+        pass
     report = SeedReport()
     for case in load_cases(kit):
         registered = labelled = False
