@@ -40,12 +40,27 @@ from pmos.errors import BadInput, LedgerBusy, LedgerCorrupt, Violation
 from pmos.timestamps import now_rfc3339
 
 _HASH_TAG = b"pmos-ledger-v1\n"
-_SUFFIX_LEN = len(b',"hash":"') + 64 + len(b'"}')
-_SUFFIX = re.compile(rb',"hash":"([0-9a-f]{64})"\}\Z')
+_TAGGED = hashlib.sha256(_HASH_TAG)
 _BLOCK = 1 << 16
 #: Fields the ledger itself owns; a record may not bring its own.
 CHAIN_FIELDS = ("prev_hash", "hash")
 LOCK_TIMEOUT_S = 30.0
+
+# Every line a writer makes ends with the same fixed-size tail, because
+# encode_line puts prev_hash last in the body and appends hash after it:
+#     ...,"prev_hash":"<64 hex>","hash":"<64 hex>"}
+_PREV_KEY = b',"prev_hash":"'
+_HASH_KEY = b'","hash":"'
+_CLOSE = b'"}'
+_HEX = 64
+_TAIL_LEN = len(_PREV_KEY) + _HEX + len(_HASH_KEY) + _HEX + len(_CLOSE)
+#: Bytes at the end of a line that the line's own hash does not cover: ,"hash":"<hex>"}
+_UNHASHED = len(_HASH_KEY) - 1 + _HEX + len(_CLOSE)
+_SUFFIX = re.compile(rb',"hash":"([0-9a-f]{64})"\}\Z')
+_TAIL = re.compile(rb',"prev_hash":"[0-9a-f]{64}","hash":"[0-9a-f]{64}"\}\Z')
+_NO_HASH = "carries no chain hash as its last field: not written by a pmos writer"
+_NO_PREV = "carries no prev_hash just before its hash: not written by a pmos writer"
+_EDITED = "hash does not match the line's content: the line was edited"
 
 
 def genesis_hash(kind: str) -> str:
@@ -67,42 +82,80 @@ def parse_line(raw: bytes) -> dict[str, Any]:
     Returns the record, chain fields included. Does not check the link to the
     previous line: that needs context the caller has.
     """
-    return _parse_checked(raw, len(raw))
+    _chain_fields(raw, len(raw))
+    return _decode(raw, orjson.loads)
 
 
-_HASH_KEY = b',"hash":"'
-_NO_HASH = "carries no chain hash as its last field: not written by a pmos writer"
-_TAGGED = hashlib.sha256(_HASH_TAG)
+def _chain_fields(raw: bytes, end: int) -> tuple[bytes, bytes]:
+    """``(prev_hash, hash)`` of the line ``raw[:end]``, once its own hash is checked.
 
-
-def _parse_checked(raw: bytes, end: int) -> dict[str, Any]:
-    """:func:`parse_line` on ``raw[:end]``; bytes after ``end`` may only be the newline.
-
-    This is every reader's hot path (about 2 us a line), so it does no more
-    than it must: the JSON parser skips the trailing newline itself, the hash
-    suffix is checked at fixed offsets, the tagged hash state is copied rather
-    than rebuilt, and the digest is compared with the already parsed value.
+    This is every reader's hot path, so it works on the bytes alone: the
+    tail has a fixed size and layout, the hash covers the bytes as written,
+    and the tagged hash state is copied rather than rebuilt. Parsing is left
+    to the caller, who picks the decoder. Any failure is explained by
+    :func:`_diagnose`, which may take its time.
     """
+    own = raw[end - 66 : end - 2]
+    digest = _TAGGED.copy()
+    digest.update(raw[: end - _UNHASHED] + b"}")
+    start = end - _TAIL_LEN
+    if (
+        digest.hexdigest().encode() != own
+        or start < 1
+        or raw[start : start + 14] != _PREV_KEY
+        or raw[end - 76 : end - 66] != _HASH_KEY
+        or raw[end - 2 : end] != _CLOSE
+    ):
+        raise LineError(_diagnose(raw[:end]))
+    return raw[start + 14 : start + 78], own
+
+
+def _diagnose(line: bytes) -> str:
+    """Why :func:`_chain_fields` refused ``line``, in the terms a person can act on."""
     try:
-        record = orjson.loads(raw)
+        record = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        return f"not valid JSON ({exc})"
+    if type(record) is not dict:
+        return "not a JSON object"
+    suffix = _SUFFIX.search(line)
+    if suffix is None or suffix.start() < 1:
+        return _NO_HASH
+    if _digest(line[: suffix.start()] + b"}") != suffix.group(1).decode():
+        return _EDITED
+    if _TAIL.search(line) is None:
+        return _NO_PREV
+    return "malformed chain fields"  # unreachable while the checks above mirror _chain_fields
+
+
+def _decode(raw: bytes, decode: Callable[[bytes], Any]) -> Any:
+    """Parse a line whose chain fields were checked; a parse failure is a LineError."""
+    try:
+        return decode(raw)
     except orjson.JSONDecodeError as exc:
         raise LineError(f"not valid JSON ({exc})") from None
-    if type(record) is not dict:
-        raise LineError("not a JSON object")
-    body_end = end - _SUFFIX_LEN
-    if body_end < 1 or raw[body_end : end - 66] != _HASH_KEY or raw[end - 2 : end] != b'"}':
-        raise LineError(_NO_HASH)
-    digest = _TAGGED.copy()
-    digest.update(raw[:body_end] + b"}")
-    # The last field's raw text is 64 bytes (checked above); its parsed value can
-    # equal a 64-digit lowercase hex digest only if those bytes are that digest.
-    if digest.hexdigest() != record.get("hash"):
-        if _SUFFIX.match(raw, body_end, end) is None:  # not even a well-formed hash
-            raise LineError(_NO_HASH)
-        raise LineError("hash does not match the line's content: the line was edited")
-    if type(record.get("prev_hash")) is not str:
-        raise LineError("carries no prev_hash")
-    return record
+
+
+def _row_decoder(row: type | None) -> tuple[Callable[[bytes], Any], tuple[type[Exception], ...]]:
+    """The line decoder for ``row`` (None: a plain dict) and the errors it raises.
+
+    A row type is a ``msgspec.Struct`` naming the fields a reader uses, with
+    their types (see :mod:`pmos.rows`): decoding into it skips every other
+    field without building it, and refuses a used field that is missing or
+    has the wrong type, so a reader never computes with one.
+    """
+    if row is None:
+        return orjson.loads, (orjson.JSONDecodeError,)
+    import msgspec  # only readers with row types pay for it
+
+    return msgspec.json.Decoder(row).decode, (msgspec.DecodeError,)
+
+
+def _decode_problem(exc: Exception) -> str:
+    """A decoder's error as a line problem (msgspec.ValidationError names the field)."""
+    if type(exc).__name__ == "ValidationError":
+        return f"a field does not fit the ledger's schema: {exc}"
+    return f"not valid JSON ({exc})"
 
 
 def encode_line(record: dict[str, Any], prev_hash: str) -> tuple[bytes, str]:
@@ -287,40 +340,39 @@ def append(path: Path, kind: str, record: dict[str, Any]) -> Appended:
 # ---------------------------------------------------------------- reading
 
 
-def iter_records(path: Path, kind: str, *, verify: bool = True) -> Iterator[dict[str, Any]]:
+def iter_records(
+    path: Path, kind: str, *, verify: bool = True, row: type | None = None
+) -> Iterator[Any]:
     """Stream a ledger's records in order, checking each line and the chain.
 
     A missing ledger reads as empty. An unterminated last line is skipped (a
     write in flight, or a crash remnant). With ``verify`` a line that does not
     parse or breaks the chain raises :class:`LedgerCorrupt`: numbers computed
-    from a tampered ledger must not be reported.
+    from a tampered ledger must not be reported. Records are dicts, or with
+    ``row`` instances of that row type (see :func:`_row_decoder`).
     """
+    decode, errors = _row_decoder(row)
     try:
         handle = open(path, "rb")  # noqa: SIM115 - closed in finally, generator
     except FileNotFoundError:
         return
     with handle:
-        expected = genesis_hash(kind)
-        number = 0
-        for raw in handle:
-            number += 1
+        expected = genesis_hash(kind).encode()
+        for number, raw in enumerate(handle, start=1):
             end = len(raw) - 1
             if raw[end:] != b"\n":
                 return
-            if not verify:
-                try:
-                    yield orjson.loads(raw)
-                except orjson.JSONDecodeError as exc:
-                    raise LedgerCorrupt(str(path), number, f"not valid JSON ({exc})") from None
-                continue
             try:
-                record = _parse_checked(raw, end)
+                if verify:
+                    prev, own = _chain_fields(raw, end)
+                    if prev != expected:
+                        raise LedgerCorrupt(str(path), number, _LINK_BROKEN)
+                    expected = own
+                yield decode(raw)
             except LineError as exc:
                 raise LedgerCorrupt(str(path), number, str(exc)) from None
-            if record["prev_hash"] != expected:
-                raise LedgerCorrupt(str(path), number, _LINK_BROKEN)
-            expected = record["hash"]
-            yield record
+            except errors as exc:
+                raise LedgerCorrupt(str(path), number, _decode_problem(exc)) from None
 
 
 _LINK_BROKEN = "prev_hash does not match the previous line: a line was deleted, moved or inserted"
@@ -357,14 +409,15 @@ def iter_records_reversed(path: Path, kind: str) -> Iterator[dict[str, Any]]:
                 if not raw:
                     continue
                 try:
-                    record = parse_line(raw)
+                    prev, own = _chain_fields(raw, len(raw))
+                    record = _decode(raw, orjson.loads)
                 except LineError as exc:
                     raise LedgerCorrupt(str(path), line_end_number, str(exc)) from None
-                if later_prev is not None and record["hash"] != later_prev:
+                if later_prev is not None and own != later_prev:
                     raise LedgerCorrupt(str(path), line_end_number, _LINK_BROKEN)
-                later_prev = record["prev_hash"]
+                later_prev = prev
                 yield record
-        if later_prev is not None and later_prev != genesis_hash(kind):
+        if later_prev is not None and later_prev != genesis_hash(kind).encode():
             raise LedgerCorrupt(str(path), 1, "first line does not start the chain")
     finally:
         os.close(fd)
@@ -430,7 +483,7 @@ def verify(
         return report
     with handle:
         _lock(handle.fileno(), fcntl.LOCK_SH, Path(path), LOCK_TIMEOUT_S)
-        expected = genesis_hash(kind)
+        expected = genesis_hash(kind).encode()
         for number, raw in enumerate(handle, start=1):
             report.lines = number
             if not raw.endswith(b"\n"):
@@ -443,17 +496,18 @@ def verify(
                 )
                 break
             try:
-                record = _parse_checked(raw, len(raw) - 1)
+                prev, own = _chain_fields(raw, len(raw) - 1)
+                record = _decode(raw, orjson.loads)
             except LineError as exc:
                 report.problems.append(Problem(number, str(exc)))
                 claimed = _SUFFIX.search(raw[:-1])
-                expected = claimed.group(1).decode() if claimed else expected
+                expected = claimed.group(1) if claimed else expected
                 continue
-            if record["prev_hash"] != expected:
+            if prev != expected:
                 report.problems.append(Problem(number, _LINK_BROKEN))
-            expected = record["hash"]
+            expected = own
             if validate is not None:
                 for violation in validate(record):
                     report.problems.append(Problem(number, f"schema: {violation}"))
-        report.head = expected if report.lines else None
+        report.head = expected.decode() if report.lines else None
     return report
