@@ -15,7 +15,7 @@ not records. The statistics themselves live in :mod:`pmos.stats`.
 from __future__ import annotations
 
 import os
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -23,10 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from pmos import stats
-from pmos.errors import BadInput
+from pmos.errors import BadInput, LedgerCorrupt
 from pmos.history import MAX_WINDOW, PassFraction
 from pmos.kit import Kit
 from pmos.ledger import iter_records
+from pmos.rows import row_type
 from pmos.timestamps import parse_instant
 from pmos.verdict_rules import PASS_SIDE, SKIPPED
 
@@ -77,13 +78,14 @@ class Verdicts:
     model: a small int per run is the cheapest value to keep and to replace
     a million times. ``details`` (run -> initiative_id, recorded_at of that
     verdict) is kept only when a filter needs it. ``skips`` holds the latest
-    SKIPPED verdict per run as (evaluator_model, initiative_id, recorded_at).
+    SKIPPED verdict per run as (evaluator_model, initiative_id, recorded_at),
+    the last two None unless a filter needs them.
     """
 
     models: list[str]
     latest: dict[str, int]
     details: dict[str, tuple[str, str]] | None
-    skips: dict[str, tuple[str | None, str, str]]
+    skips: dict[str, tuple[str | None, str | None, str | None]]
     pass_fraction: PassFraction
     pass_fraction_by_model: dict[str, PassFraction]
 
@@ -95,6 +97,13 @@ class Labels:
 
     latest: dict[str, bool]
     details: dict[str, tuple[str | None, str]] | None
+
+
+#: The fields each reader decodes (see :mod:`pmos.rows`); a filtered report also
+#: needs where and when, which an unfiltered one does not pay for.
+VERDICT_FIELDS = ("run_id", "verdict", "evaluator_model")
+LABEL_FIELDS = ("run_id", "label")
+FILTER_FIELDS = ("initiative_id", "recorded_at")
 
 
 def read_verdicts(path: Path, scope: Scope, window: int) -> Verdicts:
@@ -109,30 +118,35 @@ def read_verdicts(path: Path, scope: Scope, window: int) -> Verdicts:
     codes: dict[str, int] = {}
     latest: dict[str, int] = {}
     details: dict[str, tuple[str, str]] | None = None if scope.everything else {}
-    skips: dict[str, tuple[str | None, str, str]] = {}
+    skips: dict[str, tuple[str | None, str | None, str | None]] = {}
     recent: deque[str] = deque(maxlen=window)
     recent_by_model: list[deque[str]] = []
     pass_side = PASS_SIDE
     wanted = _record_filter(scope)
-    for record in iter_records(path, "evals"):
-        verdict = record["verdict"]
+    fields = VERDICT_FIELDS if wanted is None else VERDICT_FIELDS + FILTER_FIELDS
+    for row in iter_records(path, "evals", row=row_type("evals", fields)):
+        verdict = row.verdict
+        run = row.run_id
+        model = row.evaluator_model
         if verdict == SKIPPED:
-            skips[record["run_id"]] = (
-                record.get("evaluator_model"),
-                record["initiative_id"],
-                record["recorded_at"],
+            skips[run] = (
+                (model, None, None)
+                if wanted is None
+                else (model, row.initiative_id, row.recorded_at)
             )
             continue
-        model = record["evaluator_model"]
-        code = codes.get(model)
+        code = codes.get(model)  # type: ignore[arg-type]
         if code is None:
+            if model is None:  # the schema requires it of every judged verdict
+                raise LedgerCorrupt(
+                    str(path), None, f"a {verdict} verdict of run {run} names no evaluator_model"
+                )
             code = codes[model] = len(models)
             models.append(model)
             recent_by_model.append(deque(maxlen=window))
-        run = record["run_id"]
         latest[run] = code * 2 + (verdict in pass_side)
         if wanted is not None:
-            initiative, at = record["initiative_id"], record["recorded_at"]
+            initiative, at = row.initiative_id, row.recorded_at
             details[run] = (initiative, at)  # type: ignore[index]
             if not wanted(model, initiative, at):
                 continue
@@ -155,12 +169,16 @@ def read_verdicts(path: Path, scope: Scope, window: int) -> Verdicts:
 def read_labels(path: Path, detailed: bool) -> Labels:
     """Stream the acceptance ledger once; a later label of a run supersedes an earlier one."""
     latest: dict[str, bool] = {}
-    details: dict[str, tuple[str | None, str]] | None = {} if detailed else None
-    for record in iter_records(path, "acceptances"):
-        run = record["run_id"]
-        latest[run] = record["label"] == "pass"
-        if details is not None:
-            details[run] = (record.get("initiative_id"), record["recorded_at"])
+    if not detailed:
+        for row in iter_records(path, "acceptances", row=row_type("acceptances", LABEL_FIELDS)):
+            latest[row.run_id] = row.label == "pass"
+        return Labels(latest, None)
+    details: dict[str, tuple[str | None, str]] = {}
+    detailed_row = row_type("acceptances", LABEL_FIELDS + FILTER_FIELDS)
+    for row in iter_records(path, "acceptances", row=detailed_row):
+        run = row.run_id
+        latest[run] = row.label == "pass"
+        details[run] = (row.initiative_id, row.recorded_at)
     return Labels(latest, details)
 
 
@@ -218,16 +236,16 @@ class _Tally:
         self.tp = self.fn = self.fp = self.tn = 0
         self.unlabelled = self.unlabelled_pass = self.skipped = 0
 
-    def pair(self, gate_pass: bool, pm_pass: bool) -> None:
+    def pair(self, gate_pass: int, pm_pass: bool, n: int = 1) -> None:
         if pm_pass:
             if gate_pass:
-                self.tp += 1
+                self.tp += n
             else:
-                self.fn += 1
+                self.fn += n
         elif gate_pass:
-            self.fp += 1
+            self.fp += n
         else:
-            self.tn += 1
+            self.tn += n
 
     def confusion(self) -> stats.Confusion:
         return stats.Confusion(tp=self.tp, fn=self.fn, fp=self.fp, tn=self.tn)
@@ -322,26 +340,26 @@ def _pair(
         return found
 
     models = judged.models
-    groups: list[_Tally | None] = [None] * len(models)  # by model code, made when first used
     labels = labelled.latest
-    for run, code in judged.latest.items():
-        index = code >> 1
-        if wanted is not None:
-            run_initiative, at = judged.details[run]  # type: ignore[index]
-            if not wanted(models[index], run_initiative, at):
-                continue
-        group = groups[index]
-        if group is None:
-            group = groups[index] = tally_of(models[index])
+    in_scope = judged.latest
+    if wanted is not None:
+        details = judged.details
+        in_scope = {
+            run: code
+            for run, code in in_scope.items()
+            if wanted(models[code >> 1], *details[run])  # type: ignore[index]
+        }
+    # One count per (model code and gate side, PM label or None): a few dozen
+    # keys however many runs, counted in C rather than a Python loop per run.
+    counts = Counter(zip(in_scope.values(), map(labels.get, in_scope), strict=True))
+    for (code, label), n in counts.items():
         gate_pass = code & 1
-        label = labels.get(run)
-        if label is None:
-            for t in (total, group):
-                t.unlabelled += 1
-                t.unlabelled_pass += gate_pass
-        else:
-            total.pair(gate_pass, label)
-            group.pair(gate_pass, label)
+        for t in (total, tally_of(models[code >> 1])):
+            if label is None:
+                t.unlabelled += n
+                t.unlabelled_pass += gate_pass * n
+            else:
+                t.pair(gate_pass, label, n)
     for run, (skip_model, skip_initiative, at) in judged.skips.items():
         if run in judged.latest:
             continue
@@ -350,18 +368,15 @@ def _pair(
         total.skipped += 1
         if skip_model is not None:
             tally_of(skip_model).skipped += 1
-    labels_without_verdict = 0
-    for run in labels:
-        if run in judged.latest:
-            continue
-        if wanted is not None:
+    unpaired = labels.keys() - judged.latest.keys()
+    labels_without_verdict = len(unpaired)
+    if wanted is not None:
+        for run in unpaired:
             label_initiative, at = labelled.details[run]  # type: ignore[index]
             skip = judged.skips.get(run)
             label_model = skip[0] if skip else None
             initiative_of = label_initiative or (skip[1] if skip else None)
-            if not wanted(label_model, initiative_of, at):
-                continue
-        labels_without_verdict += 1
+            labels_without_verdict -= not wanted(label_model, initiative_of, at)
     for name in judged.pass_fraction_by_model:
         tally_of(name)
     return total, per_model, labels_without_verdict

@@ -49,9 +49,9 @@ LOCK_TIMEOUT_S = 30.0
 # Every line a writer makes ends with the same fixed-size tail, because
 # encode_line puts prev_hash last in the body and appends hash after it:
 #     ...,"prev_hash":"<64 hex>","hash":"<64 hex>"}
-_PREV_KEY = b',"prev_hash":"'
-_HASH_KEY = b'","hash":"'
-_CLOSE = b'"}'
+_PREV_KEY = ',"prev_hash":"'
+_HASH_KEY = '","hash":"'
+_CLOSE = '"}'
 _HEX = 64
 _TAIL_LEN = len(_PREV_KEY) + _HEX + len(_HASH_KEY) + _HEX + len(_CLOSE)
 #: Bytes at the end of a line that the line's own hash does not cover: ,"hash":"<hex>"}
@@ -102,9 +102,9 @@ def _chain_fields(raw: bytes, end: int) -> tuple[bytes, bytes]:
     if (
         digest.hexdigest().encode() != own
         or start < 1
-        or raw[start : start + 14] != _PREV_KEY
-        or raw[end - 76 : end - 66] != _HASH_KEY
-        or raw[end - 2 : end] != _CLOSE
+        or raw[start : start + 14] != _PREV_KEY.encode()
+        or raw[end - 76 : end - 66] != _HASH_KEY.encode()
+        or raw[end - 2 : end] != _CLOSE.encode()
     ):
         raise LineError(_diagnose(raw[:end]))
     return raw[start + 14 : start + 78], own
@@ -356,18 +356,32 @@ def iter_records(
         handle = open(path, "rb")  # noqa: SIM115 - closed in finally, generator
     except FileNotFoundError:
         return
+    # The hot loop of every reader. It does what _chain_fields does, with the
+    # link folded in: the line's tail must read exactly as the writer would
+    # have made it after the previous line; anything else goes to the slow path.
+    tagged, prev_key, hash_key, close = _TAGGED, _PREV_KEY, _HASH_KEY, _CLOSE + "\n"
+    unhashed, tail_len = _UNHASHED, _TAIL_LEN
     with handle:
-        expected = genesis_hash(kind).encode()
+        prev = genesis_hash(kind)
         for number, raw in enumerate(handle, start=1):
             end = len(raw) - 1
             if raw[end:] != b"\n":
                 return
             try:
                 if verify:
-                    prev, own = _chain_fields(raw, end)
-                    if prev != expected:
+                    digest = tagged.copy()
+                    digest.update(raw[: end - unhashed] + b"}")
+                    own = digest.hexdigest()
+                    try:
+                        tail = raw[end - tail_len :].decode()
+                    except UnicodeDecodeError:
+                        tail = ""
+                    if (
+                        tail != f"{prev_key}{prev}{hash_key}{own}{close}"
+                        and _chain_fields(raw, end)[0] != prev.encode()
+                    ):
                         raise LedgerCorrupt(str(path), number, _LINK_BROKEN)
-                    expected = own
+                    prev = own
                 yield decode(raw)
             except LineError as exc:
                 raise LedgerCorrupt(str(path), number, str(exc)) from None
