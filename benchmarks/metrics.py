@@ -5,9 +5,10 @@ the ledger library (``LedgerWriter.append_many``, schema-valid records, a
 sample re-validated), into a throw-away kit under the system temp folder.
 Then, in one run, it measures as real processes:
 
-* ``pmos metrics --json`` wall time as a ratio to two floors that only read
-  and JSON-parse both ledgers, one with the standard library's ``json``
-  (target <= 1.0) and one with ``orjson``, the parser pmos uses (target <= 1.5);
+* ``pmos metrics --json`` wall time as a ratio to floors that only read and
+  JSON-parse both ledgers: the standard library's ``json`` (target <= 1.0) and
+  the parsers pmos uses (target <= 1.5 each), ``orjson`` for whole records and
+  ``msgspec`` for the typed rows its readers decode;
 * the peak memory of ``pmos metrics --json`` (target < 500 MB): the resident
   memory of the process and of the reader process it forks on large kits,
   summed and sampled every 20 ms (the largest single process's max RSS is
@@ -19,7 +20,7 @@ Each timing is the best of ``--repeat`` runs, so a stray hiccup of the
 machine does not decide a ratio. Usage::
 
     python benchmarks/metrics.py [--runs 200000] [--verdicts 1000000]
-        [--labels 1000000] [--repeat 3] [--keep] [--check]
+        [--labels 1000000] [--repeat 3] [--keep | --reuse KIT] [--check]
 
 ``--check`` exits 1 when a target is missed (the figures are printed either way).
 """
@@ -52,12 +53,20 @@ VALIDATE_EVERY = 997
 
 FLOOR = """
 import sys
-from {module} import loads
+from {module} import {loads} as loads
 for path in sys.argv[1:]:
     with open(path, "rb") as handle:
         for line in handle:
             loads(line)
 """
+#: Floors that only read and JSON-parse every line into a plain object: the
+#: standard library, orjson (pmos's parser for whole records) and msgspec
+#: (pmos's parser for the typed rows its readers decode).
+FLOORS = {
+    "stdlib-json": ("json", "loads"),
+    "orjson": ("orjson", "loads"),
+    "msgspec": ("msgspec.json", "decode"),
+}
 
 
 def _stamp(moment: datetime) -> str:
@@ -222,23 +231,30 @@ def main() -> int:
     parser.add_argument("--labels", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--keep", action="store_true", help="keep the generated kit")
+    parser.add_argument(
+        "--reuse", type=Path, metavar="KIT", help="measure a kit kept by an earlier --keep run"
+    )
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     args = parser.parse_args()
 
     workdir = Path(tempfile.mkdtemp(prefix="pmos-bench-metrics-"))
-    kit_root = workdir / "kit"
+    kit_root = args.reuse.resolve() if args.reuse else workdir / "kit"
     try:
-        init_kit(kit_root)
-        print(
-            f"writing {args.verdicts:,} verdicts and {args.labels:,} labels over "
-            f"{args.runs:,} runs into {kit_root}"
-        )
         t0 = time.perf_counter()
-        generate(kit_root, args.runs, args.verdicts, args.labels)
+        if args.reuse:
+            print(f"measuring the kit at {kit_root}")
+        else:
+            init_kit(kit_root)
+            print(
+                f"writing {args.verdicts:,} verdicts and {args.labels:,} labels over "
+                f"{args.runs:,} runs into {kit_root}"
+            )
+            generate(kit_root, args.runs, args.verdicts, args.labels)
         kit = open_kit(kit_root)
         files = [str(kit.ledger_path("evals")), str(kit.ledger_path("acceptances"))]
         size = sum(os.path.getsize(f) for f in files)
-        print(f"  written in {time.perf_counter() - t0:.1f}s ({size / 1e6:.0f} MB in both ledgers)")
+        done = "found" if args.reuse else f"written in {time.perf_counter() - t0:.1f}s"
+        print(f"  {done} ({size / 1e6:.0f} MB in both ledgers)")
 
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "PMOS_ROOT": str(kit_root)}
         py = sys.executable
@@ -247,23 +263,28 @@ def main() -> int:
             with open(f, "rb") as handle:
                 while handle.read(1 << 24):
                     pass
-        stdlib, _, _ = best([py, "-c", FLOOR.format(module="json"), *files], env, args.repeat)
-        fast, _, _ = best([py, "-c", FLOOR.format(module="orjson"), *files], env, args.repeat)
+        floors = {
+            name: best([py, "-c", FLOOR.format(module=m, loads=f), *files], env, args.repeat)[0]
+            for name, (m, f) in FLOORS.items()
+        }
         metrics, single, peak = best([py, "-m", "pmos", "metrics", "--json"], env, args.repeat)
         verify, _, _ = best([py, "-m", "pmos", "ledger", "verify"], env, args.repeat)
     finally:
-        if args.keep:
+        if args.keep and not args.reuse:
             print(f"kit kept at {kit_root}")
         else:
             shutil.rmtree(workdir, ignore_errors=True)
 
+    stdlib = floors["stdlib-json"]
     rows = [
         ("metrics / stdlib-json floor", metrics / stdlib, 1.0),
-        ("metrics / orjson floor", metrics / fast, 1.5),
+        ("metrics / orjson floor", metrics / floors["orjson"], 1.5),
+        ("metrics / msgspec floor", metrics / floors["msgspec"], 1.5),
         ("ledger verify / stdlib-json floor", verify / stdlib, 1.5),
     ]
     missed = 0
-    print(f"\nbest of {args.repeat} (floors: stdlib {stdlib:.2f}s, orjson {fast:.2f}s)")
+    named = ", ".join(f"{name} {seconds:.2f}s" for name, seconds in floors.items())
+    print(f"\nbest of {args.repeat} (floors: {named})")
     for name, ratio, target in rows:
         ok = ratio <= target
         missed += not ok

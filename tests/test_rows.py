@@ -1,0 +1,159 @@
+"""Typed rows: readers decode only the fields they use, typed by the schema.
+
+A line whose chain is intact but whose fields do not fit the schema (re-chained
+by hand, or written by an older writer) must be refused with its line number,
+never crash a reader or be counted. Each case writes such a line with the raw
+ledger writer, which chains whatever it is given.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+import msgspec
+import pytest
+
+from pmos.calibration import compute_metrics
+from pmos.errors import LedgerCorrupt
+from pmos.ledger import LedgerWriter, iter_records, verify
+from pmos.rows import row_type
+
+
+def _verdict(run: str = "run-1", **overrides: Any) -> dict[str, Any]:
+    record = {
+        "record_id": f"ev-{run}",
+        "recorded_at": "2026-01-01T00:00:00Z",
+        "schema_version": 1,
+        "form": "short",
+        "run_id": run,
+        "initiative_id": "init-1",
+        "verdict": "PASS",
+        "score": 0.9,
+        "rubric_path": "planning/evals/agent-run-eval-rubric.md",
+        "evaluator_model": "gpt-5",
+        "axes": {"spec": {"verdict": "pass"}, "standards": {"verdict": "pass"}},
+        "pass_fraction": "unknown",
+    }
+    record.update(overrides)
+    return {k: v for k, v in record.items() if v is not ...}
+
+
+def _label(run: str = "run-1", **overrides: Any) -> dict[str, Any]:
+    record = {
+        "record_id": f"acc-{run}",
+        "recorded_at": "2026-01-01T00:00:01Z",
+        "schema_version": 1,
+        "run_id": run,
+        "label": "pass",
+        "by": "pm",
+    }
+    record.update(overrides)
+    return record
+
+
+def _write(kit, kind: str, *records: dict[str, Any]) -> None:
+    LedgerWriter(kit.ledger_path(kind), kind).append_many(records)
+
+
+def test_row_types_come_from_the_schema():
+    row = row_type("evals", ("run_id", "verdict", "evaluator_model", "pass_fraction"))
+    fields = {f.name: f for f in msgspec.structs.fields(row)}
+    assert fields["run_id"].type is str and fields["run_id"].required
+    assert fields["verdict"].type == Literal["PASS", "PASS-WITH-FINDINGS", "FAIL", "SKIPPED"]
+    # Not in the schema's "required": optional, None when absent.
+    assert (
+        fields["evaluator_model"].type == str | None and fields["evaluator_model"].default is None
+    )
+    assert fields["pass_fraction"].type == float | Literal["unknown"] | None
+    label = row_type("acceptances", ("gate_verdict",))
+    assert msgspec.structs.fields(label)[0].type == (
+        Literal["PASS", "PASS-WITH-FINDINGS", "FAIL", "SKIPPED"] | None
+    )
+    with pytest.raises(ValueError, match="no field 'nope'"):
+        row_type("evals", ("nope",))
+
+
+def test_a_row_decodes_only_its_fields(kit):
+    _write(kit, "evals", _verdict(), _verdict("run-2", verdict="FAIL", score=0.2))
+    rows = list(
+        iter_records(
+            kit.ledger_path("evals"), "evals", row=row_type("evals", ("run_id", "verdict"))
+        )
+    )
+    assert [(r.run_id, r.verdict) for r in rows] == [("run-1", "PASS"), ("run-2", "FAIL")]
+    assert not hasattr(rows[0], "score")
+
+
+@pytest.mark.parametrize(
+    ("kind", "record", "problem"),
+    [
+        ("evals", _verdict(run_id=7), "Expected `str`, got `int` - at `$.run_id`"),
+        ("evals", _verdict(run_id=["a"]), "Expected `str`, got `array` - at `$.run_id`"),
+        ("evals", _verdict(verdict="MAYBE"), "Invalid enum value 'MAYBE' - at `$.verdict`"),
+        ("evals", _verdict(run_id=...), "missing required field `run_id`"),
+        ("evals", _verdict(evaluator_model={"name": "x"}), "at `$.evaluator_model`"),
+        ("acceptances", _label(label=True), "Expected `str`, got `bool` - at `$.label`"),
+        ("acceptances", _label(label="maybe"), "Invalid enum value 'maybe' - at `$.label`"),
+    ],
+)
+def test_a_chained_record_with_a_wrong_field_is_refused(kit, kind, record, problem):
+    good = _verdict("run-0") if kind == "evals" else _label("run-0")
+    _write(kit, kind, good, record)
+    assert verify(kit.ledger_path(kind), kind).ok  # the chain itself is intact
+    with pytest.raises(LedgerCorrupt) as caught:
+        compute_metrics(kit)
+    message = str(caught.value)
+    assert f"{kind}.jsonl:2: a field does not fit the ledger's schema" in message
+    assert problem in message
+
+
+def test_the_valid_twin_of_each_case_is_counted(kit):
+    _write(kit, "evals", _verdict("run-0"), _verdict("run-1", verdict="FAIL", score=0.2))
+    _write(kit, "acceptances", _label("run-0"), _label("run-1", label="fail"))
+    report = compute_metrics(kit)
+    assert report["confusion"] == {"tp": 1, "fn": 0, "fp": 0, "tn": 1}
+
+
+def test_a_judged_verdict_without_a_model_is_refused(kit):
+    _write(kit, "evals", _verdict(evaluator_model=...))
+    with pytest.raises(LedgerCorrupt, match="a PASS verdict of run run-1 names no evaluator_model"):
+        compute_metrics(kit)
+    # A skip may lack one: it is no judgement.
+    kit.ledger_path("evals").unlink()
+    skip = _verdict(
+        verdict="SKIPPED",
+        score=None,
+        evaluator_model=...,
+        axes=...,
+        rubric_path=...,
+        skipped_reason="evaluator unavailable",
+    )
+    _write(kit, "evals", skip)
+    assert compute_metrics(kit)["skipped"] == 1
+
+
+def test_metrics_cli_reports_the_line_and_exits_2(kit, pmos):
+    _write(kit, "evals", _verdict("run-0"), _verdict(run_id=7))
+    done = pmos("metrics", "--json")
+    assert done.returncode == 2, done.stderr
+    assert "evals.jsonl:2: a field does not fit the ledger's schema" in done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""
+
+
+def test_a_line_whose_prev_hash_is_not_just_before_its_hash_is_refused(kit):
+    _write(kit, "evals", _verdict("run-0"), _verdict("run-1"))
+    path = kit.ledger_path("evals")
+    lines = path.read_bytes().splitlines(keepends=True)
+    record = json.loads(lines[1])
+    own = record.pop("hash")
+    moved = {"prev_hash": record.pop("prev_hash"), **record}  # same fields, prev_hash first
+    body = json.dumps(moved, separators=(",", ":")).encode()
+    digest = hashlib.sha256(b"pmos-ledger-v1\n" + body).hexdigest()  # the documented line hash
+    assert digest != own
+    rewritten = body[:-1] + b',"hash":"' + digest.encode() + b'"}\n'
+    path.write_bytes(lines[0] + rewritten)
+    with pytest.raises(LedgerCorrupt, match=":2: carries no prev_hash just before its hash"):
+        list(iter_records(path, "evals"))
+    assert "carries no prev_hash just before its hash" in verify(path, "evals").problems[0].problem
