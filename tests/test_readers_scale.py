@@ -143,14 +143,14 @@ def test_parallel_read_gives_the_same_report(kit, monkeypatch):
     started = []
 
     class Spy(forked.ForkedCall):
-        def __init__(self, *args):
+        def __init__(self, *args, **options):
             started.append(args[0].__name__)
-            super().__init__(*args)
+            super().__init__(*args, **options)
 
     monkeypatch.setattr(forked, "ForkedCall", Spy)
     monkeypatch.setattr(calibration, "PARALLEL_MIN_BYTES", 0)
     parallel = [compute_metrics(kit), compute_metrics(kit, model="gpt-5", window=5)]
-    assert started == ["read_verdicts", "read_verdicts"]
+    assert started == ["_read_verdicts_and_pair", "_read_verdicts_and_pair"]
     assert parallel == serial
 
 
@@ -188,3 +188,32 @@ def test_forked_call_carries_results_and_errors():
 
     with pytest.raises(RuntimeError, match="no way back"):
         ForkedCall(boom).result()
+
+
+def _sum_with(receive, base):
+    return base + sum(receive())
+
+
+def test_forked_call_inbox_hands_the_child_a_value_while_both_run():
+    import os
+    import time
+
+    from pmos.errors import PmosError
+    from pmos.forked import ForkedCall
+
+    call = ForkedCall(_sum_with, 10, inbox=True)
+    big = list(range(200_000))  # far more than a pipe holds: send must not wait for the child
+    started = time.perf_counter()
+    call.send(big)
+    assert time.perf_counter() - started < 5
+    assert call.result() == 10 + sum(big)
+    with pytest.raises(RuntimeError, match="sent to already"):
+        call.send([1])
+    # Never sent: the waiting child sees end of file and reports it, no hang.
+    with pytest.raises(PmosError, match="ended before sending"):
+        ForkedCall(_sum_with, 1, inbox=True).result()
+    # The parent fails before sending: cancel() stops and reaps the waiting child.
+    waiting = ForkedCall(_sum_with, 1, inbox=True)
+    waiting.cancel()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)

@@ -203,7 +203,7 @@ def _record_filter(scope: Scope) -> Callable[[str | None, str | None, str], bool
 PARALLEL_MIN_BYTES = 16 << 20
 
 
-def _read_both(kit: Kit, scope: Scope, window: int) -> tuple[Verdicts, Labels]:
+def _read_and_pair(kit: Kit, scope: Scope, window: int) -> Paired:
     evals = kit.ledger_path("evals")
     acceptances = kit.ledger_path("acceptances")
     detailed = not scope.everything
@@ -212,16 +212,25 @@ def _read_both(kit: Kit, scope: Scope, window: int) -> tuple[Verdicts, Labels]:
     except FileNotFoundError:
         size = 0
     if size < PARALLEL_MIN_BYTES or not hasattr(os, "fork"):
-        return read_verdicts(evals, scope, window), read_labels(acceptances, detailed)
+        return _pair(read_verdicts(evals, scope, window), read_labels(acceptances, detailed), scope)
     from pmos.forked import ForkedCall
 
-    child = ForkedCall(read_verdicts, evals, scope, window)
+    # The child reads the larger ledger, receives the labels read here, pairs
+    # and sends back only the counts; this process loads scikit-learn meanwhile.
+    child = ForkedCall(_read_verdicts_and_pair, evals, scope, window, inbox=True)
     try:
-        labelled = read_labels(acceptances, detailed)
-        stats.preload()  # while the child is still reading the larger ledger
-        return child.result(), labelled
+        child.send(read_labels(acceptances, detailed))
+        stats.preload()
+        return child.result()
     finally:
         child.cancel()
+
+
+def _read_verdicts_and_pair(
+    receive: Callable[[], Labels], path: Path, scope: Scope, window: int
+) -> Paired:
+    judged = read_verdicts(path, scope, window)
+    return _pair(judged, receive(), scope)
 
 
 # ---------------------------------------------------------------- pairing
@@ -277,20 +286,19 @@ def compute_metrics(
         )
     settings = Settings(config.kappa_threshold, config.min_pairs, window, config.goodhart_alarm)
     scope = Scope(initiative, model, since)
-    judged, labelled = _read_both(kit, scope, window)
-    total, per_model, labels_without_verdict = _pair(judged, labelled, _record_filter(scope))
+    paired = _read_and_pair(kit, scope, window)
 
-    report = _group_report(total, judged.pass_fraction, settings)
+    report = _group_report(paired.total, paired.pass_fraction, settings)
     report["kappa_threshold"] = settings.kappa_threshold
     report["pass_fraction_window"] = window
-    report["labels_without_verdict"] = labels_without_verdict
+    report["labels_without_verdict"] = paired.labels_without_verdict
     report["by_model"] = {
         name: _group_report(
-            per_model[name],
-            judged.pass_fraction_by_model.get(name) or PassFraction(window),
+            tally,
+            paired.pass_fraction_by_model.get(name) or PassFraction(window),
             settings,
         )
-        for name in sorted(per_model)
+        for name, tally in sorted(paired.per_model.items())
     }
     order = [
         "pairs",
@@ -319,17 +327,23 @@ def compute_metrics(
     return {key: report[key] for key in order}
 
 
-def _pair(
-    judged: Verdicts,
-    labelled: Labels,
-    wanted: Callable[[str | None, str | None, str], bool] | None,
-) -> tuple[_Tally, dict[str, _Tally], int]:
-    """Count every run in scope: its pair, or why it has none.
+@dataclass
+class Paired:
+    """What the report is computed from: the overall tally, one tally per
+    evaluator model (a model appears when any run, skip or pass-fraction
+    verdict in scope is its), the number of labelled runs without a
+    non-SKIPPED verdict, and the pass fractions."""
 
-    Returns the overall tally, one tally per evaluator model (a model appears
-    when any run, skip or pass-fraction verdict in scope is its) and the
-    number of labelled runs without a non-SKIPPED verdict.
-    """
+    total: _Tally
+    per_model: dict[str, _Tally]
+    labels_without_verdict: int
+    pass_fraction: PassFraction
+    pass_fraction_by_model: dict[str, PassFraction]
+
+
+def _pair(judged: Verdicts, labelled: Labels, scope: Scope) -> Paired:
+    """Count every run in scope: its pair, or why it has none."""
+    wanted = _record_filter(scope)
     total = _Tally()
     per_model: dict[str, _Tally] = {}
 
@@ -379,7 +393,13 @@ def _pair(
             labels_without_verdict -= not wanted(label_model, initiative_of, at)
     for name in judged.pass_fraction_by_model:
         tally_of(name)
-    return total, per_model, labels_without_verdict
+    return Paired(
+        total,
+        per_model,
+        labels_without_verdict,
+        judged.pass_fraction,
+        judged.pass_fraction_by_model,
+    )
 
 
 def _rounded(value: float) -> float:

@@ -5,7 +5,9 @@ them. Reading one in a child while the parent reads the other uses a second
 core and roughly halves the wall time on large kits; small kits never fork
 (see the callers' thresholds). The child sends its result back pickled through
 a pipe; an exception raised in the child is re-raised in the parent, so a
-corrupt ledger reports the same error either way.
+corrupt ledger reports the same error either way. With an inbox, the parent
+can hand the child one more value while both run (the labels it has read),
+so the child can finish the work that needs both.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import contextlib
 import os
 import pickle
 import signal
+import threading
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -22,29 +25,67 @@ from pmos.errors import PmosError
 
 
 class ForkedCall:
-    """A function running in a child process; :meth:`result` waits for it."""
+    """A function running in a child process; :meth:`result` waits for it.
 
-    def __init__(self, function: Callable[..., Any], *args: Any) -> None:
+    With ``inbox=True`` the function is called as ``function(receive, *args)``:
+    ``receive()`` blocks until the parent's :meth:`send` and returns its value.
+    """
+
+    def __init__(self, function: Callable[..., Any], *args: Any, inbox: bool = False) -> None:
         read_fd, write_fd = os.pipe()
+        inbox_read, inbox_write = os.pipe() if inbox else (None, None)
         pid = os.fork()
         if pid == 0:  # the child: compute, send, and leave without running any cleanup
             os.close(read_fd)
             try:
+                if inbox_read is not None:
+                    os.close(inbox_write)  # type: ignore[arg-type]
+                    args = (lambda: _read_value(inbox_read), *args)
                 _child(write_fd, function, args)
             finally:
                 os._exit(0)
         os.close(write_fd)
+        if inbox_read is not None:
+            os.close(inbox_read)
         self._pid: int | None = pid
         self._fd: int | None = read_fd
+        self._inbox: int | None = inbox_write
+        self._sender: threading.Thread | None = None
+
+    def send(self, value: Any) -> None:
+        """Hand ``value`` to the child's ``receive()`` without waiting for it to read.
+
+        A pipe holds only 64 KiB and the child reads when its own work is
+        done, so a thread writes while this process goes on. If the child is
+        gone, the value is dropped: :meth:`result` reports why it ended.
+        """
+        if self._inbox is None:
+            raise RuntimeError("this forked call has no inbox, or it was sent to already")
+        fd, self._inbox = self._inbox, None
+        data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+        def write() -> None:
+            try:
+                with contextlib.suppress(BrokenPipeError), os.fdopen(fd, "wb") as pipe:
+                    pipe.write(data)
+            except OSError:
+                pass  # the child is gone; result() says why
+
+        self._sender = threading.Thread(target=write, daemon=True)
+        self._sender.start()
 
     def result(self) -> Any:
         """The function's return value, or its exception raised here."""
         if self._fd is None:
             raise RuntimeError("the result of a forked call can be taken once")
+        if self._inbox is not None:  # never sent: let a waiting child see end of file
+            os.close(self._inbox)
+            self._inbox = None
         with os.fdopen(self._fd, "rb") as pipe:
             self._fd = None
             data = pipe.read()
         status = self._reap()
+        self._close_inbox()
         if not data:
             raise PmosError(f"a reader process ended without a result (wait status {status})")
         outcome, value = pickle.loads(data)
@@ -61,12 +102,29 @@ class ForkedCall:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+        self._close_inbox()
+
+    def _close_inbox(self) -> None:
+        if self._inbox is not None:  # never sent: the child, if alive, sees end of file
+            os.close(self._inbox)
+            self._inbox = None
+        if self._sender is not None:  # the child has exited, so the writer cannot block
+            self._sender.join()
+            self._sender = None
 
     def _reap(self) -> int | None:
         pid, self._pid = self._pid, None
         if pid is None:
             return None
         return os.waitpid(pid, 0)[1]
+
+
+def _read_value(fd: int) -> Any:
+    with os.fdopen(fd, "rb") as pipe:
+        data = pipe.read()
+    if not data:
+        raise PmosError("the parent process ended before sending its part")
+    return pickle.loads(data)
 
 
 def _child(write_fd: int, function: Callable[..., Any], args: tuple) -> None:

@@ -42,6 +42,9 @@ from pmos.timestamps import now_rfc3339
 _HASH_TAG = b"pmos-ledger-v1\n"
 _TAGGED = hashlib.sha256(_HASH_TAG)
 _BLOCK = 1 << 16
+#: Forward readers read this much per system call: with the default 8 KiB, a
+#: large ledger costs tens of thousands of reads (about 0.1 s per 400 MB).
+_READ_BUFFER = 1 << 20
 #: Fields the ledger itself owns; a record may not bring its own.
 CHAIN_FIELDS = ("prev_hash", "hash")
 LOCK_TIMEOUT_S = 30.0
@@ -353,7 +356,7 @@ def iter_records(
     """
     decode, errors = _row_decoder(row)
     try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed in finally, generator
+        handle = open(path, "rb", buffering=_READ_BUFFER)  # noqa: SIM115 - closed in finally
     except FileNotFoundError:
         return
     # The hot loop of every reader. It does what _chain_fields does, with the
@@ -489,7 +492,7 @@ def verify(
     """
     report = VerifyReport(kind, str(path))
     try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed below
+        handle = open(path, "rb", buffering=_READ_BUFFER)  # noqa: SIM115 - closed below
     except FileNotFoundError:
         report.problems.append(
             Problem(0, "ledger file is missing; 'pmos init' on the kit root recreates it empty")
