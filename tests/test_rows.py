@@ -66,7 +66,13 @@ def test_row_types_come_from_the_schema():
     assert (
         fields["evaluator_model"].type == str | None and fields["evaluator_model"].default is None
     )
-    assert fields["pass_fraction"].type == float | Literal["unknown"] | None
+    decode = msgspec.json.Decoder(row).decode
+    base = b'"run_id":"r","verdict":"FAIL"'
+    for text, value in [(b"1", 1), (b"0.5", 0.5), (b'"unknown"', "unknown")]:
+        parsed = decode(b"{" + base + b',"pass_fraction":' + text + b"}").pass_fraction
+        assert parsed == value and type(parsed) is type(value)  # an int stays an int
+    with pytest.raises(msgspec.ValidationError):
+        decode(b"{" + base + b',"pass_fraction":"often"}')
     label = row_type("acceptances", ("gate_verdict",))
     assert msgspec.structs.fields(label)[0].type == (
         Literal["PASS", "PASS-WITH-FINDINGS", "FAIL", "SKIPPED"] | None

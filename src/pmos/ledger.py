@@ -31,6 +31,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator
+from functools import cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -139,19 +140,37 @@ def _decode(raw: bytes, decode: Callable[[bytes], Any]) -> Any:
         raise LineError(f"not valid JSON ({exc})") from None
 
 
-def _row_decoder(row: type | None) -> tuple[Callable[[bytes], Any], tuple[type[Exception], ...]]:
-    """The line decoder for ``row`` (None: a plain dict) and the errors it raises.
+def _line_decoder(
+    kind: str, row: type | None, plain: bool
+) -> tuple[Callable[[bytes], Any], tuple[type[Exception], ...]]:
+    """The decoder a reader asked for, and the errors it raises on a bad line.
 
-    A row type is a ``msgspec.Struct`` naming the fields a reader uses, with
-    their types (see :mod:`pmos.rows`): decoding into it skips every other
-    field without building it, and refuses a used field that is missing or
-    has the wrong type, so a reader never computes with one.
+    By default a line decodes to a dict typed by the kind's schema (see
+    :mod:`pmos.rows`): a record whose fields do not fit their types is refused
+    here, with its line number, instead of crashing or misleading the code
+    that uses it. ``row`` decodes just the fields a hot reader needs.
+    ``plain`` parses without a type check, for code that only displays or
+    reports records (``pmos ledger show``, ``pmos ledger verify``).
     """
-    if row is None:
+    if plain:
         return orjson.loads, (orjson.JSONDecodeError,)
-    import msgspec  # only readers with row types pay for it
+    return _typed_decoder(kind, row), _typed_errors()
 
-    return msgspec.json.Decoder(row).decode, (msgspec.DecodeError,)
+
+@cache
+def _typed_decoder(kind: str, row: type | None) -> Callable[[bytes], Any]:
+    import msgspec  # readers only: writers that never read pay nothing for it
+
+    from pmos.rows import record_type
+
+    return msgspec.json.Decoder(record_type(kind) if row is None else row).decode
+
+
+@cache
+def _typed_errors() -> tuple[type[Exception], ...]:
+    import msgspec
+
+    return (msgspec.DecodeError,)
 
 
 def _decode_problem(exc: Exception) -> str:
@@ -344,17 +363,17 @@ def append(path: Path, kind: str, record: dict[str, Any]) -> Appended:
 
 
 def iter_records(
-    path: Path, kind: str, *, verify: bool = True, row: type | None = None
+    path: Path, kind: str, *, verify: bool = True, row: type | None = None, plain: bool = False
 ) -> Iterator[Any]:
     """Stream a ledger's records in order, checking each line and the chain.
 
     A missing ledger reads as empty. An unterminated last line is skipped (a
     write in flight, or a crash remnant). With ``verify`` a line that does not
     parse or breaks the chain raises :class:`LedgerCorrupt`: numbers computed
-    from a tampered ledger must not be reported. Records are dicts, or with
-    ``row`` instances of that row type (see :func:`_row_decoder`).
+    from a tampered ledger must not be reported. Records are dicts checked
+    against their schema's types, rows, or plain dicts (see :func:`_line_decoder`).
     """
-    decode, errors = _row_decoder(row)
+    decode, errors = _line_decoder(kind, row, plain)
     try:
         handle = open(path, "rb", buffering=_READ_BUFFER)  # noqa: SIM115 - closed in finally
     except FileNotFoundError:
@@ -395,12 +414,16 @@ def iter_records(
 _LINK_BROKEN = "prev_hash does not match the previous line: a line was deleted, moved or inserted"
 
 
-def iter_records_reversed(path: Path, kind: str) -> Iterator[dict[str, Any]]:
+def iter_records_reversed(
+    path: Path, kind: str, *, plain: bool = False
+) -> Iterator[dict[str, Any]]:
     """Stream a ledger's records newest first, checking each line and its link.
 
     Lets a writer look at recent history (the last N verdicts, the latest
-    record of a run) without reading a large ledger from the start.
+    record of a run) without reading a large ledger from the start. Records
+    are decoded as by :func:`iter_records`.
     """
+    decode, errors = _line_decoder(kind, None, plain)
     try:
         fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
@@ -427,9 +450,11 @@ def iter_records_reversed(path: Path, kind: str) -> Iterator[dict[str, Any]]:
                     continue
                 try:
                     prev, own = _chain_fields(raw, len(raw))
-                    record = _decode(raw, orjson.loads)
+                    record = decode(raw)
                 except LineError as exc:
                     raise LedgerCorrupt(str(path), line_end_number, str(exc)) from None
+                except errors as exc:
+                    raise LedgerCorrupt(str(path), line_end_number, _decode_problem(exc)) from None
                 if later_prev is not None and own != later_prev:
                     raise LedgerCorrupt(str(path), line_end_number, _LINK_BROKEN)
                 later_prev = prev

@@ -30,14 +30,19 @@ def read_kind(
     kit: Kit, kind: str, *, run_id: str | None = None, last: int | None = None
 ) -> Iterator[dict[str, Any]]:
     """Stream a ledger's records in order, optionally only one run's, optionally only the
-    last ``last`` of them (read from the end, so a large ledger is not read whole)."""
+    last ``last`` of them (read from the end, so a large ledger is not read whole).
+
+    For display: records are shown as stored, whether or not they fit their
+    schema (``pmos ledger verify --schema`` says which do not)."""
     path = kit.ledger_path(kind)
 
     def wanted(record: dict[str, Any]) -> bool:
         return run_id is None or any(record.get(f) == run_id for f in RUN_FIELDS)
 
     if last is None:
-        return (r for r in iter_records(path, kind) if wanted(r))
+        return (r for r in iter_records(path, kind, plain=True) if wanted(r))
     if not 1 <= last <= MAX_LAST:
         raise BadInput(f"--last must be from 1 to {MAX_LAST:,}; got {last}")
-    return reversed(list(islice((r for r in iter_records_reversed(path, kind) if wanted(r)), last)))
+    return reversed(
+        list(islice((r for r in iter_records_reversed(path, kind, plain=True) if wanted(r)), last))
+    )

@@ -19,22 +19,30 @@ from __future__ import annotations
 
 from functools import cache, reduce
 from operator import or_
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, NotRequired, Required, TypedDict
 
 import msgspec
 
 from pmos.kit import LEDGER_KINDS
 from pmos.schemas import load_schema
 
-_JSON_TYPES: dict[str, Any] = {
+#: Integers a reader accepts: 64-bit signed, the widest msgspec bounds. No pmos
+#: count or code comes near; a larger value could not be printed as JSON.
+_INT = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+_SCALARS: dict[str, Any] = {
     "string": str,
-    "integer": int,
-    "number": float,  # msgspec's float also takes a JSON integer
+    "integer": _INT,
+    "number": _INT | float,  # an integer stays an int, as the writer stored it
     "boolean": bool,
     "null": None,
-    "array": list,
-    "object": dict,
 }
+
+
+@cache
+def record_type(kind: str) -> Any:
+    """The type of a whole record of ``kind``: a TypedDict tree, so it decodes to a dict."""
+    schema_name = LEDGER_KINDS[kind].schema
+    return _python_type(load_schema(schema_name), schema_name, kind)
 
 
 @cache
@@ -47,29 +55,73 @@ def row_type(kind: str, fields: tuple[str, ...]) -> type[msgspec.Struct]:
     for field in fields:
         if field not in schema["properties"]:
             raise ValueError(f"{schema_name}.schema.json has no field {field!r}")
-        python = _python_type(schema["properties"][field], schema_name)
+        python = _python_type(schema["properties"][field], schema_name, f"{kind}.{field}")
         spec.append((field, python) if field in required else (field, python | None, None))
     name = "".join(part.title() for part in kind.split("-")) + "Row"
     # gc=False: rows hold only JSON values, which cannot form cycles.
     return msgspec.defstruct(name, spec, kw_only=True, frozen=True, gc=False)
 
 
-def _python_type(prop: dict[str, Any], schema_name: str) -> Any:
-    """The Python type a JSON Schema property admits, as msgspec understands it."""
-    if "const" in prop:
-        return _literal([prop["const"]])
-    if "enum" in prop:
-        return _literal(prop["enum"])
+def _python_type(node: dict[str, Any], schema_name: str, name: str) -> Any:
+    """The Python type a JSON Schema node admits, as msgspec understands it.
+
+    Conditional parts (``if``/``then``, ``not``) are rules, not types: they
+    stay with the writers and ``pmos ledger verify --schema``.
+    """
+    if "const" in node:
+        return _literal([node["const"]])
+    if "enum" in node:
+        return _literal(node["enum"])
     for keyword in ("oneOf", "anyOf"):
-        if keyword in prop:
-            return reduce(or_, (_python_type(p, schema_name) for p in prop[keyword]))
-    if "type" in prop:
-        names = prop["type"] if isinstance(prop["type"], list) else [prop["type"]]
-        return reduce(or_, (_JSON_TYPES[n] for n in names))
-    if "$ref" in prop:
-        target, name = _resolve(prop["$ref"], schema_name)
-        return _python_type(target, name)
+        if keyword in node:
+            return _union(_python_type(part, schema_name, name) for part in node[keyword])
+    if "type" in node:
+        names = node["type"] if isinstance(node["type"], list) else [node["type"]]
+        return _union(_of_json_type(n, node, schema_name, name) for n in names)
+    if "$ref" in node:
+        return _ref_type(node["$ref"], schema_name)
+    if "allOf" in node:  # a base type ($ref) narrowed by constants: the base is the type
+        return _python_type(node["allOf"][0], schema_name, name)
     return Any
+
+
+def _of_json_type(json_type: str, node: dict[str, Any], schema_name: str, name: str) -> Any:
+    if json_type in _SCALARS:
+        return _SCALARS[json_type]
+    if json_type == "array":
+        if isinstance(node.get("items"), dict):
+            return list[_python_type(node["items"], schema_name, f"{name}[]")]  # type: ignore[misc]
+        if "prefixItems" in node:
+            parts = [_python_type(p, schema_name, f"{name}[]") for p in node["prefixItems"]]
+            return list[_union(parts)]  # type: ignore[misc]
+        return list
+    # An object. Only a closed one (additionalProperties: false) becomes a
+    # TypedDict, which drops unknown keys; an open one stays a plain dict.
+    extra = node.get("additionalProperties")
+    properties = node.get("properties")
+    if properties and extra is False:
+        required = set(node.get("required", ()))
+        fields = {
+            key: (Required if key in required else NotRequired)[
+                _python_type(value, schema_name, f"{name}.{key}")
+            ]
+            for key, value in properties.items()
+        }
+        return TypedDict(name, fields)  # type: ignore[operator]
+    if isinstance(extra, dict) and not properties:
+        return dict[str, _python_type(extra, schema_name, f"{name}.*")]  # type: ignore[misc]
+    return dict
+
+
+@cache
+def _ref_type(ref: str, schema_name: str) -> Any:
+    """One type per referenced definition, so a union never holds two copies of it."""
+    target, name = _resolve(ref, schema_name)
+    return _python_type(target, name, f"{name}:{ref.rpartition('/')[2]}")
+
+
+def _union(types: Any) -> Any:
+    return reduce(or_, types)
 
 
 def _literal(values: list[Any]) -> Any:
