@@ -163,3 +163,57 @@ def test_a_line_whose_prev_hash_is_not_just_before_its_hash_is_refused(kit):
     with pytest.raises(LedgerCorrupt, match=":2: carries no prev_hash just before its hash"):
         list(iter_records(path, "evals"))
     assert "carries no prev_hash just before its hash" in verify(path, "evals").problems[0].problem
+
+
+def _run(run: str = "run-1", **overrides: Any) -> dict[str, Any]:
+    record = {
+        "record_id": f"run-{run}",
+        "recorded_at": "2026-01-01T00:00:00Z",
+        "schema_version": 1,
+        "run_id": run,
+        "initiative_id": "init-1",
+        "builder_model": "claude-opus-4",
+    }
+    record.update(overrides)
+    return record
+
+
+def test_whole_record_readers_refuse_a_wrong_type_and_name_the_line(kit, pmos):
+    _write(kit, "runs", _run("run-0"), _run("run-1", initiative_id=5))
+    done = pmos("queue", "--json")
+    assert done.returncode == 2, done.stderr
+    assert "runs.jsonl:2: a field does not fit the ledger's schema" in done.stderr
+    assert "Expected `str`, got `int` - at `$.initiative_id`" in done.stderr
+    assert "Traceback" not in done.stderr
+    # Displaying is not computing: show prints the record as stored ...
+    shown = pmos("ledger", "show", "runs", "--json")
+    assert shown.returncode == 0 and json.loads(shown.stdout)[1]["initiative_id"] == 5
+    # ... and verify --schema names it.
+    checked = pmos("ledger", "verify", "--schema", "--json")
+    assert checked.returncode == 1 and "initiative_id" in checked.stdout
+
+
+def test_whole_record_readers_accept_the_valid_twin(kit, pmos):
+    _write(kit, "runs", _run("run-0"), _run("run-1"))
+    done = pmos("queue", "--json")
+    assert done.returncode == 1, done.stderr  # verification debt: two runs without verdicts
+    assert {e["run_id"] for e in json.loads(done.stdout)["verification_debt"]} == {
+        "run-0",
+        "run-1",
+    }
+
+
+def test_a_writer_refuses_to_build_on_a_mistyped_history(kit, pmos, kit_root):
+    from conftest import ledger_bytes
+
+    _write(kit, "runs", _run("run-1"))
+    _write(kit, "evals", _verdict(verdict=["PASS"]))
+    before = ledger_bytes(kit_root)
+    done = pmos(
+        "eval", "log", "run-1", "init-1", "0.9", "PASS",
+        "planning/evals/agent-run-eval-rubric.md", "gpt-5", "--spec", "pass", "--standards", "pass",
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "evals.jsonl: line 1 from the end: a field does not fit" in done.stderr
+    assert "at `$.verdict`" in done.stderr
+    assert ledger_bytes(kit_root) == before

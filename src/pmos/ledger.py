@@ -436,7 +436,7 @@ def iter_records_reversed(
         later_prev: str | None = None
         pending = b""
         pos = end
-        line_end_number = None  # line numbers are unknown when reading backwards
+        from_end = 0  # line numbers are unknown when reading backwards; say where instead
         while pos > 0:
             start = max(0, pos - _BLOCK)
             chunk = os.pread(fd, pos - start, start) + pending
@@ -448,21 +448,26 @@ def iter_records_reversed(
             for raw in reversed(body_lines):
                 if not raw:
                     continue
+                from_end += 1
                 try:
                     prev, own = _chain_fields(raw, len(raw))
                     record = decode(raw)
                 except LineError as exc:
-                    raise LedgerCorrupt(str(path), line_end_number, str(exc)) from None
+                    raise _corrupt_from_end(path, from_end, str(exc)) from None
                 except errors as exc:
-                    raise LedgerCorrupt(str(path), line_end_number, _decode_problem(exc)) from None
+                    raise _corrupt_from_end(path, from_end, _decode_problem(exc)) from None
                 if later_prev is not None and own != later_prev:
-                    raise LedgerCorrupt(str(path), line_end_number, _LINK_BROKEN)
+                    raise _corrupt_from_end(path, from_end, _LINK_BROKEN)
                 later_prev = prev
                 yield record
         if later_prev is not None and later_prev != genesis_hash(kind).encode():
             raise LedgerCorrupt(str(path), 1, "first line does not start the chain")
     finally:
         os.close(fd)
+
+
+def _corrupt_from_end(path: Path, from_end: int, problem: str) -> LedgerCorrupt:
+    return LedgerCorrupt(str(path), None, f"line {from_end} from the end: {problem}")
 
 
 # ---------------------------------------------------------------- verifying
