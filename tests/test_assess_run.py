@@ -128,7 +128,11 @@ def test_metric_output_is_trimmed(cli, tmp_path, work):
     assert out["metrics"][0]["value"] == 42 and out["metrics"][0]["passed"] is True
 
 
-@pytest.mark.parametrize("printed", ["coverage: 80%", "nan", "1 2", "", "inf"])
+@pytest.mark.parametrize(
+    "printed",
+    ["coverage: 80%", "nan", "1 2", "", "inf", "\u0668\u0660", "\uff19\uff10"],
+    ids=["text", "nan", "two", "empty", "inf", "arabic-indic-80", "fullwidth-90"],
+)
 def test_unparseable_metric_output_fails_and_is_shown(cli, tmp_path, work, printed):
     data = {"metrics": [{"name": "m", "command": f"printf %s '{printed}'", "threshold": 0}]}
     result, out = assess(cli, tmp_path, work, data)

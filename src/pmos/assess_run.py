@@ -36,7 +36,7 @@ DEFAULT_TIMEOUT_S = 600.0
 #: How long to wait for output pipes to close after a command ended and its
 #: group was killed; only a process that left the group can hold them longer.
 _DRAIN_S = 5.0
-_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 class Cancelled(Exception):
