@@ -147,6 +147,30 @@ def test_a_broken_link_fails_naming_it(cli, copy):
     assert "../FORMAT.md does not resolve" in message
 
 
+@pytest.mark.parametrize(
+    ("target", "reason"),
+    [
+        ("../" + "x" * 300 + ".md", "File name too long"),
+        ("../a%00b.md", "embedded null byte"),
+        ("../not-utf8.md#top", "can't decode"),
+    ],
+    ids=["too-long", "nul-byte", "anchor-into-a-non-utf8-file"],
+)
+def test_a_link_that_cannot_be_checked_is_a_problem_not_an_error(cli, copy, target, reason):
+    (copy / "skills/not-utf8.md").write_bytes(b"# top\n\xff\xfe\n")
+    skill = copy / EVALUATOR
+    code, new = introduced(
+        cli,
+        copy,
+        lambda: edit(skill, "[skill format](../SKILL-FORMAT.md)", f"[skill format]({target})"),
+    )
+    assert code == 1
+    [(path, rule, message)] = new
+    assert path.endswith(EVALUATOR) and rule == "link"
+    assert "cannot be checked" in message and reason in message
+    assert len(message) < 300
+
+
 def test_a_broken_anchor_and_a_root_absolute_link_fail(cli, copy):
     acceptance = copy / "skills/acceptance/SKILL.md"
 

@@ -344,20 +344,28 @@ def _frontmatter_message(meta: dict[str, Any], violation: Any) -> str:
     return f"{violation.field}: {violation.message}"
 
 
+def _shorten(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
 def _link_problem(path: Path, target: str, cache: dict[Path, set[str]]) -> str | None:
     if not target or _SCHEME.match(target):
         return None
     if target.startswith("/"):
         return f"{target} is root-absolute; use a relative link (it breaks when vendored)"
     file_part, _, fragment = target.partition("#")
-    destination = (path.parent / unquote(file_part)).resolve() if file_part else path.resolve()
-    if not destination.exists():
-        return f"{target} does not resolve ({destination} is missing)"
-    if fragment and destination.is_file() and destination.suffix.lower() == ".md":
-        if destination not in cache:
+    try:
+        destination = (path.parent / unquote(file_part)).resolve() if file_part else path.resolve()
+        if not destination.exists():
+            return f"{target} does not resolve ({destination} is missing)"
+        anchored = fragment and destination.is_file() and destination.suffix.lower() == ".md"
+        if anchored and destination not in cache:
             cache[destination] = markdown.anchors(destination.read_text(encoding="utf-8"))
-        if unquote(fragment).lower() not in cache[destination]:
-            return f"{target}: no heading with the anchor #{fragment} in {destination.name}"
+    except (OSError, ValueError) as exc:  # too long, a NUL byte, unreadable, not UTF-8
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return f"{_shorten(target)} cannot be checked: {reason}"
+    if anchored and unquote(fragment).lower() not in cache[destination]:
+        return f"{target}: no heading with the anchor #{fragment} in {destination.name}"
     return None
 
 
