@@ -217,3 +217,28 @@ def test_a_writer_refuses_to_build_on_a_mistyped_history(kit, pmos, kit_root):
     assert "evals.jsonl: line 1 from the end: a field does not fit" in done.stderr
     assert "at `$.verdict`" in done.stderr
     assert ledger_bytes(kit_root) == before
+
+
+@pytest.mark.parametrize(
+    ("stamp", "problem"),
+    [
+        ("", "runs.jsonl:1: a field does not fit the ledger's schema"),
+        ("zz", "at `$.recorded_at`"),
+        ("2026-01-01T00:00:00", "at `$.recorded_at`"),  # no offset
+        ("2026-02-30T00:00:00Z", "timestamp '2026-02-30T00:00:00Z' is not an RFC 3339 date-time"),
+    ],
+    ids=["empty", "text", "no-offset", "no-such-day"],
+)
+def test_a_stored_timestamp_that_is_not_one_is_refused(kit, pmos, stamp, problem):
+    _write(kit, "runs", _run(recorded_at=stamp))
+    done = pmos("queue", "--json")
+    assert done.returncode == 2, done.stderr
+    assert problem in done.stderr and "Traceback" not in done.stderr
+
+
+def test_rfc3339_timestamps_in_either_case_are_read(kit, pmos):
+    _write(kit, "runs", _run("run-0", recorded_at="2026-01-01t00:00:00.5z"), _run("run-1"))
+    done = pmos("queue", "--json")
+    assert done.returncode == 1, done.stderr
+    # Oldest first: run-1 (00:00:00) before run-0 (00:00:00.5).
+    assert [e["run_id"] for e in json.loads(done.stdout)["verification_debt"]] == ["run-1", "run-0"]
