@@ -46,13 +46,13 @@ answer = {
         {
             "dimension": d,
             "score": s,
-            "reasoning": f"{d} by {cfg.get('label', '?')}",
-            "evidence": [{"file": "a.txt", "line": 1, "note": "seen"}],
+            "reasoning": cfg.get("reasoning", f"{d} by {cfg.get('label', '?')}"),
+            "evidence": cfg.get("evidence", [{"file": "a.txt", "line": 1, "note": "seen"}]),
         }
         for d, s in scores.items()
     ],
-    "summary": "model=" + os.environ.get("PMOS_JUDGE_MODEL", "<unset>")
-    + " args=" + " ".join(sys.argv[2:]),
+    "summary": cfg.get("summary", "model=" + os.environ.get("PMOS_JUDGE_MODEL", "<unset>")
+    + " args=" + " ".join(sys.argv[2:])),
 }
 print("```json\n" + json.dumps(answer) + "\n```")
 """

@@ -14,6 +14,7 @@ from assess_support import DIMS, calls, jury, reviewer, scores, set_config, writ
 from conftest import ledger_bytes
 from pmos import jury as jury_lib
 from pmos.errors import ConfigError
+from pmos.ledger import iter_records
 
 
 @pytest.fixture
@@ -630,3 +631,35 @@ def test_a_pipe_named_as_review_evidence_is_not_read(cli, tmp_path, work, kit_ro
     (prompt,) = [p.read_text() for p in prompts.iterdir()]
     assert "=== file pipe ===\n(cannot be read: not a regular file)" in prompt
     assert "=== file a.txt ===\nhello" in prompt
+
+
+def test_an_answer_json_allows_but_a_ledger_cannot_store_is_cleaned_as_read(
+    cli, tmp_path, work, kit, kit_root
+):
+    # Valid JSON a reviewer may print: a lone surrogate escape, a line number past
+    # 64 bits. Cleaned when the answer is read, so the checks that ran are stored.
+    command = reviewer(
+        tmp_path,
+        "r",
+        scores=scores(4),
+        reasoning="looks fine \ud800 mostly",
+        summary="ok \udfff",
+        evidence=[
+            {"file": "a.txt\ud83d", "line": 2**70, "note": "x"},
+            {"file": "a.txt", "line": 0, "note": "y"},
+            {"file": "a.txt", "line": 3, "note": "z"},
+        ],
+    )
+    set_config(kit_root, review={"command": command, "model": "claude-sonnet-4", "reviewers": 1})
+    result, _, _ = review(cli, tmp_path, work)
+    assert result.exit_code == 0, result.output
+    stored = list(iter_records(kit.ledger_path("assessments"), "assessments"))
+    [checked] = stored[-1]["checks"]
+    dimension = checked["dimensions"]["correctness"]
+    assert dimension["reasoning"] == "looks fine \ufffd mostly"
+    assert [(e["file"], e["line"]) for e in dimension["evidence"]] == [
+        ("a.txt\ufffd", None),
+        ("a.txt", None),
+        ("a.txt", 3),
+    ]
+    assert checked["reviewers"][0]["summary"] == "ok \ufffd"

@@ -29,6 +29,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import secrets
 import shlex
 import stat
@@ -359,7 +360,23 @@ def _clamp(value: Decimal) -> Decimal:
     return min(max(value, Decimal(SCORE_MIN)), Decimal(SCORE_MAX))
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+#: The largest line number kept from a reviewer's evidence: a stored integer is 64-bit.
+MAX_LINE = 2**63 - 1
+
+
+def _text(value: Any, limit: int) -> str:
+    """A reviewer's text as it can be stored: JSON allows a lone surrogate
+    (``"\\ud800"``), UTF-8 does not, so each becomes U+FFFD."""
+    return _SURROGATE.sub("\ufffd", str(value)[:limit])
+
+
 def _evidence(raw: Any) -> list[dict[str, Any]]:
+    """The evidence items of an answer, each made storable; anything else is dropped.
+
+    Cleaning here, as the answer is read, means a hostile or sloppy answer
+    can never make the assessment unstorable after its checks have run.
+    """
     if not isinstance(raw, list):
         return []
     out = []
@@ -367,11 +384,12 @@ def _evidence(raw: Any) -> list[dict[str, Any]]:
         if not isinstance(item, dict):
             continue
         line = item.get("line")
+        usable = isinstance(line, int) and not isinstance(line, bool) and 1 <= line <= MAX_LINE
         out.append(
             {
-                "file": str(item.get("file", ""))[:500],
-                "line": line if isinstance(line, int) and not isinstance(line, bool) else None,
-                "note": str(item.get("note", ""))[:REASONING_CHARS],
+                "file": _text(item.get("file", ""), 500),
+                "line": line if usable else None,
+                "note": _text(item.get("note", ""), REASONING_CHARS),
             }
         )
     return out
@@ -410,14 +428,14 @@ def parse_answer(
             reviewer,
             clamped,
             value,
-            reasoning[:REASONING_CHARS] if isinstance(reasoning, str) else "",
+            _text(reasoning, REASONING_CHARS) if isinstance(reasoning, str) else "",
             _evidence(item.get("evidence")),
         )
     missing = [d.name for d in dimensions if d.name not in entries]
     if missing:
         raise UnusableAnswer(f"no score for dimension(s) {', '.join(missing)}")
     summary = answer.get("summary")
-    return entries, summary[:REASONING_CHARS] if isinstance(summary, str) else "", notes
+    return entries, _text(summary, REASONING_CHARS) if isinstance(summary, str) else "", notes
 
 
 # ---------------------------------------------------------------- aggregation
