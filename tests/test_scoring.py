@@ -296,7 +296,7 @@ def test_registered_run_is_not_flagged(cli, kit):
 
     register(kit)
     result = cli("score", "record", "--file", "-", "--json", input=json.dumps(score_input()))
-    assert "flags" not in json.loads(result.stdout)
+    assert json.loads(result.stdout)["flags"] is None  # the key is always there
 
 
 SHOW_KEYS = {
@@ -335,3 +335,12 @@ def test_score_show_json_has_a_fixed_key_set(cli, kit):
     assert cli("score", "record", "--file", "-", input=json.dumps(score_input())).exit_code == 0
     shown = json.loads(cli("score", "show", "task-A", "--json").stdout)
     assert set(shown) == SHOW_KEYS and shown["flags"] is None
+
+
+def test_score_record_json_prints_what_show_prints(cli):
+    for given in (score_input(), {k: v for k, v in score_input().items() if k != "run_id"}):
+        recorded = cli("score", "record", "--file", "-", "--json", input=json.dumps(given))
+        assert recorded.exit_code == 0, recorded.output
+        shown = cli("score", "show", "task-A", "--json")
+        assert json.loads(recorded.stdout) == json.loads(shown.stdout)
+        assert set(json.loads(recorded.stdout)) == SHOW_KEYS

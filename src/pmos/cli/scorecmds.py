@@ -51,12 +51,12 @@ def record(
 ) -> None:
     """Record a task evaluation; final scores, bands and the overall score are computed."""
     from pmos.cli.writercmds import _read_json
-    from pmos.taskevals import record_task_eval
+    from pmos.taskevals import record_task_eval, summary
 
     written = record_task_eval(kit(), _read_json(file, "score input"))
     warn(written.warnings)
     if json_output:
-        emit_json(written.record)
+        emit_json(summary(written.record))
     else:
         _print_eval(written.record)
 
