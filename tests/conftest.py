@@ -22,6 +22,8 @@ from pmos.cli import app
 from pmos.kit import Kit, init_kit, open_kit
 
 RUBRIC = "planning/evals/agent-run-eval-rubric.md"
+#: The arguments that register run "r" of initiative "i" built by model "m".
+REGISTER_R = ("run", "register", "--run-id", "r", "--initiative-id", "i", "--builder-model", "m")
 DIMENSIONS = {
     "contract_fulfilment": (0.35, "spec"),
     "verification": (0.15, "spec"),

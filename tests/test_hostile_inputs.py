@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from conftest import ledger_bytes
+from conftest import REGISTER_R, ledger_bytes
 
 BOMB = """\
 a: &a ["x", "x", "x", "x", "x", "x", "x", "x", "x"]
@@ -29,14 +29,7 @@ def fifo(tmp_path):
 
 def register(pmos, contract):
     return pmos(
-        "run",
-        "register",
-        "--run-id",
-        "r",
-        "--initiative-id",
-        "i",
-        "--builder-model",
-        "m",
+        *REGISTER_R,
         "--contract",
         str(contract),
         timeout=30,
@@ -89,14 +82,7 @@ def test_a_fifo_is_not_read(pmos, fifo, kit_root):
     for args in (
         ("eval", "record", "--file", str(fifo)),
         (
-            "run",
-            "register",
-            "--run-id",
-            "r",
-            "--initiative-id",
-            "i",
-            "--builder-model",
-            "m",
+            *REGISTER_R,
             "--contract",
             str(fifo),
         ),

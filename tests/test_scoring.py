@@ -338,8 +338,8 @@ def test_score_show_json_has_a_fixed_key_set(cli, kit):
 
 
 def test_score_record_json_prints_what_show_prints(cli):
-    for given in (score_input(), {k: v for k, v in score_input().items() if k != "run_id"}):
-        recorded = cli("score", "record", "--file", "-", "--json", input=json.dumps(given))
+    for entered in (score_input(), {k: v for k, v in score_input().items() if k != "run_id"}):
+        recorded = cli("score", "record", "--file", "-", "--json", input=json.dumps(entered))
         assert recorded.exit_code == 0, recorded.output
         shown = cli("score", "show", "task-A", "--json")
         assert json.loads(recorded.stdout) == json.loads(shown.stdout)

@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from conftest import good_verdict, ledger_bytes, write_json
+from conftest import REGISTER_R, good_verdict, ledger_bytes, write_json
 
 
 @pytest.fixture
@@ -119,14 +119,7 @@ def test_every_writer_checks_its_target(cli, kit_root):
     result = cli("accept", "r", "--label", "pass", "--by", "pm", "--ledger", "state/evals.jsonl")
     assert result.exit_code == 2
     result = cli(
-        "run",
-        "register",
-        "--run-id",
-        "r",
-        "--initiative-id",
-        "i",
-        "--builder-model",
-        "m",
+        *REGISTER_R,
         "--ledger",
         "state/acceptances.jsonl",
     )

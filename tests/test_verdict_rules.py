@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from conftest import DIMENSIONS, good_verdict, ledger_bytes, write_json
+from conftest import DIMENSIONS, REGISTER_R, good_verdict, ledger_bytes, write_json
 from pmos import writers
 from pmos.errors import RecordRejected
 
@@ -310,14 +310,7 @@ def test_contract_shape_is_validated(kit, cli, tmp_path):
     bad.write_text("done_criteria:\n  - id: c1\n    text: t\n")
     before = ledger_bytes(kit.root)
     result = cli(
-        "run",
-        "register",
-        "--run-id",
-        "r",
-        "--initiative-id",
-        "i",
-        "--builder-model",
-        "m",
+        *REGISTER_R,
         "--contract",
         str(bad),
     )
@@ -325,14 +318,7 @@ def test_contract_shape_is_validated(kit, cli, tmp_path):
     assert "contract/done_criteria/0/test_method" in result.stderr
     bad.write_text("done_criteria: [\n")
     result = cli(
-        "run",
-        "register",
-        "--run-id",
-        "r",
-        "--initiative-id",
-        "i",
-        "--builder-model",
-        "m",
+        *REGISTER_R,
         "--contract",
         str(bad),
     )
@@ -343,8 +329,8 @@ def test_contract_shape_is_validated(kit, cli, tmp_path):
 def register_with(cli, tmp_path, ids: list[str]):
     contract = {"done_criteria": [{"id": i, "text": "t", "test_method": "m"} for i in ids]}
     path = write_json(tmp_path / "contract.json", contract)
-    return cli("run", "register", "--run-id", "r", "--initiative-id", "i",
-               "--builder-model", "m", "--contract", str(path))  # fmt: skip
+    return cli(*REGISTER_R,
+"--contract", str(path))  # fmt: skip
 
 
 def test_contract_criterion_ids_are_unique(kit, cli, tmp_path):
