@@ -329,8 +329,7 @@ def test_contract_shape_is_validated(kit, cli, tmp_path):
 def register_with(cli, tmp_path, ids: list[str]):
     contract = {"done_criteria": [{"id": i, "text": "t", "test_method": "m"} for i in ids]}
     path = write_json(tmp_path / "contract.json", contract)
-    return cli(*REGISTER_R,
-"--contract", str(path))  # fmt: skip
+    return cli(*REGISTER_R, "--contract", str(path))
 
 
 def test_contract_criterion_ids_are_unique(kit, cli, tmp_path):
