@@ -363,15 +363,15 @@ def append(path: Path, kind: str, record: dict[str, Any]) -> Appended:
 
 
 def iter_records(
-    path: Path, kind: str, *, verify: bool = True, row: type | None = None, plain: bool = False
+    path: Path, kind: str, *, row: type | None = None, plain: bool = False
 ) -> Iterator[Any]:
     """Stream a ledger's records in order, checking each line and the chain.
 
     A missing ledger reads as empty. An unterminated last line is skipped (a
-    write in flight, or a crash remnant). With ``verify`` a line that does not
-    parse or breaks the chain raises :class:`LedgerCorrupt`: numbers computed
-    from a tampered ledger must not be reported. Records are dicts checked
-    against their schema's types, rows, or plain dicts (see :func:`_line_decoder`).
+    write in flight, or a crash remnant). A line that does not parse or breaks
+    the chain raises :class:`LedgerCorrupt`: numbers computed from a tampered
+    ledger must not be reported. Records are dicts checked against their
+    schema's types, rows, or plain dicts (see :func:`_line_decoder`).
     """
     decode, errors = _line_decoder(kind, row, plain)
     try:
@@ -390,20 +390,19 @@ def iter_records(
             if raw[end:] != b"\n":
                 return
             try:
-                if verify:
-                    digest = tagged.copy()
-                    digest.update(raw[: end - unhashed] + b"}")
-                    own = digest.hexdigest()
-                    try:
-                        tail = raw[end - tail_len :].decode()
-                    except UnicodeDecodeError:
-                        tail = ""
-                    if (
-                        tail != f"{prev_key}{prev}{hash_key}{own}{close}"
-                        and _chain_fields(raw, end)[0] != prev.encode()
-                    ):
-                        raise LedgerCorrupt(str(path), number, _LINK_BROKEN)
-                    prev = own
+                digest = tagged.copy()
+                digest.update(raw[: end - unhashed] + b"}")
+                own = digest.hexdigest()
+                try:
+                    tail = raw[end - tail_len :].decode()
+                except UnicodeDecodeError:
+                    tail = ""
+                if (
+                    tail != f"{prev_key}{prev}{hash_key}{own}{close}"
+                    and _chain_fields(raw, end)[0] != prev.encode()
+                ):
+                    raise LedgerCorrupt(str(path), number, _LINK_BROKEN)
+                prev = own
                 yield decode(raw)
             except LineError as exc:
                 raise LedgerCorrupt(str(path), number, str(exc)) from None
