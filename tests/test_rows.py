@@ -222,12 +222,12 @@ def test_a_writer_refuses_to_build_on_a_mistyped_history(kit, pmos, kit_root):
 @pytest.mark.parametrize(
     ("stamp", "problem"),
     [
-        ("", "runs.jsonl:1: a field does not fit the ledger's schema"),
-        ("zz", "at `$.recorded_at`"),
-        ("2026-01-01T00:00:00", "at `$.recorded_at`"),  # no offset
+        ("", "timestamp '' is not an RFC 3339 date-time"),
+        ("zz", "timestamp 'zz' is not an RFC 3339 date-time"),
         ("2026-02-30T00:00:00Z", "timestamp '2026-02-30T00:00:00Z' is not an RFC 3339 date-time"),
+        (7, "runs.jsonl:1: a field does not fit the ledger's schema"),
     ],
-    ids=["empty", "text", "no-offset", "no-such-day"],
+    ids=["empty", "text", "no-such-day", "not-a-string"],
 )
 def test_a_stored_timestamp_that_is_not_one_is_refused(kit, pmos, stamp, problem):
     _write(kit, "runs", _run(recorded_at=stamp))

@@ -18,6 +18,7 @@ from typing import Any
 
 from pmos.kit import Kit
 from pmos.ledger import iter_records
+from pmos.rows import row_type
 from pmos.timestamps import parse_instant
 from pmos.verdict_rules import SKIPPED
 
@@ -60,29 +61,26 @@ def compute_queue(kit: Kit, now: datetime | None = None) -> Queue:
     run that was never registered is aged from its first verdict instead."""
     now = now or datetime.now(UTC)
     registered: dict[str, tuple[str, str]] = {}
-    for record in iter_records(kit.ledger_path("runs"), "runs"):
-        registered.setdefault(record["run_id"], (record["initiative_id"], record["recorded_at"]))
+    runs = row_type("runs", ("run_id", "initiative_id", "recorded_at"))
+    for run_row in iter_records(kit.ledger_path("runs"), "runs", row=runs):
+        registered.setdefault(run_row.run_id, (run_row.initiative_id, run_row.recorded_at))
     # run -> [latest verdict, its skipped_reason, latest non-SKIPPED verdict or None,
     #         initiative_id, first verdict's recorded_at]
     verdicts: dict[str, list[Any]] = {}
-    for record in iter_records(kit.ledger_path("evals"), "evals"):
-        run = record["run_id"]
-        verdict = record["verdict"]
-        state = verdicts.get(run)
+    fields = ("run_id", "verdict", "skipped_reason", "initiative_id", "recorded_at")
+    for row in iter_records(kit.ledger_path("evals"), "evals", row=row_type("evals", fields)):
+        verdict = row.verdict
+        state = verdicts.get(row.run_id)
         if state is None:
-            state = verdicts[run] = [
-                None,
-                None,
-                None,
-                record["initiative_id"],
-                record["recorded_at"],
-            ]
+            state = verdicts[row.run_id] = [None, None, None, row.initiative_id, row.recorded_at]
         state[0] = verdict
-        state[1] = record.get("skipped_reason")
+        state[1] = row.skipped_reason
         if verdict != SKIPPED:
             state[2] = verdict
+    labels = row_type("acceptances", ("run_id",))
     labelled = {
-        record["run_id"] for record in iter_records(kit.ledger_path("acceptances"), "acceptances")
+        label.run_id
+        for label in iter_records(kit.ledger_path("acceptances"), "acceptances", row=labels)
     }
 
     def entry(run: str, initiative: str, since: str, registered_run: bool) -> dict[str, Any]:

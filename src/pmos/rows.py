@@ -25,13 +25,10 @@ import msgspec
 
 from pmos.kit import LEDGER_KINDS
 from pmos.schemas import load_schema
-from pmos.timestamps import RFC3339
 
 #: Integers a reader accepts: 64-bit signed, the widest msgspec bounds. No pmos
 #: count or code comes near; a larger value could not be printed as JSON.
 _INT = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
-#: The code parses stored timestamps, so their form is part of their type.
-_TIMESTAMP = Annotated[str, msgspec.Meta(pattern=RFC3339)]
 _SCALARS: dict[str, Any] = {
     "string": str,
     "integer": _INT,
@@ -89,8 +86,6 @@ def _python_type(node: dict[str, Any], schema_name: str, name: str) -> Any:
 
 
 def _of_json_type(json_type: str, node: dict[str, Any], schema_name: str, name: str) -> Any:
-    if json_type == "string" and node.get("format") == "date-time":
-        return _TIMESTAMP
     if json_type in _SCALARS:
         return _SCALARS[json_type]
     if json_type == "array":
