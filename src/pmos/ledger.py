@@ -99,19 +99,21 @@ def _chain_fields(raw: bytes, end: int) -> tuple[bytes, bytes]:
     to the caller, who picks the decoder. Any failure is explained by
     :func:`_diagnose`, which may take its time.
     """
-    own = raw[end - 66 : end - 2]
+    own_at = end - len(_CLOSE) - _HEX
+    own = raw[own_at : end - len(_CLOSE)]
     digest = _TAGGED.copy()
     digest.update(raw[: end - _UNHASHED] + b"}")
     start = end - _TAIL_LEN
+    prev_at = start + len(_PREV_KEY)
     if (
         digest.hexdigest().encode() != own
         or start < 1
-        or raw[start : start + 14] != _PREV_KEY.encode()
-        or raw[end - 76 : end - 66] != _HASH_KEY.encode()
-        or raw[end - 2 : end] != _CLOSE.encode()
+        or raw[start:prev_at] != _PREV_KEY.encode()
+        or raw[own_at - len(_HASH_KEY) : own_at] != _HASH_KEY.encode()
+        or raw[end - len(_CLOSE) : end] != _CLOSE.encode()
     ):
         raise LineError(_diagnose(raw[:end]))
-    return raw[start + 14 : start + 78], own
+    return raw[prev_at : prev_at + _HEX], own
 
 
 def _diagnose(line: bytes) -> str:
@@ -159,7 +161,7 @@ def _line_decoder(
 
 @cache
 def _typed_decoder(kind: str, row: type | None) -> Callable[[bytes], Any]:
-    import msgspec  # readers only: writers that never read pay nothing for it
+    import msgspec  # imported on the first typed read, not by every command
 
     from pmos.rows import record_type
 
@@ -174,8 +176,10 @@ def _typed_errors() -> tuple[type[Exception], ...]:
 
 
 def _decode_problem(exc: Exception) -> str:
-    """A decoder's error as a line problem (msgspec.ValidationError names the field)."""
-    if type(exc).__name__ == "ValidationError":
+    """A decoder's error as a line problem (a ValidationError names the field)."""
+    import msgspec
+
+    if isinstance(exc, msgspec.ValidationError):
         return f"a field does not fit the ledger's schema: {exc}"
     return f"not valid JSON ({exc})"
 
