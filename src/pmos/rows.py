@@ -1,18 +1,23 @@
-"""Typed views of ledger records: only the fields a reader uses, typed by the schema.
+"""Types of ledger records, derived from the schemas, for readers to decode into.
 
 The hash chain proves that a pmos writer made a line; it does not prove the
 line fits today's schema (a line re-chained by hand, or written by an older
 writer). A reader that computed with such a line would crash on a wrong type,
-or, worse, count it. Decoding each line into a *row type* (a msgspec Struct
-holding just the fields that reader uses) checks those fields' types while the
-line is parsed, and skips every other field without building it, which is also
-what keeps the reader of a million-line ledger fast.
+or, worse, count it. So readers decode each line into a type that checks it as
+it parses:
+
+* :func:`record_type`: the whole record, as a TypedDict tree; it decodes to a
+  plain dict, so code reads it like any record.
+* :func:`row_type`: a msgspec Struct holding just the fields a hot reader uses;
+  every other field is skipped without being built, which is what keeps the
+  reader of a million-line ledger fast.
 
 The types come from the JSON Schemas, the one source of truth: a field's JSON
 type(s), enum or const become its Python type, a field the schema requires is
-required in the row, and any other field is None when absent. Constraints that
-are not types (patterns, lengths, formats) stay with ``pmos ledger verify
---schema``, which checks every record against the whole schema.
+required, and any other field may be absent (None in a row). Constraints that
+are not types (patterns, lengths, formats, if/then rules) stay with the writers
+and ``pmos ledger verify --schema``, which checks every record against the
+whole schema.
 """
 
 from __future__ import annotations
