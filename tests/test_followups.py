@@ -456,3 +456,42 @@ def test_a_skipped_verdicts_contents_never_become_suggestions(kit, cli):
     legacy_skip(kit, defects=[SQL])
     report = suggest(cli)
     assert set(by_title(report)) == {"The handler swallows errors."}
+
+
+def _rechain(root: Path, name: str, change) -> None:
+    """Rewrite a ledger with one record changed and every hash recomputed (a forgery)."""
+    from pmos.ledger import LedgerWriter
+
+    records = [
+        {k: v for k, v in r.items() if k not in ("prev_hash", "hash")} for r in lines(root, name)
+    ]
+    change(records)
+    path = root / "state" / name
+    path.unlink()
+    LedgerWriter(path, name.removesuffix(".jsonl")).append_many(records)
+
+
+def test_a_created_task_without_its_title_is_refused_not_a_crash(kit, cli, run1, kit_root):
+    suggest(cli, "run-1", "create_all_non_duplicates")
+    assert len(tasks(cli)) == 2
+    _rechain(kit_root, "tasks.jsonl", lambda records: records[1].pop("title"))
+    result = cli("tasks", "list", "--json")
+    assert result.exit_code == 2
+    assert "tasks.jsonl:2: the record breaks a rule of its schema" in result.stderr
+    assert "event is 'created', so it needs title" in result.stderr
+
+
+def test_a_suppressed_suggestion_without_its_reason_is_refused(kit, cli, run1, kit_root):
+    suggest(cli, "run-1")
+    stored = lines(kit_root, "followups.jsonl")
+    index = len(stored) - 1
+    assert stored[index]["suppressedReason"] is None
+
+    def unexplain(records: list[dict]) -> None:
+        records[index]["state"] = "suppressed"  # but no reason given
+
+    _rechain(kit_root, "followups.jsonl", unexplain)
+    result = cli("followups", "suggest", "--run-id", "run-1", "--json")
+    assert result.exit_code == 2
+    assert f"followups.jsonl:{index + 1}: the record breaks a rule of its schema" in result.stderr
+    assert "state is 'suppressed', so suppressedReason may not be None" in result.stderr

@@ -242,3 +242,28 @@ def test_rfc3339_timestamps_in_either_case_are_read(kit, pmos):
     assert done.returncode == 1, done.stderr
     # Oldest first: run-1 (00:00:00) before run-0 (00:00:00.5).
     assert [e["run_id"] for e in json.loads(done.stdout)["verification_debt"]] == ["run-1", "run-0"]
+
+
+def test_a_record_breaking_an_if_then_rule_of_its_schema_is_refused(kit):
+    path = kit.ledger_path("evals")
+    # A judged verdict must name its rubric and model (schema: if not SKIPPED).
+    _write(kit, "evals", _verdict("run-0"), _verdict(rubric_path=...))
+    with pytest.raises(LedgerCorrupt) as caught:
+        list(iter_records(path, "evals"))
+    assert ":2: the record breaks a rule of its schema: not (verdict is 'SKIPPED'), " in str(
+        caught.value
+    )
+    assert "so it needs rubric_path" in str(caught.value)
+    # Its valid twin reads.
+    path.unlink()
+    _write(kit, "evals", _verdict("run-0"), _verdict())
+    assert len(list(iter_records(path, "evals"))) == 2
+
+
+def test_a_rule_that_forbids_a_field_does_not_make_an_old_record_unreadable(kit):
+    # Records from before "a skip carries no judgement" still carry defects.
+    skip = _verdict(
+        verdict="SKIPPED", score=None, rubric_path=..., axes=..., skipped_reason="evaluator down"
+    )
+    _write(kit, "evals", skip | {"defects": []})
+    assert [r["verdict"] for r in iter_records(kit.ledger_path("evals"), "evals")] == ["SKIPPED"]

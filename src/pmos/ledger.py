@@ -163,9 +163,23 @@ def _line_decoder(
 def _typed_decoder(kind: str, row: type | None) -> Callable[[bytes], Any]:
     import msgspec  # imported on the first typed read, not by every command
 
-    from pmos.rows import record_type
+    from pmos.rows import record_rules, record_type
 
-    return msgspec.json.Decoder(record_type(kind) if row is None else row).decode
+    if row is not None:
+        return msgspec.json.Decoder(row).decode
+    decode = msgspec.json.Decoder(record_type(kind)).decode
+    rules = record_rules(kind)
+    if rules is None:
+        return decode
+
+    def decode_checked(raw: bytes) -> Any:
+        record = decode(raw)
+        problem = rules(record)
+        if problem is not None:
+            raise LineError(f"the record breaks a rule of its schema: {problem}")
+        return record
+
+    return decode_checked
 
 
 @cache

@@ -22,6 +22,7 @@ whole schema.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache, reduce
 from operator import or_
 from typing import Annotated, Any, Literal, NotRequired, Required, TypedDict
@@ -144,3 +145,95 @@ def _resolve(ref: str, schema_name: str) -> tuple[dict[str, Any], str]:
     for part in filter(None, pointer.split("/")):
         target = target[part]
     return target, name
+
+
+# ---------------------------------------------------------------- conditional rules
+
+_MISSING = object()
+_IS_JSON_TYPE: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+    "array": lambda v: isinstance(v, list),
+    "object": lambda v: isinstance(v, dict),
+}
+
+
+@cache
+def record_rules(kind: str) -> Callable[[dict[str, Any]], str | None] | None:
+    """A check of the schema's top-level if/then/else rules, or None when it has none.
+
+    Types cannot say "a created task has a title" or "a judged verdict names
+    its model", yet readers rely on it. The schemas state those rules in one
+    small form: ``if`` a field has (or has not) a constant value, ``then`` or
+    ``else`` some fields are required or of a type. That form is checked here
+    on every decoded record; the check returns the broken rule in words, or
+    None. Rules that forbid a field are left to the writers: a reader ignores
+    what it does not use, and records from before such a rule must stay
+    readable (an old SKIPPED verdict that still carries defects).
+    """
+    schema = load_schema(LEDGER_KINDS[kind].schema)
+    rules = [rule for rule in schema.get("allOf", ()) if "if" in rule]
+    if not rules:
+        return None
+
+    def check(record: dict[str, Any]) -> str | None:
+        for rule in rules:
+            holds = _matches(rule["if"], record)
+            branch = rule.get("then" if holds else "else")
+            problem = _branch_problem(branch, record) if branch else None
+            if problem:
+                return f"{_condition(rule['if'], holds)}, {problem}"
+        return None
+
+    return check
+
+
+def _fits(value: Any, node: dict[str, Any]) -> bool:
+    if "const" in node:
+        const = node["const"]
+        return type(value) is type(const) and value == const
+    if "not" in node:
+        return not _fits(value, node["not"])
+    if "type" in node:
+        names = node["type"] if isinstance(node["type"], list) else [node["type"]]
+        return any(_IS_JSON_TYPE[name](value) for name in names)
+    return True
+
+
+def _matches(condition: dict[str, Any], record: dict[str, Any]) -> bool:
+    if any(name not in record for name in condition.get("required", ())):
+        return False
+    return all(
+        _fits(record[name], node)
+        for name, node in condition.get("properties", {}).items()
+        if name in record
+    )
+
+
+def _branch_problem(branch: dict[str, Any], record: dict[str, Any]) -> str | None:
+    missing = [name for name in branch.get("required", ()) if name not in record]
+    if missing:
+        return f"so it needs {', '.join(missing)}"
+    wrong = [
+        name
+        for name, node in branch.get("properties", {}).items()
+        if record.get(name, _MISSING) is not _MISSING and not _fits(record[name], node)
+    ]
+    if wrong:
+        return f"so {', '.join(wrong)} may not be {', '.join(repr(record[n]) for n in wrong)}"
+    return None
+
+
+def _condition(condition: dict[str, Any], holds: bool) -> str:
+    """The rule's condition in words, as it applied to the record."""
+    parts = []
+    for name, node in condition.get("properties", {}).items():
+        if "const" in node:
+            parts.append(f"{name} is {node['const']!r}")
+        elif "const" in node.get("not", {}):
+            parts.append(f"{name} is not {node['not']['const']!r}")
+    said = " and ".join(parts) or "the record's condition"
+    return said if holds else f"not ({said})"
