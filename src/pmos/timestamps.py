@@ -20,7 +20,10 @@ def parse_instant(stamp: str) -> datetime:
     a malformed one is refused here, when it is used.
     """
     try:
-        moment = datetime.fromisoformat(stamp.upper())  # RFC 3339 allows 't' and 'z'
-    except (ValueError, AttributeError) as exc:  # 2026-02-30T..., not a string
-        raise BadInput(f"timestamp {stamp!r} is not an RFC 3339 date-time: {exc}") from None
+        moment = datetime.fromisoformat(stamp)
+    except (ValueError, TypeError) as exc:  # 2026-02-30T..., not a string
+        try:
+            moment = datetime.fromisoformat(stamp.upper())  # RFC 3339 allows 't' and 'z'
+        except (ValueError, AttributeError):
+            raise BadInput(f"timestamp {stamp!r} is not an RFC 3339 date-time: {exc}") from None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
