@@ -78,9 +78,7 @@ class ForkedCall:
         """The function's return value, or its exception raised here."""
         if self._fd is None:
             raise RuntimeError("the result of a forked call can be taken once")
-        if self._inbox is not None:  # never sent: let a waiting child see end of file
-            os.close(self._inbox)
-            self._inbox = None
+        self._drop_unsent()
         with os.fdopen(self._fd, "rb") as pipe:
             self._fd = None
             data = pipe.read()
@@ -104,10 +102,13 @@ class ForkedCall:
             self._fd = None
         self._close_inbox()
 
-    def _close_inbox(self) -> None:
-        if self._inbox is not None:  # never sent: the child, if alive, sees end of file
+    def _drop_unsent(self) -> None:
+        if self._inbox is not None:  # never sent: a waiting child sees end of file
             os.close(self._inbox)
             self._inbox = None
+
+    def _close_inbox(self) -> None:
+        self._drop_unsent()
         if self._sender is not None:  # the child has exited, so the writer cannot block
             self._sender.join()
             self._sender = None

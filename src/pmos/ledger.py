@@ -87,7 +87,7 @@ def parse_line(raw: bytes) -> dict[str, Any]:
     previous line: that needs context the caller has.
     """
     _chain_fields(raw, len(raw))
-    return _decode(raw, orjson.loads)
+    return _parse_plain(raw)
 
 
 def _chain_fields(raw: bytes, end: int) -> tuple[bytes, bytes]:
@@ -134,10 +134,10 @@ def _diagnose(line: bytes) -> str:
     return "malformed chain fields"  # unreachable while the checks above mirror _chain_fields
 
 
-def _decode(raw: bytes, decode: Callable[[bytes], Any]) -> Any:
+def _parse_plain(raw: bytes) -> Any:
     """Parse a line whose chain fields were checked; a parse failure is a LineError."""
     try:
-        return decode(raw)
+        return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise LineError(f"not valid JSON ({exc})") from None
 
@@ -561,7 +561,7 @@ def verify(
                 break
             try:
                 prev, own = _chain_fields(raw, len(raw) - 1)
-                record = _decode(raw, orjson.loads)
+                record = _parse_plain(raw)
             except LineError as exc:
                 report.problems.append(Problem(number, str(exc)))
                 claimed = _SUFFIX.search(raw[:-1])
