@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from pmos import schemas  # noqa: E402
 from pmos.kit import init_kit, open_kit  # noqa: E402
-from pmos.ledger import LedgerWriter  # noqa: E402
+from pmos.store.chain import LedgerWriter  # noqa: E402
 
 MODELS = ["gpt-5", "claude-opus-4", "gemini-2.5-pro", "llama-4-maverick"]
 RUBRIC = "planning/evals/agent-run-eval-rubric.md"
@@ -77,8 +77,8 @@ def generate(kit_root: Path, runs: int, verdicts: int, labels: int, seed: int = 
     """One merged timeline of verdict and label events, written in batches."""
     rng = random.Random(seed)
     kit = open_kit(kit_root)
-    evals = LedgerWriter(kit.ledger_path("evals"), "evals")
-    accepts = LedgerWriter(kit.ledger_path("acceptances"), "acceptances")
+    evals = LedgerWriter(kit.store.path("evals"), "evals")
+    accepts = LedgerWriter(kit.store.path("acceptances"), "acceptances")
     truth = [rng.random() < 0.7 for _ in range(runs)]
     initiative = [f"init-{rng.randrange(12)}" for _ in range(runs)]
     model_of = [MODELS[rng.randrange(len(MODELS))] for _ in range(runs)]
@@ -251,7 +251,7 @@ def main() -> int:
             )
             generate(kit_root, args.runs, args.verdicts, args.labels)
         kit = open_kit(kit_root)
-        files = [str(kit.ledger_path("evals")), str(kit.ledger_path("acceptances"))]
+        files = [str(kit.store.path("evals")), str(kit.store.path("acceptances"))]
         size = sum(os.path.getsize(f) for f in files)
         done = "found" if args.reuse else f"written in {time.perf_counter() - t0:.1f}s"
         print(f"  {done} ({size / 1e6:.0f} MB in both ledgers)")

@@ -41,9 +41,9 @@ def main() -> int:
     import compileall
 
     import pmos
+    from pmos.gate.writers import record_acceptance, register_run
     from pmos.kit import init_kit, open_kit
-    from pmos.ledger import LedgerWriter
-    from pmos.writers import record_acceptance, register_run
+    from pmos.store.chain import LedgerWriter
 
     compileall.compile_dir(Path(pmos.__file__).parent, quiet=1)
     repo = Path(__file__).resolve().parents[1]

@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from conftest import good_verdict
-from pmos import schemas, writers
+from pmos.gate import writers
 from pmos.kit import Kit
+from pmos.store.append import Draft, append, record_meta
 
 CONTRACT = {
     "done_criteria": [
@@ -60,9 +61,9 @@ def assess(
     metrics: list[dict[str, Any]] | None = None,
     fix_attempts_left: int = 3,
 ) -> dict[str, Any]:
-    def build() -> tuple[dict[str, Any], list[str]]:
+    def build() -> Draft:
         record = {
-            **writers.record_meta("assessments"),
+            **record_meta("assessments"),
             "task_id": task_id,
             "run_id": run_id,
             "trigger": trigger,
@@ -72,10 +73,9 @@ def assess(
             "metrics": metrics if metrics is not None else [],
             "fix_attempts_left": fix_attempts_left,
         }
-        writers.reject_if("assessment", schemas.validate("assessment", record))
-        return record, []
+        return Draft([record])
 
-    return writers.append_validated(kit, "assessments", build).record
+    return append(kit.store, "assessments", build).record
 
 
 def defect(severity: str, where: str, problem: str, fix: str = "fix it properly") -> dict:
@@ -108,7 +108,7 @@ def legacy_skip(kit: Kit, run_id: str = "run-1", defects: list[dict] | None = No
     that rule can hold such records; readers must still never treat them as
     findings. Appended with the ledger's own writer, bypassing the verdict rules.
     """
-    from pmos.ledger import LedgerWriter
+    from pmos.store.chain import LedgerWriter
 
     record = {
         **writers.record_meta("evals"),
@@ -120,4 +120,4 @@ def legacy_skip(kit: Kit, run_id: str = "run-1", defects: list[dict] | None = No
         "skipped_reason": "the diff was too large to read",
         "defects": defects or [],
     }
-    return LedgerWriter(kit.ledger_path("evals"), "evals").append(record).record
+    return LedgerWriter(kit.store.path("evals"), "evals").append(record).record

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 from conftest import good_verdict, ledger_bytes, write_json
-from pmos import writers
-from pmos.exemplars import parse_log
+from pmos.gate import writers
+from pmos.gate.exemplars import parse_log
 
 LOG = "planning/evals/eval-calibration.md"
 

@@ -9,7 +9,7 @@ import pytest
 
 from assess_support import write_spec
 from conftest import ledger_bytes
-from pmos import assess_spec
+from pmos.assess import spec as assess_spec
 
 #: A valid entry that leaves a trace, so "nothing ran" can be checked.
 MARKER = {"type": "test", "command": "touch ran.txt"}
@@ -286,7 +286,7 @@ def test_retry_settings_beyond_0_to_100_run_and_write_nothing(
 
 @pytest.mark.parametrize("key", ["maxFixAttempts", "maxAssessmentRetries"])
 def test_retry_settings_up_to_100_are_accepted_and_stored(cli, tmp_path, work, kit, key):
-    from pmos.assessments import task_records
+    from pmos.assess.assessment import task_records
 
     spec = write_spec(tmp_path / "spec.yaml", {"expectations": [MARKER], key: 100})
     result = cli("assess", str(spec), "--cwd", str(work), "--task-id", "t")

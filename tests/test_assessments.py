@@ -154,7 +154,7 @@ def test_task_id_defaults(cli, tmp_path, work):
 
 
 def test_spec_with_an_unregistered_run_is_flagged(cli, tmp_path, work, kit):
-    from pmos.assessments import task_records
+    from pmos.assess.assessment import task_records
 
     spec = write_spec(tmp_path / "s.yaml", {"expectations": [{"type": "test", "command": "true"}]})
     result = cli("assess", str(spec), "--cwd", str(work), "--run-id", "ghost")
@@ -378,8 +378,8 @@ def test_draft_of_an_unregistered_run(cli):
 def test_a_record_value_the_ledger_cannot_store_is_refused_before_anything_runs(
     kit, kit_root, tmp_path, work
 ):
-    from pmos.assess_spec import parse_spec
-    from pmos.assessments import assess
+    from pmos.assess.assessment import assess
+    from pmos.assess.spec import parse_spec
     from pmos.errors import BadInput
 
     # A spec object built in code is not bounded by the spec rules; the probe record
@@ -441,7 +441,7 @@ def test_an_explicitly_blank_run_id_is_refused(cli, tmp_path, work, kit_root):
 
 
 def test_spec_to_assess_chooses_spec_or_run_contract(kit, cli, tmp_path):
-    from pmos.assessments import spec_to_assess
+    from pmos.assess.assessment import spec_to_assess
     from pmos.errors import BadInput
 
     spec_path = write_spec(
@@ -464,7 +464,7 @@ def test_spec_to_assess_chooses_spec_or_run_contract(kit, cli, tmp_path):
 
 
 def test_task_history_splits_latest_from_earlier(kit, cli, fixable, work):
-    from pmos.assessments import task_history
+    from pmos.assess.assessment import task_history
 
     assert task_history(kit, "t1") == (None, [])
     for _ in range(3):

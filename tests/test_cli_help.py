@@ -60,11 +60,12 @@ def test_a_locked_ledger_is_a_temporary_failure(kit, monkeypatch):
 
     import pytest
 
-    from pmos import ledger, writers
     from pmos.errors import LedgerBusy
+    from pmos.gate import writers
+    from pmos.store import chain as ledger
 
     monkeypatch.setattr(ledger, "LOCK_TIMEOUT_S", 0.2)
-    path = kit.ledger_path("acceptances")
+    path = kit.store.path("acceptances")
     with open(path, "rb") as holder:
         fcntl.flock(holder, fcntl.LOCK_EX)
         with pytest.raises(LedgerBusy) as info:

@@ -10,12 +10,12 @@ import time
 from pathlib import Path
 
 from conftest import pmos_process
-from pmos import ledger
+from pmos.store import chain as ledger
 
 WORKER = """
 import sys
 from pmos.kit import open_kit
-from pmos.writers import record_acceptance
+from pmos.gate.writers import record_acceptance
 
 kit = open_kit()
 worker, count = sys.argv[1], int(sys.argv[2])

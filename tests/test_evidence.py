@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pmos import evidence
-from pmos.evidence import (
+from pmos.tasks import evidence
+from pmos.tasks.evidence import (
     EXCERPT_LIMIT,
     GROUPS,
     SUBJECT_LIMIT,

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import good_verdict, ledger_bytes, write_json
 from pmos.assets import kit_source
-from pmos.exemplars import ExemplarLogError, parse_log, render_entry
+from pmos.gate.exemplars import ExemplarLogError, parse_log, render_entry
 
 LOG = "planning/evals/eval-calibration.md"
 

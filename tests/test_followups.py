@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from conftest import ledger_bytes
-from pmos import followups, writers
-from pmos.followups import dedupe_key, normalise_location, normalise_title, suggestion_id
+from pmos.gate import writers
+from pmos.tasks import followups
+from pmos.tasks.followups import dedupe_key, normalise_location, normalise_title, suggestion_id
 from runrecords import assess, check, defect, legacy_skip, register, verdict_with
 
 PMOS = (sys.executable, "-m", "pmos")
@@ -300,7 +301,7 @@ def test_a_task_left_by_an_interrupted_call_is_not_created_again(kit, cli, run1,
     key, _ = dedupe_key("SQL is built by string concatenation.", "src/db.py:10")
     sid = suggestion_id("run-1", key)
     task_id = followups.task_id_for(sid)
-    from pmos.tasks import append_created, close_task, created_record
+    from pmos.tasks.task_list import append_created, close_task, created_record
 
     fields = {
         "task_id": task_id,
@@ -460,7 +461,7 @@ def test_a_skipped_verdicts_contents_never_become_suggestions(kit, cli):
 
 def _rechain(root: Path, name: str, change) -> None:
     """Rewrite a ledger with one record changed and every hash recomputed (a forgery)."""
-    from pmos.ledger import LedgerWriter
+    from pmos.store.chain import LedgerWriter
 
     records = [
         {k: v for k, v in r.items() if k not in ("prev_hash", "hash")} for r in lines(root, name)

@@ -137,7 +137,7 @@ def test_odd_config_values_are_clean_errors(pmos, kit_root, line):
 
 
 def test_deeply_nested_reviewer_output_is_unparseable_not_a_crash():
-    from pmos.jury import last_json_object
+    from pmos.assess.jury import last_json_object
 
     assert last_json_object('{"a":' * 20000) is None
     assert last_json_object('noise {"a": 1} more') == {"a": 1}

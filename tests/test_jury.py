@@ -12,9 +12,9 @@ import pytest
 
 from assess_support import DIMS, calls, jury, reviewer, scores, set_config, write_spec
 from conftest import ledger_bytes
-from pmos import jury as jury_lib
+from pmos.assess import jury as jury_lib
 from pmos.errors import ConfigError
-from pmos.ledger import iter_records
+from pmos.store.chain import iter_records
 
 
 @pytest.fixture
@@ -374,7 +374,7 @@ def test_content_cannot_close_the_envelope(cli, tmp_path, work, kit_root):
 
 
 def test_build_prompt_never_uses_a_nonce_found_in_the_material(tmp_path):
-    from pmos.assess_spec import DEFAULT_DIMENSIONS, Expectation
+    from pmos.assess.spec import DEFAULT_DIMENSIONS, Expectation
 
     exp = Expectation(0, "llm_review", "e", criteria="c", dimensions=DEFAULT_DIMENSIONS)
     context = jury_lib.ReviewContext(tmp_path)
@@ -483,7 +483,7 @@ def test_exactly_1_5_from_the_median_is_kept():
 
 
 def test_weighted_score_equal_to_threshold_passes():
-    from pmos.assess_spec import DEFAULT_DIMENSIONS
+    from pmos.assess.spec import DEFAULT_DIMENSIONS
 
     run = jury_lib.ReviewerRun(jury_lib.Reviewer("a", "c", None), 1, 0.1, 0)
     run.entries = {d.name: _entries("3")[0] for d in DEFAULT_DIMENSIONS}
@@ -500,7 +500,7 @@ def test_last_json_object():
 
 def test_stored_review_details_follow_the_schema(cli, tmp_path, work, kit, kit_root):
     from pmos import schemas
-    from pmos.assessments import task_records
+    from pmos.assess.assessment import task_records
 
     members = {"a": {"scores": scores(4)}, "b": {"mode": "crash"}}
     set_config(kit_root, review=jury(tmp_path, members))
@@ -565,7 +565,7 @@ def test_review_files_linking_inside_cwd_are_shown(cli, tmp_path, work, kit_root
 
 def test_evidence_is_checked_again_when_it_is_read(tmp_path, work):
     # A command of the assessment itself may plant a link after the pre-run check.
-    from pmos.assess_spec import parse_spec
+    from pmos.assess.spec import parse_spec
 
     (tmp_path / "secret.txt").write_text("private\n")
     spec = parse_spec(
@@ -653,7 +653,7 @@ def test_an_answer_json_allows_but_a_ledger_cannot_store_is_cleaned_as_read(
     set_config(kit_root, review={"command": command, "model": "claude-sonnet-4", "reviewers": 1})
     result, _, _ = review(cli, tmp_path, work)
     assert result.exit_code == 0, result.output
-    stored = list(iter_records(kit.ledger_path("assessments"), "assessments"))
+    stored = list(iter_records(kit.store.path("assessments"), "assessments"))
     [checked] = stored[-1]["checks"]
     dimension = checked["dimensions"]["correctness"]
     assert dimension["reasoning"] == "looks fine \ufffd mostly"

@@ -134,7 +134,7 @@ def test_repository_is_itself_a_kit_root_with_empty_ledgers():
     repo = Path(__file__).resolve().parents[1]
     kit = open_kit(repo)
     for kind in kit.config.ledgers:
-        path = kit.ledger_path(kind)
+        path = kit.store.path(kind)
         assert path.is_file(), f"{path} missing from the repository kit"
         assert path.read_bytes() == b"", f"{path} must stay empty in git"
 

@@ -12,7 +12,7 @@ import yaml
 
 from conftest import DIMENSIONS, RUBRIC, ledger_bytes, write_json
 from pmos.assets import kit_source
-from pmos.known_bad import load_case
+from pmos.gate.known_bad import load_case
 
 CASES = kit_source() / "planning/evals/known-bad"
 FOUR_PROBES = {

@@ -8,8 +8,9 @@ import json
 import pytest
 
 from conftest import good_verdict
-from pmos import ledger, writers
 from pmos.errors import LedgerCorrupt
+from pmos.gate import writers
+from pmos.store import chain as ledger
 
 
 @pytest.fixture
@@ -17,7 +18,7 @@ def filled(kit):
     """An acceptances ledger with five records r0..r4."""
     for i in range(5):
         writers.record_acceptance(kit, run_id=f"r{i}", label="pass", by="pm")
-    return kit.ledger_path("acceptances")
+    return kit.store.path("acceptances")
 
 
 def lines_of(path):
@@ -89,14 +90,14 @@ def test_hand_appended_line_is_named(filled, pmos):
 
 def test_line_copied_from_another_ledger_breaks_the_chain(kit, pmos):
     writers.record_acceptance(kit, run_id="r", label="pass", by="pm")
-    copied = kit.ledger_path("acceptances").read_bytes()
-    kit.ledger_path("runs").write_bytes(copied)
+    copied = kit.store.path("acceptances").read_bytes()
+    kit.store.path("runs").write_bytes(copied)
     code, report = verify_cli(pmos)
     assert code == 1 and problems(report, "runs")[0][0] == 1
 
 
 def test_schema_option_revalidates_records(filled, pmos):
-    from pmos.ledger import LedgerWriter
+    from pmos.store.chain import LedgerWriter
 
     LedgerWriter(filled, "acceptances").append({"run_id": "r9", "label": "maybe"})
     assert pmos("ledger", "verify").returncode == 0  # the chain itself is intact
@@ -154,7 +155,7 @@ def test_writers_refuse_to_extend_a_broken_tail(filled, kit):
 
 
 def test_reverse_iteration_over_many_blocks(kit):
-    path = kit.ledger_path("runs")
+    path = kit.store.path("runs")
     writer = ledger.LedgerWriter(path, "runs")
     writer.append_many({"n": i, "pad": "x" * (i % 700)} for i in range(3000))
     # Records that are not runs: read plain, without the schema's types.
@@ -164,7 +165,7 @@ def test_reverse_iteration_over_many_blocks(kit):
 
 
 def test_append_many_is_atomic_on_a_bad_record(kit):
-    path = kit.ledger_path("runs")
+    path = kit.store.path("runs")
     with pytest.raises(Exception, match="cannot be stored"):
         ledger.LedgerWriter(path, "runs").append_many([{"ok": 1}, {"bad": object()}])
     assert path.read_bytes() == b""
@@ -190,8 +191,8 @@ def test_show_filters_by_run(kit, cli):
 
 
 def test_show_columns_are_fields_of_each_kind(cli):
-    from pmos.kit import LEDGER_KINDS
     from pmos.schemas import load_schema
+    from pmos.store.registry import LEDGER_KINDS
 
     for kind, spec in LEDGER_KINDS.items():
         fields = load_schema(spec.schema)["properties"]

@@ -12,9 +12,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from pmos import history
-from pmos.stats import Z95
-from pmos.writers import record_acceptance, record_short_verdict
+from pmos.calibration.stats import Z95
+from pmos.gate import pass_fraction
+from pmos.gate.writers import record_acceptance, record_short_verdict
 
 RUBRIC = "planning/evals/agent-run-eval-rubric.md"
 
@@ -393,7 +393,7 @@ def test_metrics_pass_fraction_is_the_writer_disclosure(cli, kit):
     for i, verdict in enumerate(["PASS", "FAIL", "SKIPPED", "PASS-WITH-FINDINGS", "FAIL"] * 5):
         judge(kit, f"r{i}", verdict)
     shown = metrics(cli)["pass_fraction"]
-    assert shown == history.recent_pass_fraction(kit, kit.config.pass_fraction_window)
+    assert shown == pass_fraction.recent_pass_fraction(kit.store, kit.config.pass_fraction_window)
     # The next verdict discloses, as it stood before it, the same number.
     assert judge(kit, "next", "PASS")["pass_fraction"] == shown
     # 20 judged (SKIPPED excluded) of which PASS and PWF are 10.

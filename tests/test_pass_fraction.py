@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from conftest import RUBRIC, good_verdict, ledger_bytes, write_json
-from pmos.history import PassFraction
+from pmos.gate.pass_fraction import PassFraction
 
 
 def log(cli, run, verdict):

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pmos.errors import LedgerCorrupt
-from pmos.ledger import LedgerWriter, iter_records, iter_records_reversed, verify
+from pmos.store.chain import LedgerWriter, iter_records, iter_records_reversed, verify
 
 json_text = st.text(st.characters(codec="utf-8"), max_size=30)
 records = st.lists(

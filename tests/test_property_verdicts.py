@@ -14,8 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import DIMENSIONS, good_verdict, ledger_bytes
-from pmos import writers
 from pmos.errors import RecordRejected
+from pmos.gate import writers
+from pmos.store.append import WRITER_FIELDS
 
 DIMS = list(good_verdict()["dimensions"])
 REQUIRED = [
@@ -67,7 +68,7 @@ def corruptions() -> st.SearchStrategy:
             st.just("extra_field"),
             st.text(min_size=1, max_size=10).filter(lambda k: k not in good_verdict()),
         ),
-        st.tuples(st.just("owned_field"), st.sampled_from(writers.WRITER_FIELDS)),
+        st.tuples(st.just("owned_field"), st.sampled_from(WRITER_FIELDS)),
         st.tuples(st.just("not_a_number"), st.sampled_from(["score", "weight"])),
     )
 

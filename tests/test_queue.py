@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
-from pmos.queue import compute_queue, human_age
-from pmos.writers import register_run
+from pmos.calibration.queue import compute_queue, human_age
+from pmos.gate.writers import register_run
 from test_metrics import judge, label
 
 

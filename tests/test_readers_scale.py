@@ -9,9 +9,9 @@ import tracemalloc
 
 import pytest
 
-from pmos.calibration import compute_metrics
+from pmos.calibration.metrics import compute_metrics
 from pmos.errors import LedgerCorrupt
-from pmos.ledger import LedgerWriter, iter_records, parse_line, verify
+from pmos.store.chain import LedgerWriter, iter_records, parse_line, verify
 
 RUBRIC = "planning/evals/agent-run-eval-rubric.md"
 
@@ -47,8 +47,8 @@ def _label(i: int, run: str) -> dict:
 
 
 def _fill(kit, runs: int, per_run: int) -> None:
-    evals = LedgerWriter(kit.ledger_path("evals"), "evals")
-    accepts = LedgerWriter(kit.ledger_path("acceptances"), "acceptances")
+    evals = LedgerWriter(kit.store.path("evals"), "evals")
+    accepts = LedgerWriter(kit.store.path("acceptances"), "acceptances")
     total = runs * per_run
     evals.append_many(_verdict(i, f"run-{i % runs}") for i in range(total))
     accepts.append_many(_label(i, f"run-{i % runs}") for i in range(total))
@@ -99,7 +99,7 @@ print(heavy)
 
 def test_fast_read_path_keeps_every_check(kit, kit_root):
     _fill(kit, runs=3, per_run=2)
-    path = kit.ledger_path("evals")
+    path = kit.store.path("evals")
     original = path.read_bytes()
     lines = original.splitlines(keepends=True)
     assert len(list(iter_records(path, "evals"))) == 6
@@ -134,11 +134,11 @@ def test_fast_read_path_keeps_every_check(kit, kit_root):
 
 
 def test_parallel_read_gives_the_same_report(kit, monkeypatch):
-    from pmos import calibration
+    from pmos.calibration import metrics as calibration
 
     _fill(kit, runs=40, per_run=3)
     serial = [compute_metrics(kit), compute_metrics(kit, model="gpt-5", window=5)]
-    from pmos import forked
+    from pmos.store import forked
 
     started = []
 
@@ -158,10 +158,10 @@ def test_parallel_read_gives_the_same_report(kit, monkeypatch):
 def test_parallel_read_reports_a_corrupt_ledger_and_leaves_no_process(kit, monkeypatch, kind):
     import os
 
-    from pmos import calibration
+    from pmos.calibration import metrics as calibration
 
     _fill(kit, runs=5, per_run=2)
-    path = kit.ledger_path(kind)
+    path = kit.store.path(kind)
     lines = path.read_bytes().splitlines(keepends=True)
     lines[3] = lines[3].replace(b'"run-3"', b'"run-4"')
     path.write_bytes(b"".join(lines))
@@ -174,7 +174,7 @@ def test_parallel_read_reports_a_corrupt_ledger_and_leaves_no_process(kit, monke
 
 
 def test_forked_call_carries_results_and_errors():
-    from pmos.forked import ForkedCall
+    from pmos.store.forked import ForkedCall
 
     assert ForkedCall(sorted, [3, 1, 2]).result() == [1, 2, 3]
     with pytest.raises(ZeroDivisionError):
@@ -199,7 +199,7 @@ def test_forked_call_inbox_hands_the_child_a_value_while_both_run():
     import time
 
     from pmos.errors import PmosError
-    from pmos.forked import ForkedCall
+    from pmos.store.forked import ForkedCall
 
     call = ForkedCall(_sum_with, 10, inbox=True)
     big = list(range(200_000))  # far more than a pipe holds: send must not wait for the child

@@ -15,10 +15,10 @@ from typing import Any, Literal
 import msgspec
 import pytest
 
-from pmos.calibration import compute_metrics
+from pmos.calibration.metrics import compute_metrics
 from pmos.errors import LedgerCorrupt
-from pmos.ledger import LedgerWriter, iter_records, verify
-from pmos.rows import row_type
+from pmos.store.chain import LedgerWriter, iter_records, verify
+from pmos.store.rows import row_type
 
 
 def _verdict(run: str = "run-1", **overrides: Any) -> dict[str, Any]:
@@ -54,7 +54,7 @@ def _label(run: str = "run-1", **overrides: Any) -> dict[str, Any]:
 
 
 def _write(kit, kind: str, *records: dict[str, Any]) -> None:
-    LedgerWriter(kit.ledger_path(kind), kind).append_many(records)
+    LedgerWriter(kit.store.path(kind), kind).append_many(records)
 
 
 def test_row_types_come_from_the_schema():
@@ -84,9 +84,7 @@ def test_row_types_come_from_the_schema():
 def test_a_row_decodes_only_its_fields(kit):
     _write(kit, "evals", _verdict(), _verdict("run-2", verdict="FAIL", score=0.2))
     rows = list(
-        iter_records(
-            kit.ledger_path("evals"), "evals", row=row_type("evals", ("run_id", "verdict"))
-        )
+        iter_records(kit.store.path("evals"), "evals", row=row_type("evals", ("run_id", "verdict")))
     )
     assert [(r.run_id, r.verdict) for r in rows] == [("run-1", "PASS"), ("run-2", "FAIL")]
     assert not hasattr(rows[0], "score")
@@ -107,7 +105,7 @@ def test_a_row_decodes_only_its_fields(kit):
 def test_a_chained_record_with_a_wrong_field_is_refused(kit, kind, record, problem):
     good = _verdict("run-0") if kind == "evals" else _label("run-0")
     _write(kit, kind, good, record)
-    assert verify(kit.ledger_path(kind), kind).ok  # the chain itself is intact
+    assert verify(kit.store.path(kind), kind).ok  # the chain itself is intact
     with pytest.raises(LedgerCorrupt) as caught:
         compute_metrics(kit)
     message = str(caught.value)
@@ -127,7 +125,7 @@ def test_a_judged_verdict_without_a_model_is_refused(kit):
     with pytest.raises(LedgerCorrupt, match="a PASS verdict of run run-1 names no evaluator_model"):
         compute_metrics(kit)
     # A skip may lack one: it is no judgement.
-    kit.ledger_path("evals").unlink()
+    kit.store.path("evals").unlink()
     skip = _verdict(
         verdict="SKIPPED",
         score=None,
@@ -150,7 +148,7 @@ def test_metrics_cli_reports_the_line_and_exits_2(kit, pmos):
 
 def test_a_line_whose_prev_hash_is_not_just_before_its_hash_is_refused(kit):
     _write(kit, "evals", _verdict("run-0"), _verdict("run-1"))
-    path = kit.ledger_path("evals")
+    path = kit.store.path("evals")
     lines = path.read_bytes().splitlines(keepends=True)
     record = json.loads(lines[1])
     own = record.pop("hash")
@@ -245,7 +243,7 @@ def test_rfc3339_timestamps_in_either_case_are_read(kit, pmos):
 
 
 def test_a_record_breaking_an_if_then_rule_of_its_schema_is_refused(kit):
-    path = kit.ledger_path("evals")
+    path = kit.store.path("evals")
     # A judged verdict must name its rubric and model (schema: if not SKIPPED).
     _write(kit, "evals", _verdict("run-0"), _verdict(rubric_path=...))
     with pytest.raises(LedgerCorrupt) as caught:
@@ -266,4 +264,4 @@ def test_a_rule_that_forbids_a_field_does_not_make_an_old_record_unreadable(kit)
         verdict="SKIPPED", score=None, rubric_path=..., axes=..., skipped_reason="evaluator down"
     )
     _write(kit, "evals", skip | {"defects": []})
-    assert [r["verdict"] for r in iter_records(kit.ledger_path("evals"), "evals")] == ["SKIPPED"]
+    assert [r["verdict"] for r in iter_records(kit.store.path("evals"), "evals")] == ["SKIPPED"]

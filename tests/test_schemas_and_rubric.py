@@ -8,7 +8,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from pmos import schemas
-from pmos.rubric import RubricError, load_rubric
+from pmos.gate.rubric import RubricError, load_rubric
 
 RUBRIC_HEAD = """---
 threshold: 0.7

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from assess_support import write_spec
-from pmos.scorecollect import collect
+from pmos.tasks.collect import collect
 from runrecords import assess, check, label, metric, register, verdict_with
 
 
@@ -108,7 +108,7 @@ def test_each_missing_workflow_step_is_listed_and_costs_its_points(kit):
 
 def test_unregistered_run_and_skipped_verdict_do_not_count(kit, cli):
     assess(kit, run_id="run-9")
-    from pmos import writers
+    from pmos.gate import writers
 
     writers.record_short_verdict(
         kit, run_id="run-9", initiative_id="init-1", verdict="SKIPPED", skipped_reason="no time"

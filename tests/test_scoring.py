@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import ledger_bytes, write_json
-from pmos import scoring
 from pmos.errors import BadInput, RecordRejected
+from pmos.tasks import scoring
 
 CATS = ("agentPerformance", "taskOutcomeQuality", "processCompliance")
 

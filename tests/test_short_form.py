@@ -145,7 +145,7 @@ def test_pmos_log_sh_forwards_from_any_directory(kit_root, tmp_path):
 
 def test_library_refuses_axes_on_a_skipped_short_verdict(kit):
     from pmos.errors import BadInput
-    from pmos.writers import record_short_verdict
+    from pmos.gate.writers import record_short_verdict
 
     before = ledger_bytes(kit.root)
     with pytest.raises(BadInput, match="SKIPPED verdict takes no"):

@@ -12,7 +12,7 @@ import typer
 from pmos.assets import kit_source
 from pmos.cli import app
 from pmos.kit import init_kit
-from pmos.skill_check import CommandTree, _invocations, script_path
+from pmos.kit.skills import CommandTree, _invocations, script_path
 
 REPO = kit_source()
 EVALUATOR = "skills/evaluator/SKILL.md"

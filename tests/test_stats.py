@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pmos import stats
-from pmos.stats import Confusion, Undefined
+from pmos.calibration import stats
+from pmos.calibration.stats import Confusion, Undefined
 
 
 def test_published_kappa_feinstein_cicchetti_table_a():

@@ -13,7 +13,7 @@ import pytest
 
 import pmos
 from pmos.assets import kit_source
-from pmos.exemplars import parse_log
+from pmos.gate.exemplars import parse_log
 from pmos.kit import KIT_TEMPLATE_PATHS
 
 REPO = kit_source()

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from conftest import DIMENSIONS, REGISTER_R, good_verdict, ledger_bytes, write_json
-from pmos import writers
 from pmos.errors import RecordRejected
+from pmos.gate import writers
+from pmos.store.append import WRITER_FIELDS
 
 
 def accept(kit, verdict: dict[str, Any]) -> dict[str, Any]:
@@ -356,7 +357,7 @@ def test_contract_criterion_ids_are_unique(kit, cli, tmp_path):
 # ------------------------------------------------------------ writer-owned fields
 
 
-@pytest.mark.parametrize("field", writers.WRITER_FIELDS)
+@pytest.mark.parametrize("field", WRITER_FIELDS)
 def test_writer_owned_fields_cannot_be_supplied(kit, field):
     reject(kit, good_verdict(**{field: "x"}), "writer-owned-field", field)
 
@@ -400,7 +401,7 @@ def test_stdin_input_and_json_output(kit, cli):
 
 
 def test_dimension_table_matches_default_rubric(kit):
-    from pmos.rubric import load_rubric
+    from pmos.gate.rubric import load_rubric
 
     rubric = load_rubric(kit.root, "planning/evals/agent-run-eval-rubric.md")
     assert {d.name: (d.weight, d.axis) for d in rubric.dimensions} == DIMENSIONS

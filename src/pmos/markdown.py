@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*([^`]*)$")
 HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
@@ -99,3 +100,24 @@ def anchors(text: str) -> set[str]:
                 counts[base] = n + 1
                 found.add(base if n == 0 else f"{base}-{n}")
     return found
+
+
+def split_frontmatter(text: str) -> tuple[Any, str]:
+    """Return (parsed YAML frontmatter, body). Raises ValueError when there is none."""
+    import yaml
+
+    from pmos.yamlio import load_yaml
+
+    if not text.startswith("---"):
+        raise ValueError("does not start with a '---' YAML frontmatter block")
+    lines = text.splitlines(keepends=True)
+    if lines[0].strip() != "---":
+        raise ValueError("the first line must be exactly '---'")
+    for i, line in enumerate(lines[1:], start=1):
+        if line.strip() == "---":
+            try:
+                meta = load_yaml("".join(lines[1:i]))
+            except yaml.YAMLError as exc:
+                raise ValueError(f"frontmatter is not valid YAML: {exc}") from None
+            return meta, "".join(lines[i + 1 :])
+    raise ValueError("frontmatter is not closed by a '---' line")

@@ -81,8 +81,8 @@ def assess(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Assess a task: run its checks and metrics, record the result."""
-    from pmos.assessments import assess as run_assessment
-    from pmos.assessments import resolve_task_id, spec_to_assess, summary
+    from pmos.assess.assessment import assess as run_assessment
+    from pmos.assess.assessment import resolve_task_id, spec_to_assess, summary
 
     k = kit()
     parsed, run = spec_to_assess(k, spec, run_id, lenient=lenient)
@@ -110,7 +110,7 @@ def history(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Show a task's latest assessment and the earlier ones."""
-    from pmos.assessments import summary, task_history
+    from pmos.assess.assessment import summary, task_history
 
     latest, earlier = task_history(kit(), task_id)
     if json_output:

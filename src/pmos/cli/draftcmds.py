@@ -17,7 +17,7 @@ def eval_draft(
 ) -> None:
     """Print a verdict skeleton: the run's ids, the rubric's dimensions and the criteria
     already checked by the latest assessment; the judgment fields are left empty."""
-    from pmos.drafts import draft_verdict
+    from pmos.gate.drafts import draft_verdict
 
     draft, notes = draft_verdict(kit(), run_id)
     warn(notes)

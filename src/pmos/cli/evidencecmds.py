@@ -34,7 +34,7 @@ def evidence(
     """Print the evidence bundle of a run: eight groups in a fixed order, capped and cited."""
     if json_output and markdown:
         raise BadInput("choose one of --json and --markdown")
-    from pmos.evidence import build_bundle, render_markdown
+    from pmos.tasks.evidence import build_bundle, render_markdown
 
     bundle = build_bundle(kit(), run_id, repo=repo, rev_range=rev_range, logs=logs)
     if json_output:

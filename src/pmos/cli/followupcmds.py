@@ -29,7 +29,7 @@ def suggest(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Turn the latest verdict's defects and failed assessment checks into suggestions."""
-    from pmos.followups import suggest as make_suggestions
+    from pmos.tasks.followups import suggest as make_suggestions
 
     report = make_suggestions(kit(), run_id, policy=policy)
     data = report.as_dict()
@@ -62,7 +62,7 @@ def tasks_list(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """List the tasks and their current state."""
-    from pmos.tasks import list_tasks
+    from pmos.tasks.task_list import list_tasks
 
     views = [v.as_dict() for v in list_tasks(kit(), open_only=open_only)]
     if json_output:
@@ -81,7 +81,7 @@ def tasks_close(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Close a task (appends a state change; the created record is kept)."""
-    from pmos.tasks import close_task
+    from pmos.tasks.task_list import close_task
 
     written = close_task(kit(), task_id, note=note, by=by)
     if json_output:

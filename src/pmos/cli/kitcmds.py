@@ -43,10 +43,10 @@ def init(
 
 def root(json_output: bool = JSON_OPTION) -> None:
     """Print the resolved kit root and its ledger files."""
-    from pmos.kit import LEDGER_KINDS
+    from pmos.store.registry import LEDGER_KINDS
 
     k = kit()
-    ledgers = {name: str(k.ledger_path(name)) for name in LEDGER_KINDS}
+    ledgers = {name: str(k.store.path(name)) for name in LEDGER_KINDS}
     if json_output:
         emit_json({"root": str(k.root), "ledgers": ledgers, "from_option": bool(root_option())})
         return
@@ -81,7 +81,7 @@ def rubric_show(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Print a rubric: threshold, weighted dimensions and axes, then its text."""
-    from pmos.rubric import load_rubric
+    from pmos.gate.rubric import load_rubric
 
     k = kit()
     rubric = load_rubric(k.root, k.config.default_rubric if path is None else path)

@@ -24,9 +24,9 @@ def verify(
 
     Exits 1 naming each bad line, 0 when all ledgers are clean.
     """
-    from pmos.ledger_checks import verify_kit
+    from pmos.store.verify import verify_store
 
-    reports = verify_kit(kit(), with_schema=schema)
+    reports = verify_store(kit().store, with_schema=schema)
     ok = all(r.ok for r in reports)
     if json_output:
         emit_json({"ok": ok, "ledgers": [r.as_dict() for r in reports]})
@@ -53,10 +53,10 @@ def show(
     --json streams a JSON array; the table needs every row it shows in memory,
     so use --last on a large ledger.
     """
-    from pmos.kit import LEDGER_KINDS
-    from pmos.ledger_checks import read_kind
+    from pmos.store.read import show
+    from pmos.store.registry import LEDGER_KINDS
 
-    records = read_kind(kit(), kind, run_id=run_id, last=last)
+    records = show(kit().store, kind, run_id=run_id, last=last)
     if json_output:
         emit_json_array(records)
         return
@@ -76,11 +76,11 @@ def path(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Print where the ledgers are."""
-    from pmos.kit import LEDGER_KINDS
+    from pmos.store.registry import LEDGER_KINDS
 
     k = kit()
     kinds = [kind] if kind else list(LEDGER_KINDS)
-    paths = {name: str(k.ledger_path(name)) for name in kinds}
+    paths = {name: str(k.store.path(name)) for name in kinds}
     if json_output:
         emit_json(paths)
     elif kind:

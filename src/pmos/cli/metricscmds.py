@@ -33,7 +33,7 @@ def metrics(
     The gate stays advisory until kappa reaches the threshold over enough pairs
     with both pass and fail PM labels.
     """
-    from pmos.calibration import compute_metrics, parse_since
+    from pmos.calibration.metrics import compute_metrics, parse_since
 
     report = compute_metrics(
         kit(),
@@ -147,7 +147,7 @@ def render_metrics(r: dict[str, Any]) -> str:
 def queue(json_output: bool = JSON_OPTION) -> None:
     """Verification debt (runs with no verdict or a SKIPPED one) and acceptance debt
     (judged runs the PM has not labelled). Exits 1 while verification debt exists."""
-    from pmos.queue import compute_queue
+    from pmos.calibration.queue import compute_queue
 
     q = compute_queue(kit())
     if json_output:

@@ -51,7 +51,7 @@ def record(
 ) -> None:
     """Record a task evaluation; final scores, bands and the overall score are computed."""
     from pmos.cli.writercmds import _read_json
-    from pmos.taskevals import record_task_eval, summary
+    from pmos.tasks.task_evals import record_task_eval, summary
 
     written = record_task_eval(kit(), _read_json(file, "score input"))
     warn(written.warnings)
@@ -66,7 +66,7 @@ def show(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Show a task's latest evaluation."""
-    from pmos.taskevals import latest_for_task, summary
+    from pmos.tasks.task_evals import latest_for_task, summary
 
     latest = latest_for_task(kit(), task_id)
     if json_output:
@@ -84,7 +84,7 @@ def collect(
     The JSON output ends with a template for 'pmos score record': fill in aiScore,
     rationale and evidence for each category.
     """
-    from pmos.scorecollect import collect as collect_scores
+    from pmos.tasks.collect import collect as collect_scores
 
     result = collect_scores(kit(), run_id)
     if json_output:

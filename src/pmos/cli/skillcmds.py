@@ -33,7 +33,7 @@ def exemplars(
     latest PM label) and the exemplar log, most recent first. A missing side is
     disclosed, never padded.
     """
-    from pmos.exemplars import select_anchors
+    from pmos.gate.exemplars import select_anchors
 
     selection = select_anchors(kit(), n, exclude_run)
     if json_output:
@@ -62,7 +62,7 @@ def known_bad_seed(json_output: bool = JSON_OPTION) -> None:
     Idempotent: a registered run or an existing label is left as it is. The seeded
     runs then wait in `pmos queue` for the evaluator to judge them blind.
     """
-    from pmos.known_bad import seed
+    from pmos.gate.known_bad import seed
 
     report = seed(kit())
     warn(report.warnings)
@@ -98,7 +98,7 @@ def skill_check(
     """
     from pmos.cli import app
     from pmos.errors import KitRootNotFound
-    from pmos.skill_check import CommandTree, check, default_targets, script_path
+    from pmos.kit.skills import CommandTree, check, default_targets, script_path
 
     try:
         root: Path | None = kit().root

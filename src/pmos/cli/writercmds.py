@@ -54,7 +54,7 @@ def run_register(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Register a run and its pre-run contract."""
-    from pmos.writers import load_contract, register_run
+    from pmos.gate.writers import load_contract, register_run
 
     data = load_contract(contract) if contract is not None else None
     written = register_run(
@@ -80,7 +80,7 @@ def eval_record(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Record a full verdict (two axes, criteria, dimensions, defects)."""
-    from pmos.writers import record_verdict
+    from pmos.gate.writers import record_verdict
 
     _report(record_verdict(kit(), _read_json(file), target=ledger), json_output)
 
@@ -102,7 +102,7 @@ def eval_log(
 
     EVALUATOR_MODEL defaults to $PMOS_EVALUATOR_MODEL.
     """
-    from pmos.writers import parse_short_form, record_short_verdict
+    from pmos.gate.writers import parse_short_form, record_short_verdict
 
     fields = parse_short_form(args, spec=spec, standards=standards, note=note)
     _report(record_short_verdict(kit(), **fields, target=ledger), json_output)
@@ -117,7 +117,7 @@ def accept(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Record a PM's acceptance label for a run (supersedes an earlier one)."""
-    from pmos.writers import record_acceptance
+    from pmos.gate.writers import record_acceptance
 
     written = record_acceptance(kit(), run_id=run_id, label=label, by=by, note=note, target=ledger)
     _report(written, json_output)

@@ -1,0 +1,293 @@
+"""Assessing a task and keeping its history in the assessments ledger.
+
+One assessment = run a sanitised spec (:mod:`pmos.assess_spec`) with
+:mod:`pmos.assess_run` (and :mod:`pmos.jury` for LLM reviews), then append one
+record through the validated writer path. The task's attempt number, the
+default trigger and the fix-attempt budget are computed from the ledger under
+its lock, so two assessments of one task finishing together cannot both be
+"attempt 2".
+
+Fix accounting: a failed task may be handed back to its agent for a fix a
+limited number of times (``maxFixAttempts``, default 2) before the normal
+retry policy applies. ``fix_attempts_left`` is that budget minus the task's
+fix-triggered assessments so far, this one included, never below 0.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from pmos.assess import run as assess_run
+from pmos.assess.spec import Expectation, NothingToAssess, Spec, from_contract, load_spec
+from pmos.errors import BadInput, ConfigError
+from pmos.kit import Kit
+from pmos.store.append import Draft, Written, append, check_schema, check_storable, record_meta
+from pmos.store.read import records
+
+TRIGGERS = ("initial", "reassess", "fix", "retry", "auto-correct", "judge")
+
+
+#: The trigger that spends the fix budget (maxFixAttempts); retries do not.
+FIX_TRIGGER = "fix"
+
+
+def fix_attempts_used(records: Iterable[Mapping[str, Any]]) -> int:
+    """How many of a task's assessments were fix attempts."""
+    return sum(1 for r in records if r.get("trigger") == FIX_TRIGGER)
+
+
+def assess_timeout(config: Mapping[str, Any]) -> float:
+    """pmos.yaml ``assess.timeout_s`` (default 600 s), per command."""
+    section = config.get("assess") or {}
+    return float(section.get("timeout_s", assess_run.DEFAULT_TIMEOUT_S))
+
+
+def resolve_task_id(explicit: str | None, spec: Spec, run_id: str | None) -> str:
+    """--task-id, else the task file's own id, else the run id, else the spec file's name.
+
+    An explicit but empty or blank --task-id is refused rather than quietly
+    replaced by a default: the caller asked for a task id and gave none.
+    """
+    if explicit is not None and not explicit.strip():
+        raise BadInput(
+            f"--task-id {explicit!r} is empty; give the task's id, or leave --task-id out to "
+            "use the spec's id, else --run-id, else the spec file's name"
+        )
+    for candidate in (explicit, spec.task_id, run_id):
+        if candidate:
+            return candidate
+    return Path(spec.source).stem
+
+
+def spec_to_assess(
+    kit: Kit, spec_path: Path | None, run_id: str | None, *, lenient: bool = False
+) -> tuple[Spec, dict[str, Any] | None]:
+    """What ``pmos assess`` assesses, and the registered run it belongs to (or None).
+
+    A spec file when one is given; otherwise the run's contract, which needs the
+    run to be registered, since an unregistered run has no contract.
+    """
+    from pmos.store.lookup import find_run
+
+    if run_id is not None and not run_id.strip():
+        raise BadInput(f"--run-id {run_id!r} is empty; give the run's id or leave --run-id out")
+    run = find_run(kit.store, run_id) if run_id is not None else None
+    if spec_path is not None:
+        return load_spec(spec_path, lenient=lenient), run
+    if run_id is None:
+        raise BadInput("give a SPEC file, or --run-id to assess the run's contract criteria")
+    if run is None:
+        raise BadInput(f"run {run_id!r} is not registered, so it has no contract to assess")
+    return from_contract(run, lenient=lenient), run
+
+
+def task_records(kit: Kit, task_id: str) -> list[dict[str, Any]]:
+    """Every assessment of ``task_id``, oldest first."""
+    return [r for r in records(kit.store, "assessments") if r.get("task_id") == task_id]
+
+
+class TaskHistory(NamedTuple):
+    """A task's current assessment and the ones before it, newest first."""
+
+    latest: dict[str, Any] | None
+    earlier: list[dict[str, Any]]
+
+
+def task_history(kit: Kit, task_id: str) -> TaskHistory:
+    """The latest record of a task is its current assessment; the rest its history."""
+    records = task_records(kit, task_id)
+    if not records:
+        return TaskHistory(None, [])
+    return TaskHistory(records[-1], list(reversed(records[:-1])))
+
+
+def _check_trigger(trigger: str | None) -> None:
+    if trigger is not None and trigger not in TRIGGERS:
+        raise BadInput(f"--trigger {trigger!r} is not one of {', '.join(TRIGGERS)}")
+
+
+def _record(
+    spec: Spec,
+    *,
+    task_id: str,
+    run_id: str | None,
+    trigger: str,
+    attempt: int,
+    passed: bool,
+    cwd: Path,
+    duration: float,
+    checks: list[dict[str, Any]],
+    metrics: list[dict[str, Any]],
+    warnings: list[str],
+    fixes: int,
+    flags: list[str],
+) -> dict[str, Any]:
+    """One assessment record; the same code builds the pre-run probe and the real one."""
+    record: dict[str, Any] = {
+        **record_meta("assessments"),
+        "task_id": task_id,
+        "trigger": trigger,
+        "attempt": attempt,
+        "passed": passed,
+        "spec": spec.source,
+        "cwd": str(cwd),
+        "duration_s": duration,
+        "checks": checks,
+        "metrics": metrics,
+        "warnings": warnings,
+        "max_fix_attempts": spec.max_fix_attempts,
+        "max_assessment_retries": spec.max_assessment_retries,
+        "fix_attempts_left": max(0, spec.max_fix_attempts - fixes),
+    }
+    if run_id is not None:
+        record["run_id"] = run_id
+    if flags:
+        record["flags"] = flags
+    return record
+
+
+def _check_storable(record: dict[str, Any]) -> None:
+    """Refuse a record the assessments ledger would refuse: its schema, then its
+    JSON encoding (integers beyond 64 bits, text that is not valid Unicode)."""
+    check_schema("assessments", record)
+    try:
+        check_storable(record)
+    except BadInput as exc:
+        raise BadInput(f"the assessment could not be stored, so nothing was run: {exc}") from None
+
+
+def assess(
+    kit: Kit,
+    spec: Spec,
+    *,
+    cwd: Path,
+    task_id: str,
+    run_id: str | None = None,
+    run: Mapping[str, Any] | None = None,
+    trigger: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Written:
+    """Run ``spec`` in ``cwd`` and append the assessment; returns the stored record.
+
+    Everything that can be refused is refused before the first command starts,
+    so a refusal (exit 2) means nothing ran and nothing was written: the
+    trigger, the working directory, files the reviewers would see from outside
+    it, the reviewer configuration, and a probe record holding every value the
+    spec, ids and paths put into the stored record, checked against the record
+    schema and the ledger's encoding.
+    """
+    from pmos.assess import jury
+
+    environ = os.environ if environ is None else environ
+    _check_trigger(trigger)
+    if not cwd.is_dir():
+        raise BadInput(f"--cwd {cwd} is not a folder")
+    cwd = cwd.resolve()
+    if spec.empty:
+        raise NothingToAssess(spec)
+    outside = jury.outside_files(spec.expectations, cwd)
+    if outside:
+        lines = "\n".join(f"  - {p}" for p in outside)
+        raise BadInput(
+            f"spec {spec.source} shows the reviewers files outside --cwd; nothing was run:\n{lines}"
+        )
+    settings = jury.review_settings(kit.config.raw, environ) if spec.needs_review else None
+    timeout = assess_timeout(kit.config.raw)
+    context = jury.ReviewContext(cwd, spec.title, spec.description, run)
+    warnings = list(spec.warnings)
+    flags: list[str] = []
+    if run_id is not None and run is None:
+        flags.append("unregistered-run")
+        warnings.append(
+            f"run {run_id!r} was never registered ('pmos run register'); "
+            "the assessment is flagged unregistered-run"
+        )
+
+    def placeholder(exp: Expectation) -> dict[str, Any]:
+        if exp.type == "llm_review" and settings is not None:
+            return jury.placeholder_check(exp, settings.aggregate)
+        return assess_run.placeholder_check(exp)
+
+    _check_storable(
+        _record(
+            spec,
+            task_id=task_id,
+            run_id=run_id,
+            trigger=trigger or "initial",
+            attempt=1,
+            passed=False,
+            cwd=cwd,
+            duration=0.0,
+            checks=[placeholder(e) for e in spec.expectations],
+            metrics=[assess_run.placeholder_metric(m) for m in spec.metrics],
+            warnings=warnings,
+            fixes=0,
+            flags=flags,
+        )
+    )
+
+    def review(exp: Expectation, tracker: assess_run.ProcessTracker) -> dict[str, Any]:
+        if settings is None:  # guarded above; keeps the type checker honest
+            raise ConfigError("no reviewers configured")
+        return jury.run_review(
+            exp, settings, context, max_retries=spec.max_assessment_retries, tracker=tracker
+        )
+
+    start = time.monotonic()
+    checks, metrics = assess_run.run_spec(spec, cwd=cwd, timeout_s=timeout, review=review)
+    duration = round(time.monotonic() - start, 3)
+    passed = all(c["passed"] for c in checks) and all(m["passed"] for m in metrics)
+    for check in checks:
+        warnings += [f"check {check['index']} (llm_review): {n}" for n in check.get("notes", [])]
+
+    def build() -> Draft:
+        prior = task_records(kit, task_id)
+        actual = trigger or ("reassess" if prior else "initial")
+        fixes = fix_attempts_used(prior) + (actual == FIX_TRIGGER)
+        notes = list(warnings)
+        if actual == FIX_TRIGGER and fixes > spec.max_fix_attempts:
+            notes.append(
+                f"this is fix attempt {fixes} of task {task_id!r}, beyond maxFixAttempts "
+                f"{spec.max_fix_attempts}: the normal retry policy applies now"
+            )
+        record = _record(
+            spec,
+            task_id=task_id,
+            run_id=run_id,
+            trigger=actual,
+            attempt=len(prior) + 1,
+            passed=passed,
+            cwd=cwd,
+            duration=duration,
+            checks=checks,
+            metrics=metrics,
+            warnings=notes,
+            fixes=fixes,
+            flags=flags,
+        )
+        return Draft([record])
+
+    return append(kit.store, "assessments", build)
+
+
+def summary(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The stable ``--json`` shape of one assessment."""
+    keys = (
+        "record_id",
+        "recorded_at",
+        "task_id",
+        "run_id",
+        "trigger",
+        "attempt",
+        "passed",
+        "duration_s",
+        "checks",
+        "metrics",
+        "warnings",
+        "fix_attempts_left",
+    )
+    return {k: record.get(k) for k in keys}

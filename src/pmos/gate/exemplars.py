@@ -1,0 +1,504 @@
+"""The exemplar log and the calibration anchors an evaluator scores against.
+
+The exemplar log (``planning/evals/eval-calibration.md`` by default) is a
+Markdown file a PM reads and a program parses. Each entry is a level-3 heading
+naming the case, followed at once by a fenced YAML block::
+
+    ### run-42-override-20261130T081500Z
+    ```yaml
+    case_id: run-42-override-20261130T081500Z
+    run_id: run-42
+    gate_verdict: PASS
+    pm_label: fail
+    override: true
+    lesson: The retry loop swallowed the timeout; the gate read the green test as proof.
+    recorded_at: '2026-11-30T08:15:00Z'
+    ```
+
+Prose may follow the block. Level-3 headings outside code fences are reserved
+for entries. A malformed log is refused as a whole, with every problem and its
+line, because anchors read from a half-parsed log would silently drop the very
+cases (overrides) that keep the gate honest.
+
+Entries are appended by the library only: ``pmos accept`` calls
+:func:`log_override` when a PM label disagrees with the gate. Anchors are
+picked from the paired ledgers (latest non-SKIPPED verdict and latest PM label
+of each run) and from the log, balanced across the PM's pass and fail labels.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import math
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pmos import markdown
+from pmos.errors import BadInput
+from pmos.inputs import read_input_text
+from pmos.kit import Kit
+from pmos.paths import resolve_inside
+from pmos.store import lookup
+from pmos.store.vocabulary import PASS_SIDE, SKIPPED
+from pmos.timestamps import parse_instant
+from pmos.yamlio import load_yaml
+
+DEFAULT_LOG = "planning/evals/eval-calibration.md"
+MIN_ANCHORS, MAX_ANCHORS = 2, 4
+
+_UNSAFE_ID = re.compile(r"[^A-Za-z0-9._-]+")
+
+_NEW_LOG_HEADER = """# Exemplar log
+
+Calibration cases for the review gate: runs whose PM label is known, with the
+lesson each one teaches. Entries are appended by `pmos accept` when a PM
+overrides the gate. See calibration-method.md for the method.
+
+## Entries
+"""
+
+
+class ExemplarLogError(BadInput):
+    """The exemplar log cannot be used; ``problems`` lists (line, message) pairs."""
+
+    def __init__(self, path: str, problems: list[tuple[int, str]]) -> None:
+        self.path = path
+        self.problems = problems
+        lines = "\n".join(f"  - {path}:{line}: {msg}" for line, msg in problems)
+        super().__init__(
+            f"{path} is not a valid exemplar log ({len(problems)} problem(s)); "
+            f"fix it by hand, nothing was changed:\n{lines}"
+        )
+
+
+def _yaml_loader():
+    """A safe loader that keeps timestamps as strings (the schema wants RFC 3339 text)."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.yaml_implicit_resolvers = {
+        first: [r for r in resolvers if r[0] != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    return Loader
+
+
+def is_override(gate_verdict: str, pm_label: str) -> bool:
+    """A PM label overrides the gate when it lands on the other side of pass/fail."""
+    return (gate_verdict in PASS_SIDE) != (pm_label == "pass")
+
+
+# ---------------------------------------------------------------- parsing
+
+
+def parse_log(text: str, source: str = "the text") -> list[dict[str, Any]]:
+    """Every entry of a log's text, validated; raises :class:`ExemplarLogError`."""
+    import yaml
+
+    from pmos import schemas
+
+    loader = _yaml_loader()
+    problems: list[tuple[int, str]] = []
+    entries: list[tuple[int, dict[str, Any]]] = []
+    pending: tuple[int, str] | None = None  # an entry heading waiting for its block
+
+    def expect_block() -> None:
+        if pending is not None:
+            problems.append(
+                (pending[0], f"entry {pending[1]!r} must be followed by a fenced ```yaml block")
+            )
+
+    for part in markdown.segments(text):
+        if isinstance(part, markdown.Prose):
+            heading = markdown.HEADING.match(part.text)
+            if heading and len(heading.group(1)) == 3:
+                expect_block()
+                pending = (part.number, heading.group(2))
+            elif part.text.strip():
+                expect_block()
+                pending = None
+            continue
+        if pending is None:
+            if not part.closed:
+                problems.append((part.start, "a code fence is never closed"))
+            continue
+        number, title = pending
+        pending = None
+        if part.language not in ("yaml", "yml"):
+            problems.append((number, f"entry {title!r} must be followed by a fenced ```yaml block"))
+            continue
+        if not part.closed:
+            problems.append((part.start, f"the yaml block of entry {title!r} is never closed"))
+            continue
+        try:
+            data = load_yaml("\n".join(line for _, line in part.lines), loader)
+        except yaml.YAMLError as exc:
+            problems.append((number, f"entry {title!r} is not valid YAML: {exc}"))
+            continue
+        if not isinstance(data, dict):
+            problems.append((number, f"entry {title!r} must be a YAML mapping"))
+            continue
+        found = [f"{v.field}: {v.message}" for v in schemas.validate("exemplar", data)]
+        if not found:
+            found = _entry_rules(title, data)
+        problems += [(number, f"entry {title!r}: {msg}") for msg in found]
+        if not found:
+            entries.append((number, data))
+    expect_block()
+    seen: dict[str, int] = {}
+    for number, data in entries:
+        case = data["case_id"]
+        if case in seen:
+            problems.append((number, f"case_id {case!r} repeats (first used on line {seen[case]})"))
+        seen.setdefault(case, number)
+    if problems:
+        raise ExemplarLogError(source, problems)
+    return [data for _, data in entries]
+
+
+def _entry_rules(title: str, data: dict[str, Any]) -> list[str]:
+    problems = []
+    if title != data["case_id"]:
+        problems.append(f"the heading must equal case_id ({data['case_id']!r})")
+    expected = is_override(data["gate_verdict"], data["pm_label"])
+    if data["override"] != expected:
+        problems.append(
+            f"override is {str(data['override']).lower()}, but gate_verdict "
+            f"{data['gate_verdict']} and pm_label {data['pm_label']} give "
+            f"{str(expected).lower()}"
+        )
+    return problems
+
+
+# ---------------------------------------------------------------- the log file
+
+
+def log_path(kit: Kit) -> Path:
+    """The configured exemplar log: a plain file path inside the kit root."""
+    configured = kit.config.raw.get("exemplar_log", DEFAULT_LOG)
+    return resolve_inside(kit.root, configured, what="exemplar_log", for_writing=True)
+
+
+def _display(kit: Kit, path: Path) -> str:
+    try:
+        return path.relative_to(Path(os.path.realpath(kit.root))).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def read_log(kit: Kit) -> list[dict[str, Any]]:
+    """The log's entries; a missing log has none."""
+    path = log_path(kit)
+    if not path.exists() and not path.is_symlink():
+        return []
+    text = read_input_text(path, what="the exemplar log", stdin_ok=False)
+    return parse_log(text, _display(kit, path))
+
+
+def render_entry(entry: dict[str, Any]) -> str:
+    """An entry as Markdown; checked by parsing it back before anyone appends it."""
+    import yaml
+
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    def text_style(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+        style = "|" if "\n" in value else None
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+    Dumper.add_representer(str, text_style)
+    body = yaml.dump(entry, Dumper=Dumper, sort_keys=False, allow_unicode=True, width=88)
+    longest = max((len(m) for m in re.findall(r"`+", body)), default=0)
+    fence = "`" * max(3, longest + 1)
+    text = f"\n### {entry['case_id']}\n\n{fence}yaml\n{body}{fence}\n"
+    if parse_log(text, "new entry") != [entry]:
+        raise BadInput(f"entry {entry['case_id']!r} does not survive a round trip; not appended")
+    return text
+
+
+def case_id_for(run_id: str, stamp: datetime) -> str:
+    base = _UNSAFE_ID.sub("-", run_id).strip("-._")[:150] or "run"
+    return f"{base}-override-{stamp.strftime('%Y%m%dT%H%M%SZ')}"
+
+
+def overridden_verdict(kit: Kit, run_id: str, label: str) -> dict[str, Any] | None:
+    """The verdict a new PM label would override, after checking the log can take it.
+
+    Runs before the label is stored, so a malformed log refuses the label
+    (nothing written) instead of losing the override entry afterwards.
+    """
+    verdict = lookup.latest_verdict(kit.store, run_id, judged=True)
+    if verdict is None or not is_override(verdict["verdict"], label):
+        return None
+    read_log(kit)
+    return verdict
+
+
+def log_override(kit: Kit, acceptance: dict[str, Any], verdict: dict[str, Any]) -> str:
+    """Append the override entry for a stored PM label; returns what happened, in words.
+
+    Never raises for a problem with the log: the label is already stored, so
+    the caller reports the message instead. Re-recording the same label after
+    fixing the log appends the entry then; an entry for the same verdict and
+    label is never appended twice.
+    """
+    path = log_path(kit)
+    shown = _display(kit, path)
+    run_id, label = acceptance["run_id"], acceptance["label"]
+    what = f"the PM label {label} overrides the gate's {verdict['verdict']} on run {run_id!r}"
+    try:
+        case = _append_override(kit, path, acceptance, verdict)
+    except (OSError, BadInput) as exc:
+        return (
+            f"{what}, but the override could NOT be logged to {shown}: {exc}. Fix the log, "
+            "then record the same label again to log it"
+        )
+    if case is None:
+        return f"{what}; the exemplar log {shown} already holds this override"
+    return f"{what}: logged to {shown} as case {case}; write its lesson there if it is pending"
+
+
+def _append_override(
+    kit: Kit, path: Path, acceptance: dict[str, Any], verdict: dict[str, Any]
+) -> str | None:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        size = os.fstat(fd).st_size
+        raw = os.pread(fd, size, 0) if size else b""
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise BadInput(f"not UTF-8 text: {exc}") from None
+        entries = parse_log(text, _display(kit, path)) if text else []
+        for entry in entries:
+            if (
+                entry["run_id"] == acceptance["run_id"]
+                and entry.get("gate_record_id") == verdict["record_id"]
+                and entry["pm_label"] == acceptance["label"]
+            ):
+                return None
+        entry = _override_entry(acceptance, verdict, {e["case_id"] for e in entries})
+        chunk = render_entry(entry)
+        if not text:
+            chunk = _NEW_LOG_HEADER + chunk
+        elif not text.endswith("\n"):
+            chunk = "\n" + chunk
+        data = chunk.encode("utf-8")
+        while data:
+            data = data[os.write(fd, data) :]
+        os.fsync(fd)
+        return entry["case_id"]
+    finally:
+        os.close(fd)
+
+
+def _override_entry(
+    acceptance: dict[str, Any], verdict: dict[str, Any], taken: set[str]
+) -> dict[str, Any]:
+    recorded = acceptance["recorded_at"]
+    stamp = parse_instant(recorded)
+    case = base = case_id_for(acceptance["run_id"], stamp)
+    n = 2
+    while case in taken:
+        case, n = f"{base}-{n}", n + 1
+    note = (acceptance.get("note") or "").strip()
+    if note:
+        lesson = note
+    elif verdict["verdict"] in PASS_SIDE:
+        lesson = (
+            f"Pending: the gate said {verdict['verdict']} and the PM rejected the run; "
+            "write down the defect the gate missed and the probe that would have found it."
+        )
+    else:
+        lesson = (
+            "Pending: the gate said FAIL and the PM accepted the run; write down what the "
+            "gate over-weighted."
+        )
+    entry: dict[str, Any] = {
+        "case_id": case,
+        "run_id": acceptance["run_id"],
+        "gate_verdict": verdict["verdict"],
+        "pm_label": acceptance["label"],
+        "override": True,
+        "lesson": lesson,
+        "recorded_at": recorded,
+        "by": acceptance["by"],
+        "gate_record_id": verdict["record_id"],
+        "acceptance_record_id": acceptance["record_id"],
+    }
+    if verdict.get("evaluator_model"):
+        entry["evaluator_model"] = verdict["evaluator_model"]
+    return entry
+
+
+# ---------------------------------------------------------------- anchors
+
+
+@dataclass
+class Anchor:
+    """One calibration case: how the gate judged a run and how the PM finally did."""
+
+    case_id: str
+    run_id: str
+    gate_verdict: str
+    pm_label: str
+    recorded_at: str
+    source: str
+    lesson: str | None = None
+
+    @property
+    def side(self) -> str:
+        return self.pm_label
+
+    @property
+    def override(self) -> bool:
+        return is_override(self.gate_verdict, self.pm_label)
+
+    @property
+    def kind(self) -> str:
+        if self.override:
+            return "override"
+        return "confirmed-pass" if self.pm_label == "pass" else "confirmed-fail"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "case_id": self.case_id,
+            "run_id": self.run_id,
+            "side": self.side,
+            "kind": self.kind,
+            "gate_verdict": self.gate_verdict,
+            "pm_label": self.pm_label,
+            "override": self.override,
+            "lesson": self.lesson,
+            "recorded_at": self.recorded_at,
+            "source": self.source,
+        }
+
+
+@dataclass
+class Selection:
+    requested: int
+    anchors: list[Anchor]
+    available: dict[str, int]
+    disclosures: list[str] = field(default_factory=list)
+
+    @property
+    def balanced(self) -> bool:
+        sides = [sum(a.side == s for a in self.anchors) for s in ("pass", "fail")]
+        return min(sides) > 0 and abs(sides[0] - sides[1]) <= 1
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "requested": self.requested,
+            "anchors": [a.as_dict() for a in self.anchors],
+            "available": self.available,
+            "balanced": self.balanced,
+            "disclosures": self.disclosures,
+        }
+
+
+def candidates(kit: Kit, exclude_runs: Iterable[str] = ()) -> list[Anchor]:
+    """Every usable case, newest first: ledger pairs (with their log lesson) and log-only cases."""
+    from pmos.store.read import records
+
+    excluded = set(exclude_runs)
+    verdicts: dict[str, dict[str, Any]] = {}
+    for record in records(kit.store, "evals"):
+        if record.get("verdict") != SKIPPED:
+            verdicts[record["run_id"]] = {"verdict": record["verdict"]}
+    labels: dict[str, dict[str, Any]] = {}
+    for record in records(kit.store, "acceptances"):
+        labels[record["run_id"]] = {"label": record["label"], "at": record["recorded_at"]}
+    entries = read_log(kit)
+    by_run: dict[str, list[dict[str, Any]]] = {}
+    for entry in entries:
+        by_run.setdefault(entry["run_id"], []).append(entry)
+
+    found: list[Anchor] = []
+    for run_id, label in labels.items():
+        if run_id in excluded or run_id not in verdicts:
+            continue
+        matching = [e for e in by_run.get(run_id, []) if e["pm_label"] == label["label"]]
+        newest = max(matching, key=lambda e: parse_instant(e["recorded_at"]), default=None)
+        found.append(
+            Anchor(
+                case_id=newest["case_id"] if newest else run_id,
+                run_id=run_id,
+                gate_verdict=verdicts[run_id]["verdict"],
+                pm_label=label["label"],
+                recorded_at=label["at"],
+                source="ledgers+log" if newest else "ledgers",
+                lesson=newest["lesson"] if newest else None,
+            )
+        )
+    paired = {a.run_id for a in found}
+    for entry in entries:
+        run_id = entry["run_id"]
+        # A run the ledgers pair is judged by its current label; a log entry that
+        # disagrees with it is history the PM has since revised.
+        if run_id in excluded or run_id in paired or run_id in labels:
+            continue
+        found.append(
+            Anchor(
+                case_id=entry["case_id"],
+                run_id=run_id,
+                gate_verdict=entry["gate_verdict"],
+                pm_label=entry["pm_label"],
+                recorded_at=entry["recorded_at"],
+                source="log",
+                lesson=entry["lesson"],
+            )
+        )
+    found.sort(key=lambda a: (parse_instant(a.recorded_at), a.case_id), reverse=True)
+    return found
+
+
+def select_anchors(kit: Kit, n: int = MAX_ANCHORS, exclude_runs: Iterable[str] = ()) -> Selection:
+    """Pick ``n`` anchors, most recent first, half from each side of the PM's labels.
+
+    The fail side gets the odd one (leniency is the failure this guards
+    against). A short side is never filled from the other one: an unbalanced
+    set is disclosed, not padded.
+    """
+    if not MIN_ANCHORS <= n <= MAX_ANCHORS:
+        raise BadInput(f"--n must be from {MIN_ANCHORS} to {MAX_ANCHORS}, got {n}")
+    pool = candidates(kit, exclude_runs)
+    sides = {s: [a for a in pool if a.side == s] for s in ("pass", "fail")}
+    quota = {"fail": math.ceil(n / 2), "pass": n // 2}
+    picked = sides["fail"][: quota["fail"]] + sides["pass"][: quota["pass"]]
+    picked.sort(key=lambda a: (parse_instant(a.recorded_at), a.case_id), reverse=True)
+    selection = Selection(n, picked, {s: len(v) for s, v in sides.items()})
+    selection.disclosures = _disclose(selection, quota)
+    return selection
+
+
+def _disclose(selection: Selection, quota: dict[str, int]) -> list[str]:
+    have = selection.available
+    if not have["pass"] and not have["fail"]:
+        return [
+            "No calibration case exists yet: no run has both a gate verdict and a PM label, "
+            "and the exemplar log has no entry. Judge without anchors and say so in the "
+            "verdict; an absent exemplar set is a leniency risk, not a licence."
+        ]
+    notes = []
+    for side, other in (("fail", "pass"), ("pass", "fail")):
+        if not have[side]:
+            notes.append(
+                f"No {side}-side case exists (no run the PM labelled {side}): every anchor "
+                f"is a {other}. Say so in the verdict; a one-sided exemplar set is a "
+                "leniency risk, never a reason to assume balance."
+            )
+        elif have[side] < quota[side]:
+            notes.append(
+                f"Only {have[side]} {side}-side case(s) exist, fewer than the "
+                f"{quota[side]} wanted; the set was not padded from the {other} side."
+            )
+    return notes

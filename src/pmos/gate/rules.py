@@ -1,0 +1,240 @@
+"""The rules a verdict must obey beyond its schema.
+
+A verdict that contradicts its own evidence must not be stored: a gate that
+says PASS while a criterion failed, or a score that is not the weighted sum of
+its dimensions, would turn the ledger into a place where the reviewer's prose
+and its numbers disagree. Each function returns every violation it finds, so an
+author sees all problems at once.
+
+The combine rule, derived here and compared with what the record declares:
+
+* spec axis fails iff any criterion failed;
+* standards axis fails iff a defect is critical or must-fix, or the score is
+  below the rubric threshold;
+* spec fail -> FAIL; standards fail -> FAIL with a blocking defect, else
+  PASS-WITH-FINDINGS; both pass -> PASS only with no should-fix-or-worse
+  defect, else PASS-WITH-FINDINGS.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from pmos.errors import Violation
+from pmos.gate.rubric import Rubric
+from pmos.store.vocabulary import FAIL, PASS, PWF
+
+BLOCKING = frozenset({"critical", "must-fix"})
+FINDINGS = BLOCKING | {"should-fix"}
+SCORE_TOLERANCE = 0.005
+UNVERIFIED = "unverified"
+UNVERIFIED_CAP = 0.5
+
+
+def derive_spec(criteria: Iterable[dict[str, Any]]) -> str:
+    return "fail" if any(c["result"] == "fail" for c in criteria) else "pass"
+
+
+def derive_standards(defects: Iterable[dict[str, Any]], score: float, threshold: float) -> str:
+    blocking = any(d["severity"] in BLOCKING for d in defects)
+    return "fail" if blocking or score < threshold else "pass"
+
+
+def combine(spec: str, standards: str, defects: Iterable[dict[str, Any]]) -> str:
+    severities = {d["severity"] for d in defects}
+    if spec == "fail":
+        return FAIL
+    if standards == "fail":
+        return FAIL if severities & BLOCKING else PWF
+    return PASS if not severities & FINDINGS else PWF
+
+
+def verdicts_consistent_with(spec: str, standards: str) -> frozenset[str]:
+    """Overall verdicts some defect list could produce from these axes.
+
+    The short form carries no defects, so only this much can be checked.
+    """
+    if spec == "fail":
+        return frozenset({FAIL})
+    if standards == "fail":
+        return frozenset({FAIL, PWF})
+    return frozenset({PASS, PWF})
+
+
+def check_full(verdict: dict[str, Any], rubric: Rubric) -> list[Violation]:
+    """Rules for a complete, schema-valid, non-SKIPPED verdict."""
+    problems = check_dimensions(verdict["dimensions"], rubric)
+    problems += check_score(verdict["score"], verdict["dimensions"])
+    problems += _check_unique_criteria(verdict["criteria"])
+    defects = verdict.get("defects", [])
+    spec = derive_spec(verdict["criteria"])
+    standards = derive_standards(defects, verdict["score"], rubric.threshold)
+    problems += _check_axes(verdict["axes"], spec, standards)
+    expected = combine(spec, standards, defects)
+    if verdict["verdict"] != expected:
+        problems.append(
+            Violation(
+                "combine-rule",
+                "verdict",
+                f"declared {verdict['verdict']}, but the axes (spec {spec}, standards "
+                f"{standards}) and defects give {expected}",
+            )
+        )
+    return problems
+
+
+def check_short(verdict: dict[str, Any], rubric: Rubric) -> list[Violation]:
+    """Rules the short form's arguments allow: score vs threshold, axes vs verdict."""
+    axes = verdict["axes"]
+    spec, standards = axes["spec"]["verdict"], axes["standards"]["verdict"]
+    problems: list[Violation] = []
+    if verdict["score"] < rubric.threshold and standards == "pass":
+        problems.append(
+            Violation(
+                "standards-axis",
+                "axes/standards/verdict",
+                f"declared pass, but score {verdict['score']} is below the rubric threshold "
+                f"{rubric.threshold}, which gives fail",
+            )
+        )
+        standards = "fail"
+    allowed = verdicts_consistent_with(spec, standards)
+    if verdict["verdict"] not in allowed:
+        problems.append(
+            Violation(
+                "combine-rule",
+                "verdict",
+                f"declared {verdict['verdict']}, but spec {spec} and standards {standards} "
+                f"allow only {' or '.join(sorted(allowed))}",
+            )
+        )
+    return problems
+
+
+def check_dimensions(dimensions: dict[str, Any], rubric: Rubric) -> list[Violation]:
+    problems: list[Violation] = []
+    expected = rubric.dimension_map()
+    for name in sorted(set(expected) - set(dimensions)):
+        problems.append(
+            Violation("rubric-dimensions", f"dimensions/{name}", "missing; the rubric has it")
+        )
+    for name in sorted(set(dimensions) - set(expected)):
+        problems.append(
+            Violation("rubric-dimensions", f"dimensions/{name}", "not a dimension of the rubric")
+        )
+    for name in sorted(set(dimensions) & set(expected)):
+        got, want = dimensions[name], expected[name]
+        if not math.isclose(got["weight"], want.weight, abs_tol=1e-9):
+            problems.append(
+                Violation(
+                    "rubric-dimensions",
+                    f"dimensions/{name}/weight",
+                    f"declared {got['weight']}, the rubric says {want.weight}",
+                )
+            )
+        if got["axis"] != want.axis:
+            problems.append(
+                Violation(
+                    "rubric-dimensions",
+                    f"dimensions/{name}/axis",
+                    f"declared {got['axis']}, the rubric says {want.axis}",
+                )
+            )
+        if got["evidence"].strip().lower() == UNVERIFIED and got["score"] > UNVERIFIED_CAP:
+            problems.append(
+                Violation(
+                    "unverified-cap",
+                    f"dimensions/{name}/score",
+                    f"{got['score']} with evidence 'unverified'; an unevidenced dimension "
+                    f"scores at most {UNVERIFIED_CAP}",
+                )
+            )
+    return problems
+
+
+def check_score(score: float, dimensions: dict[str, Any]) -> list[Violation]:
+    weighted = math.fsum(d["score"] * d["weight"] for d in dimensions.values())
+    # "Within 0.005" is inclusive; the epsilon absorbs binary floating-point noise.
+    if abs(weighted - score) > SCORE_TOLERANCE + 1e-9:
+        return [
+            Violation(
+                "score-weighted-sum",
+                "score",
+                f"declared {score}, but the weighted sum of the dimension scores is "
+                f"{weighted:.4f} (tolerance {SCORE_TOLERANCE})",
+            )
+        ]
+    return []
+
+
+def _check_unique_criteria(criteria: list[dict[str, Any]]) -> list[Violation]:
+    ids = [c["id"] for c in criteria]
+    return [
+        Violation("criteria-unique", "criteria", f"criterion {cid!r} is graded more than once")
+        for cid in sorted({i for i in ids if ids.count(i) > 1})
+    ]
+
+
+def check_contract_ids(contract: dict[str, Any]) -> list[Violation]:
+    """Each done-criterion of a (schema-valid) contract has its own id.
+
+    A verdict grades every criterion once by id (``criteria-unique``), so a
+    contract naming an id twice could never be graded; it is refused when the
+    run is registered instead.
+    """
+    ids = [c["id"] for c in contract["done_criteria"]]
+    return [
+        Violation(
+            "contract-unique",
+            "contract/done_criteria",
+            f"criterion id {cid!r} appears more than once; each criterion needs its own id",
+        )
+        for cid in sorted({i for i in ids if ids.count(i) > 1})
+    ]
+
+
+def check_contract(criteria: list[dict[str, Any]], contract: dict[str, Any]) -> list[Violation]:
+    """The verdict grades exactly the criteria of the run's registered contract."""
+    wanted = [c["id"] for c in contract["done_criteria"]]
+    graded = {c["id"] for c in criteria}
+    problems = [
+        Violation(
+            "criteria-contract",
+            "criteria",
+            f"contract criterion {cid!r} is not graded; an unchecked criterion must be "
+            "graded fail, not left out",
+        )
+        for cid in wanted
+        if cid not in graded
+    ]
+    problems += [
+        Violation("criteria-contract", "criteria", f"{cid!r} is not a criterion of the contract")
+        for cid in sorted(graded - set(wanted))
+    ]
+    return problems
+
+
+def _check_axes(axes: dict[str, Any], spec: str, standards: str) -> list[Violation]:
+    problems: list[Violation] = []
+    for axis, derived, why in (
+        ("spec", spec, "a criterion failed" if spec == "fail" else "every criterion passed"),
+        (
+            "standards",
+            standards,
+            "a blocking defect or a score below the threshold"
+            if standards == "fail"
+            else "no blocking defect and the score meets the threshold",
+        ),
+    ):
+        declared = axes[axis]["verdict"]
+        if declared != derived:
+            problems.append(
+                Violation(
+                    f"{axis}-axis",
+                    f"axes/{axis}/verdict",
+                    f"declared {declared}, derived {derived} ({why})",
+                )
+            )
+    return problems

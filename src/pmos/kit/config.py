@@ -1,0 +1,76 @@
+"""pmos.yaml: reading and checking a kit's configuration.
+
+The file is validated against ``schemas/config.schema.json`` and the defaults
+are filled in here, once, so every other module reads a complete
+:class:`Config` and never looks at the YAML itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from pmos.errors import ConfigError
+from pmos.store.registry import LEDGER_KINDS
+
+CONFIG_NAME = "pmos.yaml"
+
+DEFAULT_FAMILIES: dict[str, list[str]] = {
+    "anthropic": ["claude", "anthropic"],
+    "openai": ["gpt", "chatgpt", "openai", "o1", "o3", "o4"],
+    "google": ["gemini", "google"],
+    "meta": ["llama", "meta"],
+    "mistral": ["mistral", "mixtral", "codestral"],
+    "qwen": ["qwen"],
+    "deepseek": ["deepseek"],
+}
+
+
+class Config(NamedTuple):
+    """pmos.yaml, validated, with defaults filled in. Treat it as read-only."""
+
+    ledgers: dict[str, str]
+    rubric_dir: str = "planning/evals"
+    default_rubric: str = "planning/evals/agent-run-eval-rubric.md"
+    kappa_threshold: float = 0.60
+    pass_fraction_window: int = 20
+    goodhart_alarm: float = 0.90
+    min_pairs: int = 20
+    model_families: Mapping[str, list[str]] = DEFAULT_FAMILIES
+    #: The whole parsed file, for sections that belong to other modules.
+    raw: Mapping[str, Any] = {}
+
+
+def load_config(path: Path) -> Config:
+    import yaml
+
+    from pmos import schemas
+    from pmos.yamlio import load_yaml
+
+    try:
+        data = load_yaml(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path} is not UTF-8 text: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path} is not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} must be a YAML mapping")
+    problems = schemas.validate("config", data)
+    if problems:
+        lines = "\n".join(f"  - {p}" for p in problems)
+        raise ConfigError(f"{path} is not a valid pmos config:\n{lines}")
+    unknown = sorted(str(k) for k in data["ledgers"] if k not in LEDGER_KINDS)
+    if unknown:
+        raise ConfigError(
+            f"{path}: unknown ledger kind(s) {', '.join(unknown)}; known: {', '.join(LEDGER_KINDS)}"
+        )
+    for key in ("pass_fraction_window", "min_pairs"):
+        if key in data and type(data[key]) is not int:
+            raise ConfigError(f"{path}: {key} must be a whole number, got {data[key]!r}")
+    ledgers = {k.name: k.default_path for k in LEDGER_KINDS.values()}
+    ledgers.update(data["ledgers"])
+    known = {k: data[k] for k in Config._fields if k in data and k not in ("ledgers", "raw")}
+    return Config(ledgers=ledgers, raw=data, **known)

@@ -1,0 +1,73 @@
+"""The kit root: finding it and opening it.
+
+A kit root is any folder holding ``pmos.yaml``. It is resolved once per
+command, in this order: an explicit ``--root``, the ``PMOS_ROOT`` environment
+variable, then the working directory and its parents (at each level both
+``pmos.yaml`` and a vendored ``pmos/pmos.yaml`` are looked for). A kit's
+ledgers are its :class:`~pmos.store.layout.Store`, reached as ``kit.store``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pmos.errors import KitRootNotFound
+from pmos.kit.config import CONFIG_NAME, Config, load_config
+from pmos.store.layout import Store
+
+ROOT_ENV = "PMOS_ROOT"
+
+
+class Kit:
+    """An opened kit root: its folder and its configuration."""
+
+    __slots__ = ("_store", "config", "root")
+
+    def __init__(self, root: Path, config: Config) -> None:
+        self.root = root
+        self.config = config
+        self._store: Store | None = None
+
+    def __repr__(self) -> str:
+        return f"Kit(root={self.root!r})"
+
+    @classmethod
+    def open(cls, root: Path) -> Kit:
+        return cls(root, load_config(root / CONFIG_NAME))
+
+    def path(self, relative: str) -> Path:
+        return self.root / relative
+
+    @property
+    def store(self) -> Store:
+        """The kit's ledgers (see :mod:`pmos.store`)."""
+        if self._store is None:
+            self._store = Store(self.root, self.config.ledgers)
+        return self._store
+
+
+def find_root(explicit: str | Path | None = None, cwd: Path | None = None) -> Path:
+    """Resolve the kit root (see module docstring); raises with a how-to when none is found."""
+    for source, value in (("--root", explicit), (ROOT_ENV, os.environ.get(ROOT_ENV))):
+        if value:
+            root = Path(value).expanduser()
+            if not (root / CONFIG_NAME).is_file():
+                raise KitRootNotFound(
+                    f"{source} points at {root}, which has no {CONFIG_NAME}; "
+                    f"create a kit there with 'pmos init {root}'"
+                )
+            return root.resolve()
+    here = (cwd or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        for candidate in (folder, folder / "pmos"):
+            if (candidate / CONFIG_NAME).is_file():
+                return candidate
+    raise KitRootNotFound(
+        f"no kit root found: pass --root DIR, set {ROOT_ENV}, or run inside a folder with "
+        f"{CONFIG_NAME}. Create one with 'pmos init DIR'."
+    )
+
+
+def open_kit(explicit: str | Path | None = None) -> Kit:
+    return Kit.open(find_root(explicit))

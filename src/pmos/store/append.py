@@ -1,0 +1,134 @@
+"""The one append path: every record of every kind enters its ledger here.
+
+A writer (in :mod:`pmos.gate`, :mod:`pmos.assess`, :mod:`pmos.tasks`) builds
+its records and checks its own rules; this module adds the fields every record
+carries, validates each record against its kind's schema, and writes under the
+kind's lock. A record that fails its schema is refused here whatever the
+writer did, so no path into a ledger skips validation.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from pmos import schemas
+from pmos.errors import RecordRejected, Violation
+from pmos.store.layout import Store
+from pmos.store.registry import LEDGER_KINDS, kind_of
+from pmos.timestamps import now_rfc3339
+
+#: Fields the writer sets on every record; input may not supply them.
+WRITER_FIELDS = (
+    "record_id",
+    "recorded_at",
+    "schema_version",
+    "flags",
+    "prev_hash",
+    "hash",
+    "form",
+    "pass_fraction",
+)
+SCHEMA_VERSION = 1
+
+
+class Written(NamedTuple):
+    """The stored records (one for most writers) and the warnings for the author."""
+
+    records: list[dict[str, Any]]
+    warnings: list[str]
+
+    @property
+    def record(self) -> dict[str, Any]:
+        return self.records[-1]
+
+
+class Draft(NamedTuple):
+    """What a writer's build step hands the store: records to append, warnings to show."""
+
+    records: list[dict[str, Any]]
+    warnings: tuple[str, ...] | list[str] = ()
+
+
+def new_record_id(prefix: str) -> str:
+    """Time-ordered, collision-resistant id: ``ev-20261130T081500123456Z-5f2c9a1b``."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    return f"{prefix}-{stamp}-{os.urandom(4).hex()}"
+
+
+def record_meta(kind: str) -> dict[str, Any]:
+    """The writer-owned fields every new record starts with."""
+    return {
+        "record_id": new_record_id(LEDGER_KINDS[kind].id_prefix),
+        "recorded_at": now_rfc3339(),
+        "schema_version": SCHEMA_VERSION,
+    }
+
+
+def writer_field_violations(data: dict[str, Any]) -> list[Violation]:
+    """Input that tries to set a field only the writer may set."""
+    return [
+        Violation("writer-owned-field", name, "set by the writer; remove it from the input")
+        for name in WRITER_FIELDS
+        if name in data
+    ]
+
+
+def schema_problems(kind: str, record: Any) -> list[Violation]:
+    """Every violation of ``kind``'s schema by ``record`` (empty when it fits)."""
+    return schemas.validate(kind_of(kind).schema, record)
+
+
+def reject_if(kind: str, problems: Iterable[Violation]) -> None:
+    """Refuse a record of ``kind`` (named by its schema) when there is any problem."""
+    found = list(problems)
+    if found:
+        raise RecordRejected(kind_of(kind).schema if kind in LEDGER_KINDS else kind, found)
+
+
+def check_schema(kind: str, record: Any) -> None:
+    """Refuse ``record`` unless it fits ``kind``'s schema."""
+    reject_if(kind, schema_problems(kind, record))
+
+
+def append(
+    store: Store,
+    kind: str,
+    build: Callable[[], Draft],
+    *,
+    target: str | Path | None = None,
+) -> Written:
+    """Append the records ``build`` returns to the ``kind`` ledger, under its lock.
+
+    ``build`` runs while the ledger is locked, so a writer's checks against the
+    ledger's own contents (a run registered once, the pass fraction before this
+    verdict) cannot race another writer; it raises :class:`RecordRejected` to
+    refuse. Each record is then validated against the kind's schema: one
+    violation refuses the whole batch, and nothing is written.
+    ``target``, when given, must be the very ledger configured for ``kind``.
+    """
+    from pmos.store.chain import LedgerWriter
+
+    path = store.check_target(kind, target) if target is not None else store.path(kind)
+    warnings: list[str] = []
+
+    def build_checked() -> list[dict[str, Any]]:
+        draft = build()
+        for record in draft.records:
+            check_schema(kind, record)
+        warnings.extend(draft.warnings)
+        return list(draft.records)
+
+    appended = LedgerWriter(path, kind).append_with(build_checked)
+    return Written(appended.records, warnings + appended.warnings)
+
+
+def check_storable(record: dict[str, Any]) -> None:
+    """Refuse a record that cannot be stored as JSON (integers beyond 64 bits,
+    text that is not valid Unicode), before any work that would be lost."""
+    from pmos.store.chain import encode_line
+
+    encode_line(record, "0" * 64)

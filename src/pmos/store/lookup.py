@@ -1,0 +1,37 @@
+"""Point look-ups into the ledgers that writers need before appending.
+
+They read newest-first, so the common case (a run registered recently, the last
+N verdicts) touches only the end of a large ledger.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pmos.store.layout import Store
+from pmos.store.read import newest_first
+from pmos.store.vocabulary import is_judged
+
+
+def find_run(store: Store, run_id: str) -> dict[str, Any] | None:
+    """The registration record of ``run_id``, or None."""
+    for record in newest_first(store, "runs"):
+        if record.get("run_id") == run_id:
+            return record
+    return None
+
+
+def find_label(store: Store, run_id: str) -> dict[str, Any] | None:
+    """The run's most recent PM label, or None."""
+    for record in newest_first(store, "acceptances"):
+        if record.get("run_id") == run_id:
+            return record
+    return None
+
+
+def latest_verdict(store: Store, run_id: str, *, judged: bool = False) -> dict[str, Any] | None:
+    """The run's most recent verdict, or None; with ``judged`` only :func:`is_judged` ones."""
+    for record in newest_first(store, "evals"):
+        if record.get("run_id") == run_id and (not judged or is_judged(record)):
+            return record
+    return None

@@ -1,0 +1,120 @@
+"""The package structure is a rule, not a habit: these tests fail when it is broken.
+
+Data flows one way (input -> rules -> store; store -> readers -> reports), so
+imports flow one way too. Every record enters a ledger through the store's one
+append path, which validates it; no other module writes ledger files or
+validates records against a ledger schema by itself.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from pmos.store.registry import RECORD_SCHEMAS
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "pmos"
+PACKAGES = ("store", "kit", "gate", "calibration", "assess", "tasks", "board", "db", "cli")
+#: What each package may import besides pmos's foundation modules and itself.
+ALLOWED: dict[str, set[str]] = {
+    "foundation": set(),
+    "store": set(),
+    "kit": {"store"},
+    "gate": {"store", "kit"},
+    "calibration": {"store", "kit", "gate"},
+    "assess": {"store", "kit"},
+    "tasks": {"store", "kit", "gate", "assess"},
+    "board": {"store", "kit", "gate", "calibration"},
+    "db": {"store", "kit", "gate", "calibration"},
+    "cli": set(PACKAGES) - {"cli"},
+}
+
+
+def _layer(module: str) -> str:
+    parts = module.split(".")
+    if len(parts) > 1 and parts[1] in PACKAGES:
+        return parts[1]
+    return "foundation"
+
+
+def _modules() -> list[tuple[str, Path]]:
+    out = []
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC.parent).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out.append((".".join(parts), path))
+    return out
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    """Every pmos module ``path`` imports, at any depth (function bodies included)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names if a.name.startswith("pmos")]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "pmos":
+                found += [(node.lineno, f"pmos.{a.name}") for a in node.names]
+            elif node.module.startswith("pmos."):
+                found.append((node.lineno, node.module))
+    return found
+
+
+def test_every_module_is_in_a_known_layer():
+    assert {_layer(m) for m, _ in _modules()} <= set(ALLOWED)
+
+
+@pytest.mark.parametrize(("module", "path"), _modules(), ids=[m for m, _ in _modules()])
+def test_imports_flow_one_way(module: str, path: Path):
+    layer = _layer(module)
+    if module == "pmos.__main__":
+        return
+    bad = [
+        f"line {line}: {target} ({_layer(target)})"
+        for line, target in _imports(path)
+        if _layer(target) not in ALLOWED[layer] | {layer, "foundation"}
+    ]
+    assert not bad, f"{module} ({layer}) may not import: {bad}"
+
+
+def _calls(tree: ast.AST):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            yield name, node
+
+
+@pytest.mark.parametrize(("module", "path"), _modules(), ids=[m for m, _ in _modules()])
+def test_only_the_store_writes_or_validates_records(module: str, path: Path):
+    if _layer(module) == "store":
+        return
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    problems = [
+        f"line {line}: imports {target}"
+        for line, target in _imports(path)
+        if target.startswith("pmos.store.") and target.split(".")[2].startswith(("chain", "files"))
+    ]
+    for name, node in _calls(tree):
+        first = node.args[0] if node.args else None
+        if name == "validate" and isinstance(first, ast.Constant) and first.value in RECORD_SCHEMAS:
+            problems.append(f"line {node.lineno}: validates a {node.args[0].value} record")
+        if name in ("LedgerWriter", "append_with", "write_record"):
+            problems.append(f"line {node.lineno}: calls {name}")
+    assert not problems, f"{module} writes or validates records outside the store: {problems}"
+
+
+def test_the_checks_above_can_fail(tmp_path: Path):
+    """A module that validates a record by itself, or imports the CLI, is caught."""
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "from pmos import schemas\nfrom pmos.cli import app\nschemas.validate('verdict', {})\n"
+    )
+    tree = ast.parse(bad.read_text())
+    assert any(n == "validate" and c.args[0].value in RECORD_SCHEMAS for n, c in _calls(tree))
+    assert ("cli" not in ALLOWED["gate"]) and _layer("pmos.cli") == "cli"
+    assert _imports(bad) == [(1, "pmos.schemas"), (2, "pmos.cli")]
