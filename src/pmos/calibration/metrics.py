@@ -26,7 +26,7 @@ from pmos.errors import BadInput, LedgerCorrupt
 from pmos.gate.pass_fraction import MAX_WINDOW, PassFraction
 from pmos.kit import Kit
 from pmos.store.layout import Store
-from pmos.store.read import records
+from pmos.store.read import records, stored_bytes
 from pmos.store.rows import row_type
 from pmos.store.vocabulary import PASS_SIDE, SKIPPED
 from pmos.timestamps import parse_instant
@@ -139,7 +139,7 @@ def read_verdicts(store: Store, scope: Scope, window: int) -> Verdicts:
         if code is None:
             if model is None:  # the schema requires it of every judged verdict
                 raise LedgerCorrupt(
-                    str(store.path("evals")),
+                    store.display("evals"),
                     None,
                     f"a {verdict} verdict of run {run} names no evaluator_model",
                 )
@@ -208,10 +208,7 @@ PARALLEL_MIN_BYTES = 16 << 20
 def _read_and_pair(kit: Kit, scope: Scope, window: int) -> Paired:
     store = kit.store
     detailed = not scope.everything
-    try:
-        size = store.path("evals").stat().st_size
-    except FileNotFoundError:
-        size = 0
+    size = stored_bytes(store, "evals")
     if size < PARALLEL_MIN_BYTES or not hasattr(os, "fork"):
         return _pair(read_verdicts(store, scope, window), read_labels(store, detailed), scope)
     from pmos.store.forked import ForkedCall

@@ -46,7 +46,7 @@ def root(json_output: bool = JSON_OPTION) -> None:
     from pmos.store.registry import LEDGER_KINDS
 
     k = kit()
-    ledgers = {name: str(k.store.path(name)) for name in LEDGER_KINDS}
+    ledgers = {name: str(k.store.folder(name)) for name in LEDGER_KINDS}
     if json_output:
         emit_json({"root": str(k.root), "ledgers": ledgers, "from_option": bool(root_option())})
         return

@@ -1,66 +1,116 @@
-"""Ledger commands: verify, show, path."""
+"""Ledger commands: verify, show, path, pack, checkpoint."""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
 
 import typer
 
 from pmos import exit_codes
-from pmos.cli._app import JSON_OPTION, emit_json, emit_json_array, kit, new_typer, table
+from pmos.cli._app import JSON_OPTION, emit_json, emit_json_array, kit, new_typer, table, warn
 
 
 def register(app: typer.Typer) -> None:
-    ledger_app = new_typer("Inspect and verify the ledgers.")
+    ledger_app = new_typer("Inspect, verify and pack the ledgers.")
     ledger_app.command("verify")(verify)
     ledger_app.command("show")(show)
     ledger_app.command("path")(path)
+    ledger_app.command("pack")(pack)
+    ledger_app.command("checkpoint")(checkpoint)
     app.add_typer(ledger_app, name="ledger")
 
 
 def verify(
-    schema: bool = typer.Option(False, "--schema", help="Also re-validate every record."),
+    schema: Annotated[
+        bool, typer.Option("--schema", help="Also re-validate every record.")
+    ] = False,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since",
+            metavar="REV|FILE",
+            help="Also require every record present at this git revision (or in this "
+            "checkpoint file, when it is an existing file) to be present and unchanged.",
+        ),
+    ] = None,
     json_output: bool = JSON_OPTION,
 ) -> None:
-    """Check every ledger: each line parses, the hash chain holds, no torn tail.
+    """Check every ledger file: records match their digests, packs their names.
 
-    Exits 1 naming each bad line, 0 when all ledgers are clean.
+    Exits 1 naming each bad file and line (and, with --since, each record that
+    was deleted or changed since REV), 0 when all is well.
+
+    Example: pmos ledger verify --since origin/main
     """
     from pmos.store.verify import verify_store
 
-    reports = verify_store(kit().store, with_schema=schema)
+    store = kit().store
+    reports = verify_store(store, with_schema=schema)
     ok = all(r.ok for r in reports)
+    history = None
+    if since is not None and ok:
+        from pmos.store.history import since as compare
+
+        what, _, missing = compare(store, since)
+        history = {
+            "reference": since,
+            "reference_kind": what,
+            "missing": [m.as_dict() for m in missing],
+        }
+        ok = not missing
     if json_output:
-        emit_json({"ok": ok, "ledgers": [r.as_dict() for r in reports]})
+        data = {"ok": ok, "ledgers": [r.as_dict() for r in reports]}
+        if since is not None:
+            data["since"] = history
+        emit_json(data)
     else:
         for report in reports:
             state = "ok" if report.ok else f"{len(report.problems)} problem(s)"
-            typer.echo(f"{report.kind:<12} {report.lines:>8} lines  {state}  {report.path}")
+            typer.echo(f"{report.kind:<12} {report.records:>8} records  {state}  {report.folder}")
             for problem in report.problems:
-                typer.echo(f"  {report.path}:{problem.line}: {problem.problem}")
+                where = f"{problem.file}:{problem.line}" if problem.line else problem.file
+                typer.echo(f"  {where}: {problem.problem}")
+        if history is not None:
+            gone = history["missing"]
+            typer.echo(
+                f"since {since}: {len(gone)} record(s) deleted or changed"
+                if gone
+                else f"since {since}: every record is still there, unchanged"
+            )
+            for item in gone:
+                how = "changed" if item["changed"] else "missing"
+                typer.echo(f"  {item['kind']} {item['record_id'] or item['digest']}: {how}")
+        elif since is not None:
+            typer.echo(f"since {since}: not compared while the ledgers have problems")
     if not ok:
         raise typer.Exit(exit_codes.CHECK_FAILED)
 
 
 def show(
-    kind: str = typer.Argument(..., help="Ledger kind: runs, evals, acceptances, ..."),
-    run_id: str | None = typer.Option(
-        None, "--run-id", help="Only records of this run (tasks: of their parent run)."
-    ),
-    last: int | None = typer.Option(None, "--last", help="Only the last N records."),
+    kind: Annotated[str, typer.Argument(help="Ledger kind: runs, evals, acceptances, ...")],
+    run_id: Annotated[
+        str | None,
+        typer.Option("--run-id", help="Only records of this run (tasks: of their parent run)."),
+    ] = None,
+    last: Annotated[int | None, typer.Option("--last", help="Only the last N records.")] = None,
     json_output: bool = JSON_OPTION,
 ) -> None:
-    """Print a ledger's records (terminal control characters neutralised).
+    """Print a ledger's records, oldest first (terminal control characters neutralised).
 
     --json streams a JSON array; the table needs every row it shows in memory,
     so use --last on a large ledger.
+
+    Example: pmos ledger show evals --run-id run-42
     """
     from pmos.store.read import show
-    from pmos.store.registry import LEDGER_KINDS
+    from pmos.store.registry import kind_of
 
+    columns = ["recorded_at", "record_id", *kind_of(kind).columns]
     records = show(kit().store, kind, run_id=run_id, last=last)
     if json_output:
         emit_json_array(records)
         return
-    columns = ["recorded_at", "record_id", *LEDGER_KINDS[kind].columns]
     rows = [[_fmt(r.get(c)) for c in columns] for r in records]
     typer.echo(table(columns, rows))
 
@@ -72,15 +122,18 @@ def _fmt(value):
 
 
 def path(
-    kind: str | None = typer.Argument(None, help="Ledger kind; all when omitted."),
+    kind: Annotated[str | None, typer.Argument(help="Ledger kind; all when omitted.")] = None,
     json_output: bool = JSON_OPTION,
 ) -> None:
-    """Print where the ledgers are."""
-    from pmos.store.registry import LEDGER_KINDS
+    """Print the folder of each ledger.
 
-    k = kit()
-    kinds = [kind] if kind else list(LEDGER_KINDS)
-    paths = {name: str(k.store.path(name)) for name in kinds}
+    Example: pmos ledger path evals
+    """
+    from pmos.store.registry import LEDGER_KINDS, kind_of
+
+    store = kit().store
+    kinds = [kind_of(kind).name] if kind else list(LEDGER_KINDS)
+    paths = {name: str(store.folder(name)) for name in kinds}
     if json_output:
         emit_json(paths)
     elif kind:
@@ -88,3 +141,62 @@ def path(
     else:
         for name, p in paths.items():
             typer.echo(f"{name:<12} {p}")
+
+
+def pack(
+    kinds: Annotated[
+        list[str] | None, typer.Argument(help="Ledger kinds to pack; all when omitted.")
+    ] = None,
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Fold loose records (and a pre-folder single-file ledger) into packs.
+
+    Only adds a pack and deletes what it folded, so it merges cleanly on every
+    branch; run it on main now and then, and once to convert an older kit.
+
+    Example: pmos ledger pack
+    """
+    from pmos.store.packing import pack_store
+    from pmos.store.registry import kind_of
+
+    reports = pack_store(kit().store, [kind_of(k).name for k in kinds] if kinds else None)
+    for report in reports:
+        warn(report.warnings)
+    if json_output:
+        emit_json({"ledgers": [r.as_dict() for r in reports]})
+        return
+    rows = [
+        [
+            r.kind,
+            r.records,
+            r.loose_folded,
+            r.packs_folded,
+            "yes" if r.legacy_folded else "",
+            r.pack,
+        ]
+        for r in reports
+    ]
+    typer.echo(table(["kind", "records", "loose", "packs", "single file", "new pack"], rows))
+
+
+def checkpoint(
+    out: Annotated[
+        Path,
+        typer.Option("--out", help="File to write the checkpoint to.", dir_okay=False),
+    ],
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Write every record's digest to FILE and print one digest over them.
+
+    Keep the file (or the printed digest) outside the repository; later,
+    'pmos ledger verify --since FILE' reports any record deleted or changed.
+
+    Example: pmos ledger checkpoint --out /safe/place/pmos-checkpoint.json
+    """
+    from pmos.store.history import write_checkpoint
+
+    summary = write_checkpoint(kit().store, out)
+    if json_output:
+        emit_json(summary)
+    else:
+        typer.echo(f"{summary['digest']}  {summary['records']} records  {summary['path']}")

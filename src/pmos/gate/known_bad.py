@@ -182,7 +182,8 @@ def seed(kit: Kit) -> SeedReport:
 
     # Both ledgers must be writable before the first run is registered, or a
     # refused seed would leave runs behind without their labels.
-    kit.store.path("runs")
+    kit.store.ensure_folder("runs")
+    kit.store.ensure_folder("acceptances")
     for _ in records(kit.store, "acceptances"):
         pass
     report = SeedReport()

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 from pmos.assets import kit_source
 from pmos.errors import BadInput, ConfigError, SinkRefused
 from pmos.kit.config import CONFIG_NAME, Config, load_config
-from pmos.paths import resolve_inside
+from pmos.store.layout import MARKER, TEMP_PREFIX, Store, marker_text
 from pmos.store.registry import LEDGER_KINDS
 
 #: Files and folders ``pmos init`` copies from the bundled kit (existing ones are kept).
@@ -44,8 +44,9 @@ def init_kit(dest: str | Path) -> InitReport:
     """Create (or complete) a kit root at ``dest``; never overwrites an existing file.
 
     Everything is checked before anything is written: an existing pmos.yaml must
-    be valid, and every ledger it names must resolve to its own plain file
-    inside ``dest``.
+    be valid, and every ledger it names must resolve to its own plain folder
+    inside ``dest``. Each ledger folder gets its marker (and a ``.gitignore``
+    for crash remnants), so it exists in git before its first record.
     """
     if not str(dest).strip():
         raise BadInput("the kit root folder is an empty path")
@@ -63,8 +64,9 @@ def init_kit(dest: str | Path) -> InitReport:
         dest.mkdir(parents=True, exist_ok=True)
         for src, rel_file in _template_files(source):
             _create(dest / rel_file, rel_file, report, lambda t, s=src: shutil.copy2(s, t))
-        for rel_file, target in ledgers:
-            _create(target, rel_file, report, lambda t: os.close(os.open(t, _NEW_FILE, 0o644)))
+        for kind, rel_folder, folder in ledgers:
+            for name, data in ((MARKER, marker_text(kind)), (".gitignore", LEDGER_GITIGNORE)):
+                _create(folder / name, f"{rel_folder}/{name}", report, _writer(data))
     except OSError as exc:
         raise BadInput(
             f"cannot create the kit at {dest}: {exc.strerror} ({exc.filename})"
@@ -73,6 +75,19 @@ def init_kit(dest: str | Path) -> InitReport:
 
 
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+#: Crash remnants of writers (see pmos.store.files) never belong in git.
+LEDGER_GITIGNORE = f"{TEMP_PREFIX}*\n".encode()
+
+
+def _writer(data: bytes):
+    def make(target: Path) -> None:
+        fd = os.open(target, _NEW_FILE, 0o644)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+
+    return make
 
 
 def _template_files(source: Path) -> list[tuple[Path, str]]:
@@ -84,24 +99,16 @@ def _template_files(source: Path) -> list[tuple[Path, str]]:
     return files
 
 
-def _ledger_targets(dest: Path, config: Config) -> list[tuple[str, Path]]:
-    """Each ledger's file under ``dest``, refused when it leaves ``dest``, passes a
-    symlink or is shared by two kinds."""
-    targets: dict[Path, str] = {}
+def _ledger_targets(dest: Path, config: Config) -> list[tuple[str, str, Path]]:
+    """``(kind, folder as configured, folder)`` for each ledger under ``dest``, refused
+    when it leaves ``dest``, passes a symlink or overlaps another kind's folder."""
+    store = Store(Path(os.path.realpath(dest)), config.ledgers)
     out = []
     for kind in LEDGER_KINDS:
-        rel = config.ledgers[kind]
         try:
-            target = resolve_inside(dest, rel, what=f"the {kind} ledger", for_writing=True)
+            out.append((kind, store.display(kind), store.folder(kind)))
         except SinkRefused as exc:
             raise ConfigError(f"{dest / CONFIG_NAME}: {exc}") from None
-        if target in targets:
-            raise ConfigError(
-                f"{dest / CONFIG_NAME}: the {kind} and {targets[target]} ledgers are the same "
-                f"file {rel!r}; each kind needs its own file"
-            )
-        targets[target] = kind
-        out.append((rel, target))
     return out
 
 

@@ -10,6 +10,7 @@ writer did, so no path into a ledger skips validation.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,6 +18,8 @@ from typing import Any, NamedTuple
 
 from pmos import schemas
 from pmos.errors import RecordRejected, Violation
+from pmos.store import lines
+from pmos.store.files import kind_lock, write_many
 from pmos.store.layout import Store
 from pmos.store.registry import LEDGER_KINDS, kind_of
 from pmos.timestamps import now_rfc3339
@@ -33,6 +36,7 @@ WRITER_FIELDS = (
     "pass_fraction",
 )
 SCHEMA_VERSION = 1
+_NOT_STAMP = re.compile(r"[^0-9TZ]")
 
 
 class Written(NamedTuple):
@@ -101,34 +105,39 @@ def append(
     *,
     target: str | Path | None = None,
 ) -> Written:
-    """Append the records ``build`` returns to the ``kind`` ledger, under its lock.
+    """Add the records ``build`` returns to the ``kind`` ledger, under its lock.
 
     ``build`` runs while the ledger is locked, so a writer's checks against the
     ledger's own contents (a run registered once, the pass fraction before this
     verdict) cannot race another writer; it raises :class:`RecordRejected` to
     refuse. Each record is then validated against the kind's schema: one
-    violation refuses the whole batch, and nothing is written.
-    ``target``, when given, must be the very ledger configured for ``kind``.
+    violation refuses the whole batch, and nothing is written. Each record
+    becomes one write-once file named by its time and digest (see
+    :mod:`pmos.store.layout`); the call returns once the files and their
+    folder are on disk. ``target``, when given, must be the ledger's folder.
     """
-    from pmos.store.chain import LedgerWriter
-
-    path = store.check_target(kind, target) if target is not None else store.path(kind)
-    warnings: list[str] = []
-
-    def build_checked() -> list[dict[str, Any]]:
+    if target is not None:
+        store.check_target(kind, target)
+    folder = store.ensure_folder(kind)
+    with kind_lock(folder):
         draft = build()
+        files = []
         for record in draft.records:
             check_schema(kind, record)
-        warnings.extend(draft.warnings)
-        return list(draft.records)
+            line, digest = lines.encode(record)
+            files.append((loose_name(record, digest), line))
+        write_many(folder, files)
+    return Written(list(draft.records), list(draft.warnings))
 
-    appended = LedgerWriter(path, kind).append_with(build_checked)
-    return Written(appended.records, warnings + appended.warnings)
+
+def loose_name(record: dict[str, Any], digest: str) -> str:
+    """``<recorded_at as digits>-<digest>.json``: listing order is roughly time order,
+    and the name proves what the file holds."""
+    stamp = _NOT_STAMP.sub("", str(record.get("recorded_at", "")))[:32] or "0"
+    return f"{stamp}-{digest}.json"
 
 
 def check_storable(record: dict[str, Any]) -> None:
     """Refuse a record that cannot be stored as JSON (integers beyond 64 bits,
     text that is not valid Unicode), before any work that would be lost."""
-    from pmos.store.chain import encode_line
-
-    encode_line(record, "0" * 64)
+    lines.encode(record)

@@ -1,4 +1,9 @@
-"""Append-only, hash-chained JSONL ledgers.
+"""The single-file ledgers of kits from before the folder layout: read, verify, migrate.
+
+Until ``pmos ledger pack`` folds it into a pack, a kit made by an earlier pmos
+keeps each ledger in one hash-chained JSONL file (``state/evals.jsonl``). No
+writer appends to such a file any more; the readers here let every command keep
+working during the change, and ``pmos ledger verify`` checks its chain.
 
 Layout of one line (UTF-8, newline-terminated)::
 
@@ -10,35 +15,29 @@ as written, verifying a line never re-serialises it: slice, hash, compare. The
 ``prev_hash`` of the first line is a per-kind genesis value, so a line copied
 from another kind's ledger breaks the chain too.
 
-Writers take an exclusive ``flock`` on the ledger, repair a torn tail left by a
-crash (moving it to ``<ledger>.quarantine``), write whole lines with one
-``O_APPEND`` write and ``fsync`` before returning. Readers take no lock: they
-read whole lines and ignore an unterminated tail, which is either a write in
-flight or a crash remnant the next append will quarantine.
+Readers ignore an unterminated tail (a crash remnant of an old writer);
+``pmos ledger pack`` moves it to ``<ledger>.quarantine`` when it converts the file.
 
 What the chain detects: an edited, deleted, reordered, inserted or
 hand-appended line. What it cannot detect on its own: someone who recomputes
-every later hash, or cuts lines off the end; keep the head hash that
-``pmos ledger verify --json`` prints somewhere else to catch those.
+every later hash, or cuts lines off the end: ``pmos ledger verify --since``
+compares against history instead.
 """
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import hashlib
 import os
 import re
-import time
-from collections.abc import Callable, Iterable, Iterator
-from functools import cache
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import orjson
 
-from pmos.errors import BadInput, LedgerBusy, LedgerCorrupt, Violation
-from pmos.timestamps import now_rfc3339
+from pmos.errors import BadInput, LedgerCorrupt, Violation
+from pmos.store import lines
+from pmos.store.lines import LineError
 
 _HASH_TAG = b"pmos-ledger-v1\n"
 _TAGGED = hashlib.sha256(_HASH_TAG)
@@ -48,7 +47,6 @@ _BLOCK = 1 << 16
 _READ_BUFFER = 1 << 20
 #: Fields the ledger itself owns; a record may not bring its own.
 CHAIN_FIELDS = ("prev_hash", "hash")
-LOCK_TIMEOUT_S = 30.0
 
 # Every line a writer makes ends with the same fixed-size tail, because
 # encode_line puts prev_hash last in the body and appends hash after it:
@@ -74,10 +72,6 @@ def genesis_hash(kind: str) -> str:
 
 def _digest(body: bytes) -> str:
     return hashlib.sha256(_HASH_TAG + body).hexdigest()
-
-
-class LineError(ValueError):
-    """A single ledger line is malformed; the message says how."""
 
 
 def parse_line(raw: bytes) -> dict[str, Any]:
@@ -145,57 +139,11 @@ def _parse_plain(raw: bytes) -> Any:
 def _line_decoder(
     kind: str, row: type | None, plain: bool
 ) -> tuple[Callable[[bytes], Any], tuple[type[Exception], ...]]:
-    """The decoder a reader asked for, and the errors it raises on a bad line.
-
-    By default a line decodes to a dict typed by the kind's schema (see
-    :mod:`pmos.rows`): a record whose fields do not fit their types is refused
-    here, with its line number, instead of crashing or misleading the code
-    that uses it. ``row`` decodes just the fields a hot reader needs.
-    ``plain`` parses without a type check, for code that only displays or
-    reports records (``pmos ledger show``, ``pmos ledger verify``).
-    """
+    """The decoder a reader asked for (see :func:`pmos.store.lines.decoder`); plain
+    records of this format keep their chain fields, for display."""
     if plain:
         return orjson.loads, (orjson.JSONDecodeError,)
-    return _typed_decoder(kind, row), _typed_errors()
-
-
-@cache
-def _typed_decoder(kind: str, row: type | None) -> Callable[[bytes], Any]:
-    import msgspec  # imported on the first typed read, not by every command
-
-    from pmos.store.rows import record_rules, record_type
-
-    if row is not None:
-        return msgspec.json.Decoder(row).decode
-    decode = msgspec.json.Decoder(record_type(kind)).decode
-    rules = record_rules(kind)
-    if rules is None:
-        return decode
-
-    def decode_checked(raw: bytes) -> Any:
-        record = decode(raw)
-        problem = rules(record)
-        if problem is not None:
-            raise LineError(f"the record breaks a rule of its schema: {problem}")
-        return record
-
-    return decode_checked
-
-
-@cache
-def _typed_errors() -> tuple[type[Exception], ...]:
-    import msgspec
-
-    return (msgspec.DecodeError,)
-
-
-def _decode_problem(exc: Exception) -> str:
-    """A decoder's error as a line problem (a ValidationError names the field)."""
-    import msgspec
-
-    if isinstance(exc, msgspec.ValidationError):
-        return f"a field does not fit the ledger's schema: {exc}"
-    return f"not valid JSON ({exc})"
+    return lines.decoder(kind, row, False)
 
 
 def encode_line(record: dict[str, Any], prev_hash: str) -> tuple[bytes, str]:
@@ -209,172 +157,6 @@ def encode_line(record: dict[str, Any], prev_hash: str) -> tuple[bytes, str]:
         raise BadInput(f"record cannot be stored as JSON: {exc}") from None
     digest = _digest(body)
     return body[:-1] + b',"hash":"' + digest.encode() + b'"}\n', digest
-
-
-# ---------------------------------------------------------------- writing
-
-
-class Appended(NamedTuple):
-    """What an append did, for the caller to report."""
-
-    records: list[dict[str, Any]]
-    warnings: list[str]
-
-    @property
-    def record(self) -> dict[str, Any]:
-        return self.records[-1]
-
-
-def _lock(fd: int, kind: int, path: Path, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    delay = 0.0005
-    while True:
-        try:
-            fcntl.flock(fd, kind | fcntl.LOCK_NB)
-            return
-        except OSError as exc:
-            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise
-        if time.monotonic() >= deadline:
-            raise LedgerBusy(f"{path}: could not lock the ledger within {timeout:.0f}s")
-        time.sleep(delay)
-        delay = min(delay * 2, 0.02)
-
-
-def _rfind_newline(fd: int, end: int) -> int:
-    """Offset of the last ``\\n`` strictly before ``end``, or -1."""
-    pos = end
-    while pos > 0:
-        start = max(0, pos - _BLOCK)
-        chunk = os.pread(fd, pos - start, start)
-        idx = chunk.rfind(b"\n")
-        if idx >= 0:
-            return start + idx
-        pos = start
-    return -1
-
-
-def _quarantine(path: Path, fd: int, offset: int, size: int) -> str:
-    torn = os.pread(fd, size - offset, offset)
-    qpath = path.with_name(path.name + ".quarantine")
-    entry = orjson.dumps(
-        {
-            "quarantined_at": now_rfc3339(),
-            "ledger": path.name,
-            "offset": offset,
-            "length": len(torn),
-            "text": torn.decode("utf-8", "backslashreplace"),
-        }
-    )
-    qfd = os.open(qpath, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        _write_all(qfd, entry + b"\n")
-        os.fsync(qfd)
-    finally:
-        os.close(qfd)
-    os.ftruncate(fd, offset)
-    os.fsync(fd)
-    return (
-        f"{path}: an unterminated last line ({len(torn)} bytes, left by an interrupted write) "
-        f"was moved to {qpath}"
-    )
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
-
-
-class _Tail(NamedTuple):
-    size: int
-    head: str
-
-
-class LedgerWriter:
-    """Appends to one ledger file; reuse one instance for many appends.
-
-    The instance remembers the size and head hash after its own last write, so
-    consecutive appends from one process skip re-reading the tail unless
-    another process wrote in between.
-    """
-
-    def __init__(self, path: Path, kind: str, *, lock_timeout: float | None = None) -> None:
-        self.path = Path(path)
-        self.kind = kind
-        self.lock_timeout = LOCK_TIMEOUT_S if lock_timeout is None else lock_timeout
-        self._tail: _Tail | None = None
-
-    def append(self, record: dict[str, Any]) -> Appended:
-        return self.append_with(lambda: [record])
-
-    def append_many(self, records: Iterable[dict[str, Any]]) -> Appended:
-        """Append records under one lock and one fsync; all or nothing."""
-        batch = list(records)
-        return self.append_with(lambda: batch)
-
-    def append_with(self, build: Callable[[], list[dict[str, Any]]]) -> Appended:
-        """Call ``build`` under the exclusive lock and append what it returns.
-
-        Writers whose rules depend on the ledger's own contents (a run id
-        registered once, the pass fraction before this verdict) decide inside
-        ``build``, so two concurrent writers cannot both pass the same check.
-        ``build`` may raise to abort; nothing is written then.
-        """
-        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
-        fd = os.open(self.path, flags, 0o644)
-        try:
-            _lock(fd, fcntl.LOCK_EX, self.path, self.lock_timeout)
-            records = build()  # may raise: the file is still untouched
-            warnings: list[str] = []
-            prev, size = self._head(fd, warnings)
-            lines: list[bytes] = []
-            stored: list[dict[str, Any]] = []
-            for record in records:
-                line, digest = encode_line(record, prev)
-                lines.append(line)
-                stored.append({**record, "prev_hash": prev, "hash": digest})
-                prev = digest
-            data = b"".join(lines)
-            try:
-                _write_all(fd, data)
-                os.fsync(fd)
-            except BaseException:
-                # Leave no partial line behind when the write itself fails.
-                os.ftruncate(fd, size)
-                self._tail = None
-                raise
-            self._tail = _Tail(size + len(data), prev)
-            return Appended(stored, warnings)
-        finally:
-            os.close(fd)  # closing releases the lock
-
-    def _head(self, fd: int, warnings: list[str]) -> tuple[str, int]:
-        size = os.fstat(fd).st_size
-        if self._tail is not None and self._tail.size == size:
-            return self._tail.head, size
-        if size == 0:
-            return genesis_hash(self.kind), 0
-        last_nl = _rfind_newline(fd, size)
-        if last_nl != size - 1:
-            warnings.append(_quarantine(self.path, fd, last_nl + 1, size))
-            size = last_nl + 1
-            if size == 0:
-                return genesis_hash(self.kind), 0
-        start = _rfind_newline(fd, size - 1) + 1
-        raw = os.pread(fd, size - 1 - start, start)
-        try:
-            return parse_line(raw)["hash"], size
-        except LineError as exc:
-            raise LedgerCorrupt(
-                str(self.path), None, f"last line {exc}; refusing to extend a broken chain"
-            ) from None
-
-
-def append(path: Path, kind: str, record: dict[str, Any]) -> Appended:
-    """Append one record to the ledger at ``path`` (see :class:`LedgerWriter`)."""
-    return LedgerWriter(path, kind).append(record)
 
 
 # ---------------------------------------------------------------- reading
@@ -425,7 +207,7 @@ def iter_records(
             except LineError as exc:
                 raise LedgerCorrupt(str(path), number, str(exc)) from None
             except errors as exc:
-                raise LedgerCorrupt(str(path), number, _decode_problem(exc)) from None
+                raise LedgerCorrupt(str(path), number, lines.decode_problem(exc)) from None
 
 
 _LINK_BROKEN = "prev_hash does not match the previous line: a line was deleted, moved or inserted"
@@ -472,7 +254,7 @@ def iter_records_reversed(
                 except LineError as exc:
                     raise _corrupt_from_end(path, from_end, str(exc)) from None
                 except errors as exc:
-                    raise _corrupt_from_end(path, from_end, _decode_problem(exc)) from None
+                    raise _corrupt_from_end(path, from_end, lines.decode_problem(exc)) from None
                 if later_prev is not None and own != later_prev:
                     raise _corrupt_from_end(path, from_end, _LINK_BROKEN)
                 later_prev = prev
@@ -481,6 +263,19 @@ def iter_records_reversed(
             raise LedgerCorrupt(str(path), 1, "first line does not start the chain")
     finally:
         os.close(fd)
+
+
+def _rfind_newline(fd: int, end: int) -> int:
+    """Offset of the last ``\\n`` strictly before ``end``, or -1."""
+    pos = end
+    while pos > 0:
+        start = max(0, pos - _BLOCK)
+        chunk = os.pread(fd, pos - start, start)
+        idx = chunk.rfind(b"\n")
+        if idx >= 0:
+            return start + idx
+        pos = start
+    return -1
 
 
 def _corrupt_from_end(path: Path, from_end: int, problem: str) -> LedgerCorrupt:
@@ -546,7 +341,6 @@ def verify(
         )
         return report
     with handle:
-        _lock(handle.fileno(), fcntl.LOCK_SH, Path(path), LOCK_TIMEOUT_S)
         expected = genesis_hash(kind).encode()
         for number, raw in enumerate(handle, start=1):
             report.lines = number

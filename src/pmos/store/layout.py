@@ -1,21 +1,60 @@
-"""Where each ledger kind lives on disk, resolved and checked before any use.
+"""Where each ledger kind lives on disk, and what a ledger folder may hold.
 
-Ledger paths are resolved, not trusted: :meth:`Store.path` refuses a
-configured path that leaves the kit root, passes through a symlink, is a hard
-link, or is the same file as another kind's ledger. That is what keeps a
-verdict from being written into the acceptances ledger by a crafted path.
+A ledger is a folder of files that are only ever added or deleted, never
+modified, so that two git histories that each record anything never change the
+same path (see DECISIONS.md, "Ledgers that live in git")::
+
+    state/evals/.pmos-ledger                    marker: the folder is a ledger (write-once)
+    state/evals/20261201T101500123456Z-<d>.json  a loose record: one record line
+    state/evals/pack-<sha256 of the file>.jsonl  a pack: a header line, then records
+
+A kit from before this layout has a single hash-chained file beside the folder
+(``state/evals.jsonl``); it is read, first, until ``pmos ledger pack`` folds it
+into a pack.
+
+Ledger paths are resolved, not trusted: :meth:`Store.folder` refuses a
+configured path that leaves the kit root, passes through a symlink, is not a
+folder, or overlaps another kind's ledger. That is what keeps a verdict from
+being written into the acceptances ledger by a crafted path.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Mapping
 from pathlib import Path
+from typing import NamedTuple
 
-from pmos.errors import SinkRefused
+from pmos.errors import LedgerCorrupt, SinkRefused
 from pmos.paths import resolve_inside
 from pmos.store.registry import LEDGER_KINDS, kind_of
+
+MARKER = ".pmos-ledger"
+LEGACY_SUFFIX = ".jsonl"
+LOOSE = re.compile(r"\A([0-9TZ]{1,32})-([0-9a-f]{64})\.json\Z")
+PACK = re.compile(r"\Apack-([0-9a-f]{64})\.jsonl\Z")
+#: Files a crashed writer may leave behind; ignored by readers, removed by pack.
+TEMP_PREFIX = ".tmp-"
+
+
+class Sources(NamedTuple):
+    """The files that hold one kind's records, as listed at one moment."""
+
+    folder: Path
+    legacy: Path | None
+    packs: list[Path]
+    loose: list[Path]
+
+    @property
+    def empty(self) -> bool:
+        return self.legacy is None and not self.packs and not self.loose
+
+
+def marker_text(kind: str) -> bytes:
+    """The marker's content: the same on every branch, so adding it never conflicts."""
+    return f'{{"pmos_ledger":1,"kind":"{kind}"}}\n'.encode()
 
 
 class Store:
@@ -30,60 +69,144 @@ class Store:
     def __repr__(self) -> str:
         return f"Store(root={self.root!r})"
 
-    def path(self, kind: str) -> Path:
-        """The configured ledger file of ``kind``, after every sink check."""
+    # ------------------------------------------------------------ paths
+
+    def folder(self, kind: str) -> Path:
+        """The folder of ``kind``'s ledger, after every sink check (it may not exist yet)."""
         kind_of(kind)
-        candidate = self._resolve_inside(kind, self.ledgers[kind])
+        mine = self._resolve(kind)
         for other in LEDGER_KINDS:
             if other == kind:
                 continue
-            other_path = self._resolve_inside(other, self.ledgers[other])
-            if other_path == candidate or _same_file(other_path, candidate):
+            theirs = self._resolve(other)
+            if theirs == mine or theirs in mine.parents or mine in theirs.parents:
                 raise SinkRefused(
-                    f"the {kind} ledger is configured as the same file as the {other} ledger "
-                    f"({candidate}); each kind needs its own file"
+                    f"the {kind} ledger ({mine}) overlaps the {other} ledger ({theirs}); "
+                    "each kind needs its own folder"
                 )
         try:
-            st = candidate.lstat()
+            st = mine.lstat()
         except FileNotFoundError:
-            if not candidate.parent.is_dir():
-                raise SinkRefused(
-                    f"{candidate.parent} does not exist; create the kit with 'pmos init'"
-                ) from None
-            return candidate
+            return mine
+        if not stat.S_ISDIR(st.st_mode):
+            raise SinkRefused(
+                f"{mine} is not a folder: the {kind} ledger is a folder of record files "
+                "(run 'pmos ledger pack' to convert a kit from the single-file layout)"
+            )
+        return mine
+
+    def legacy(self, kind: str) -> Path | None:
+        """The single-file ledger of a kit from before the folder layout, if it has records."""
+        path = self._legacy_path(kind)
+        try:
+            st = path.lstat()
+        except FileNotFoundError:
+            return None
         if not stat.S_ISREG(st.st_mode):
-            raise SinkRefused(f"{candidate} is not a regular file")
+            raise SinkRefused(f"{path} is not a regular file")
         if st.st_nlink > 1:
             raise SinkRefused(
-                f"{candidate} has {st.st_nlink} hard links; a ledger must be reachable "
-                "by one name only"
+                f"{path} has {st.st_nlink} hard links; a ledger must be reachable by one name only"
             )
-        return candidate
+        return path if st.st_size else None
+
+    def display(self, kind: str) -> str:
+        """The ledger's folder, as configured, for messages."""
+        return self.ledgers[kind].removesuffix(LEGACY_SUFFIX)
+
+    def sources(self, kind: str) -> Sources:
+        """Every file holding ``kind``'s records now; a stray file is refused."""
+        folder = self.folder(kind)
+        legacy = self.legacy(kind)
+        packs: list[Path] = []
+        loose: list[Path] = []
+        try:
+            names = os.listdir(folder)
+        except FileNotFoundError:
+            if legacy is None and self._was_created(kind):
+                raise LedgerCorrupt(
+                    str(folder),
+                    None,
+                    f"the {kind} ledger folder is missing; restore it from version control "
+                    "(for example 'git checkout -- " + self.display(kind) + "'), or run "
+                    "'pmos init' on the kit root to start it empty",
+                ) from None
+            return Sources(folder, legacy, [], [])
+        for name in sorted(names):
+            if name.startswith("."):
+                continue
+            if LOOSE.match(name):
+                loose.append(folder / name)
+            elif PACK.match(name):
+                packs.append(folder / name)
+            else:
+                raise LedgerCorrupt(
+                    str(folder / name),
+                    None,
+                    "a file pmos did not write sits in the ledger folder (records are "
+                    "<stamp>-<digest>.json and pack-<digest>.jsonl); move it elsewhere",
+                )
+        return Sources(folder, legacy, packs, loose)
+
+    def ensure_folder(self, kind: str) -> Path:
+        """The ledger folder, created with its marker when a writer needs it.
+
+        A kit whose folder vanished after records were written is refused, not
+        silently restarted: an empty ledger would hide the loss.
+        """
+        folder = self.folder(kind)
+        marker = folder / MARKER
+        if marker.is_file():
+            return folder
+        if not folder.exists():
+            if not folder.parent.is_dir():
+                raise SinkRefused(
+                    f"{folder.parent} does not exist; create the kit with 'pmos init'"
+                )
+            if self.legacy(kind) is None and self._was_created(kind):
+                raise LedgerCorrupt(
+                    str(folder),
+                    None,
+                    f"the {kind} ledger folder is missing; restore it from version control, "
+                    "or run 'pmos init' on the kit root to start it empty",
+                )
+            folder.mkdir(exist_ok=True)
+        write_marker(folder, kind)
+        return folder
 
     def check_target(self, kind: str, target: str | Path) -> Path:
-        """Accept ``target`` only if it is the very file configured for ``kind``."""
-        ledger = self.path(kind)
+        """Accept ``target`` only if it names ``kind``'s own ledger: its folder, or the
+        single file it had before the folder layout (the name older commands use)."""
+        folder = self.folder(kind)
         given = Path(target)
         if not given.is_absolute():
             given = Path.cwd() / given
-        if os.path.realpath(given) != str(ledger) or (
-            given.exists() and not _same_file(given, ledger)
-        ):
-            raise SinkRefused(
-                f"refusing to write a {kind} record to {target}: the {kind} ledger of this "
-                f"kit is {ledger}"
-            )
         if given.is_symlink():
             raise SinkRefused(f"refusing to write through the symlink {target}")
-        return ledger
+        real = Path(os.path.realpath(given))
+        if real not in (folder, self._legacy_path(kind)):
+            raise SinkRefused(
+                f"refusing to write a {kind} record to {target}: the {kind} ledger of this "
+                f"kit is {folder}"
+            )
+        return folder
 
-    def _resolve_inside(self, kind: str, configured: str) -> Path:
+    # ------------------------------------------------------------ helpers
+
+    def _resolve(self, kind: str) -> Path:
+        configured = self.ledgers[kind].removesuffix(LEGACY_SUFFIX)
         return resolve_inside(self.root, configured, what=f"the {kind} ledger", for_writing=True)
 
+    def _legacy_path(self, kind: str) -> Path:
+        return self._resolve(kind).with_name(self._resolve(kind).name + LEGACY_SUFFIX)
 
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        sa, sb = a.stat(), b.stat()
-    except FileNotFoundError:
-        return False
-    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+    def _was_created(self, kind: str) -> bool:
+        """Whether this kit's ledgers were started by ``pmos init`` (any kind has a marker)."""
+        return any((self._resolve(k) / MARKER).is_file() for k in LEDGER_KINDS if k != kind)
+
+
+def write_marker(folder: Path, kind: str) -> None:
+    """Create the marker that says ``folder`` is ``kind``'s ledger (kept when present)."""
+    from pmos.store.files import write_once
+
+    write_once(folder, MARKER, marker_text(kind))

@@ -1,25 +1,102 @@
 """Reading records: every reader of every package gets its records here.
 
-Readers never see files: they ask for the records of a kind, oldest first or
-newest first, typed by the kind's schema (:mod:`pmos.store.rows`), and get them
-only after the store checked their integrity (a corrupt ledger raises
-:class:`~pmos.errors.LedgerCorrupt` instead of yielding numbers).
+Readers never see files. They ask for the records of a kind, oldest first or
+newest first, typed by the kind's schema (:mod:`pmos.store.rows`), and get
+them only after the store has checked them: a corrupt ledger raises
+:class:`~pmos.errors.LedgerCorrupt` instead of yielding numbers.
+
+Order is by meaning, not by file position: records sort by recorded time, then
+record id, so every clone gives the same answer to "the latest verdict of a
+run" whatever order its files were merged in. A record present in two files
+(two branches packed the same loose records) is read once: copies have the
+same key and the same digest, so they meet side by side in that order.
+
+The common case is cheap: when the packs and the loose records do not overlap
+in time, they are read one after the other, packs in large buffers decoded by
+msgspec, with no per-record ordering work. Only after a merge of branches that
+each packed (until the next ``pmos ledger pack``) are records merged by key.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from itertools import islice
-from typing import Any
+import contextlib
+import heapq
+from collections.abc import Callable, Iterator
+from functools import cache
+from itertools import islice, pairwise
+from pathlib import Path
+from typing import Any, NamedTuple
 
-from pmos.errors import BadInput
-from pmos.store import chain
-from pmos.store.layout import Store
+import orjson
+
+from pmos.errors import BadInput, LedgerCorrupt
+from pmos.store import chain, lines, packs
+from pmos.store.layout import LOOSE, Store
 
 #: More records than any ledger holds; a larger --last is a typo.
 MAX_LAST = 1_000_000_000
 #: Fields that tie a record to a run; a task names the run it came from.
 RUN_FIELDS = ("run_id", "parent_run_id")
+Key = packs.Key
+
+
+class Loose(NamedTuple):
+    """One loose record file, read and checked."""
+
+    key: Key
+    digest: str
+    raw: bytes
+    path: Path
+
+
+class Plan(NamedTuple):
+    """How to read one kind: its files, and whether they can be read one after another."""
+
+    legacy: Path | None
+    packs: list[tuple[packs.Header, Path]]
+    loose: list[Loose]
+    ordered: bool
+
+
+def plan(store: Store, kind: str) -> Plan:
+    """List and order ``kind``'s files; loose records are read and checked here."""
+    sources = store.sources(kind)
+    headed = sorted(
+        ((packs.read_header(p, kind), p) for p in sources.packs), key=lambda h: h[0].first
+    )
+    loose = sorted(read_loose(p) for p in sources.loose)
+    keys = [(h.first, h.last) for h, _ in headed] + [(e.key, e.key) for e in loose]
+    ordered = all(a[1] < b[0] for a, b in pairwise(keys))
+    return Plan(sources.legacy, headed, loose, ordered)
+
+
+def read_loose(path: Path) -> Loose:
+    """A loose record file's one line, checked against its content and its name."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise LedgerCorrupt(
+            str(path), None, "the record file vanished while it was read (a pack ran); try again"
+        ) from None
+    raw = data[:-1]
+    if not data.endswith(b"\n") or b"\n" in raw:
+        raise LedgerCorrupt(str(path), None, "a record file holds exactly one line")
+    try:
+        body, digest = lines.check(raw)
+        record = orjson.loads(body)
+    except lines.LineError as exc:
+        raise LedgerCorrupt(str(path), None, f"the record {exc}") from None
+    except orjson.JSONDecodeError as exc:
+        raise LedgerCorrupt(str(path), None, f"not valid JSON ({exc})") from None
+    match = LOOSE.match(path.name)
+    if match is None or match.group(2) != digest or type(record) is not dict:
+        raise LedgerCorrupt(
+            str(path), None, "the file's name does not carry its record's digest: it was renamed"
+        )
+    return Loose(packs.key_of(record), digest, raw, path)
+
+
+# ---------------------------------------------------------------- oldest first
 
 
 def records(
@@ -31,13 +108,157 @@ def records(
     ``row`` decodes just the fields of a row type (:func:`pmos.store.rows.row_type`);
     ``plain`` skips the type check, for code that only displays records.
     """
-    return chain.iter_records(store.path(kind), kind, row=row, plain=plain)
+    for batch in batches(store, kind, row=row, plain=plain):
+        yield from batch
+
+
+def batches(
+    store: Store, kind: str, *, row: type | None = None, plain: bool = False
+) -> Iterator[list[Any]]:
+    """Like :func:`records`, in lists: the hot readers' way (no per-record generator step)."""
+    the_plan = plan(store, kind)
+    if the_plan.legacy is not None:
+        legacy = chain.iter_records(the_plan.legacy, kind, row=row, plain=plain)
+        while batch := list(islice(legacy, 4096)):
+            yield batch
+    decode, errors = lines.decoder(kind, row, plain)
+    if the_plan.ordered:
+        for _, path in the_plan.packs:
+            yield from _pack_batches(path, kind, row, plain, decode, errors)
+        if the_plan.loose:
+            yield [_decode(e.raw, e.path, None, decode, errors) for e in the_plan.loose]
+        return
+    batch: list[Any] = []
+    for _, _, raw, path, number in _merged(the_plan, kind):
+        batch.append(_decode(raw, path, number, decode, errors))
+        if len(batch) >= 4096:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _decode(
+    raw: bytes,
+    path: Path,
+    number: int | None,
+    decode: Callable[[bytes], Any],
+    errors: tuple[type[Exception], ...],
+) -> Any:
+    try:
+        return decode(raw)
+    except errors as exc:
+        raise LedgerCorrupt(str(path), number, lines.decode_problem(exc)) from None
+
+
+def _pack_batches(
+    path: Path,
+    kind: str,
+    row: type | None,
+    plain: bool,
+    decode: Callable[[bytes], Any],
+    errors: tuple[type[Exception], ...],
+) -> Iterator[list[Any]]:
+    many = lines.batch_decoder(kind, row) if row is not None else None
+    for number, buf in packs.buffers(path, kind):
+        if many is not None:
+            try:
+                yield many(buf)
+                continue
+            except errors:
+                pass  # find the line and say what is wrong with it, below
+        yield [
+            _decode(raw, path, number + i, decode, errors)
+            for i, raw in enumerate(buf.split(b"\n")[:-1])
+        ]
+
+
+@cache
+def _key_decoder() -> Callable[[bytes], Any]:
+    import msgspec
+
+    class KeyRow(msgspec.Struct, gc=False):
+        recorded_at: str = ""
+        record_id: str = ""
+
+    return msgspec.json.Decoder(KeyRow).decode
+
+
+def _keyed_pack(path: Path, kind: str) -> Iterator[tuple[Key, str, bytes, Path, int]]:
+    import msgspec
+
+    key_of = _key_decoder()
+    for number, buf in packs.buffers(path, kind):
+        for i, raw in enumerate(buf.split(b"\n")[:-1]):
+            try:
+                k = key_of(raw)
+                _, digest = lines.split(raw)
+            except (msgspec.DecodeError, lines.LineError) as exc:
+                raise LedgerCorrupt(str(path), number + i, lines.decode_problem(exc)) from None
+            yield (k.recorded_at, k.record_id), digest, raw, path, number + i
+
+
+def _merged(the_plan: Plan, kind: str) -> Iterator[tuple[Key, str, bytes, Path, int | None]]:
+    """Every non-legacy record in key order, each digest once."""
+    streams: list[Iterator[tuple[Key, str, bytes, Path, Any]]] = [
+        _keyed_pack(path, kind) for _, path in the_plan.packs
+    ]
+    streams.append(iter([(e.key, e.digest, e.raw, e.path, None) for e in the_plan.loose]))
+    last: tuple[Key, str] | None = None
+    for entry in heapq.merge(*streams, key=lambda e: (e[0], e[1])):
+        if (entry[0], entry[1]) == last:
+            continue
+        last = (entry[0], entry[1])
+        yield entry
+
+
+# ---------------------------------------------------------------- newest first
 
 
 def newest_first(store: Store, kind: str, *, plain: bool = False) -> Iterator[dict[str, Any]]:
     """Every record of ``kind``, newest first, read from the end: a look-up of recent
-    history does not read a large ledger whole."""
-    return chain.iter_records_reversed(store.path(kind), kind, plain=plain)
+    history reads only as much of a large ledger as it needs."""
+    the_plan = plan(store, kind)
+    decode, errors = lines.decoder(kind, None, plain)
+    streams: list[Iterator[tuple[Key, str, bytes, Path]]] = [
+        _keyed_reversed(path, kind) for _, path in the_plan.packs
+    ]
+    streams.append(iter([(e.key, e.digest, e.raw, e.path) for e in reversed(the_plan.loose)]))
+    last: tuple[Key, str] | None = None
+    for key, digest, raw, path in heapq.merge(*streams, key=lambda e: (e[0], e[1]), reverse=True):
+        if (key, digest) == last:
+            continue
+        last = (key, digest)
+        yield _decode(raw, path, None, decode, errors)
+    if the_plan.legacy is not None:
+        yield from chain.iter_records_reversed(the_plan.legacy, kind, plain=plain)
+
+
+def _keyed_reversed(path: Path, kind: str) -> Iterator[tuple[Key, str, bytes, Path]]:
+    import msgspec
+
+    key_of = _key_decoder()
+    for raw in packs.lines_reversed(path, kind):
+        try:
+            k = key_of(raw)
+        except msgspec.DecodeError as exc:
+            raise LedgerCorrupt(str(path), None, lines.decode_problem(exc)) from None
+        yield (k.recorded_at, k.record_id), lines.split(raw)[1], raw, path
+
+
+# ---------------------------------------------------------------- display, identity
+
+
+def stored_bytes(store: Store, kind: str) -> int:
+    """How many bytes ``kind``'s files hold: a reader's cue that a ledger is large."""
+    sources = store.sources(kind)
+    files = [*sources.packs, *sources.loose, *([sources.legacy] if sources.legacy else [])]
+    total = 0
+    for path in files:
+        # A file folded by a pack that ran meanwhile: the reader will see the pack.
+        with contextlib.suppress(FileNotFoundError):
+            total += path.stat().st_size
+    return total
 
 
 def show(
@@ -62,7 +283,7 @@ def show(
 
 def records_with_digests(store: Store, kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
     """Every record of ``kind`` with its content digest (:mod:`pmos.store.digest`),
-    oldest first, each exactly once, as stored (no type check)."""
+    oldest first, each exactly once, as stored (no type check, no chain fields)."""
     from pmos.store.digest import record_digest
 
     for record in records(store, kind, plain=True):

@@ -27,46 +27,44 @@ LEDGER_KINDS: dict[str, LedgerKind] = {
     k.name: k
     for k in (
         LedgerKind(
-            "runs", "run", "state/runs.jsonl", "run", ("run_id", "initiative_id", "builder_model")
+            "runs", "run", "state/runs", "run", ("run_id", "initiative_id", "builder_model")
         ),
         LedgerKind(
             "evals",
             "verdict",
-            "state/evals.jsonl",
+            "state/evals",
             "ev",
             ("run_id", "verdict", "score", "evaluator_model", "flags"),
         ),
         LedgerKind(
             "acceptances",
             "acceptance",
-            "state/acceptances.jsonl",
+            "state/acceptances",
             "acc",
             ("run_id", "label", "by", "gate_verdict"),
         ),
         LedgerKind(
             "assessments",
             "assessment",
-            "state/assessments.jsonl",
+            "state/assessments",
             "as",
             ("task_id", "run_id", "trigger", "attempt", "passed"),
         ),
         LedgerKind(
             "task-evals",
             "task-eval",
-            "state/task-evals.jsonl",
+            "state/task-evals",
             "te",
             ("task_id", "run_id", "overallScore", "band"),
         ),
         LedgerKind(
             "followups",
             "followup",
-            "state/followups.jsonl",
+            "state/followups",
             "fu",
             ("run_id", "title", "severity", "state", "suppressedReason"),
         ),
-        LedgerKind(
-            "tasks", "task", "state/tasks.jsonl", "tk", ("task_id", "event", "state", "title")
-        ),
+        LedgerKind("tasks", "task", "state/tasks", "tk", ("task_id", "event", "state", "title")),
     )
 }
 

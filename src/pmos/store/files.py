@@ -1,0 +1,145 @@
+"""Write-once files and the per-kind lock: the store's only ways to touch the disk.
+
+A file appears whole or not at all: it is written under a temporary name,
+fsynced, renamed to its final name and the folder is fsynced, so neither a
+crash nor SIGKILL leaves a torn record behind (a leftover temporary file is
+ignored by readers and removed by ``pmos ledger pack``).
+
+Writers whose checks read the ledger they write (a run registered once, the
+pass fraction before a verdict) hold the kind's lock: an exclusive ``flock`` on
+the ledger's marker file. Locking a file never modifies it, so the lock leaves
+nothing for git to see.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from pmos.errors import LedgerBusy
+from pmos.store.layout import MARKER, TEMP_PREFIX
+
+LOCK_TIMEOUT_S = 30.0
+#: A temporary file older than this is a crash remnant, not a write in flight.
+STALE_TEMP_S = 3600.0
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _fsync_folder(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_temp(folder: Path, data: bytes) -> Path:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    flags |= getattr(os, "O_NOFOLLOW", 0)
+    temp = folder / f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(6).hex()}"
+    fd = os.open(temp, flags, 0o644)
+    try:
+        _write_all(fd, data)
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    os.close(fd)
+    return temp
+
+
+def write_many(folder: Path, files: Iterable[tuple[str, bytes]]) -> list[Path]:
+    """Create each ``(name, data)`` in ``folder``, whole, and fsync the folder once.
+
+    All or nothing: if any file cannot be written, those already renamed into
+    place by this call are removed again before the error is raised. A name
+    that exists already is left as it is (names carry their content's digest,
+    so an existing file of that name holds the same record).
+    """
+    done: list[Path] = []
+    try:
+        for name, data in files:
+            final = folder / name
+            if final.exists():
+                continue
+            temp = _write_temp(folder, data)
+            os.rename(temp, final)
+            done.append(final)
+        _fsync_folder(folder)
+    except BaseException:
+        for path in done:
+            with contextlib.suppress(OSError):
+                path.unlink()
+        with contextlib.suppress(OSError):
+            _fsync_folder(folder)
+        raise
+    return done
+
+
+def write_once(folder: Path, name: str, data: bytes) -> Path:
+    """Create one file (see :func:`write_many`)."""
+    write_many(folder, [(name, data)])
+    return folder / name
+
+
+def remove_many(folder: Path, paths: Iterable[Path]) -> None:
+    """Delete files that were folded elsewhere, then fsync the folder."""
+    for path in paths:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+    _fsync_folder(folder)
+
+
+def stale_temps(folder: Path) -> list[Path]:
+    """Temporary files left by writers that died (older than :data:`STALE_TEMP_S`)."""
+    now = time.time()
+    out = []
+    with contextlib.suppress(FileNotFoundError):
+        for entry in os.scandir(folder):
+            if entry.name.startswith(TEMP_PREFIX):
+                with contextlib.suppress(FileNotFoundError):
+                    if now - entry.stat(follow_symlinks=False).st_mtime > STALE_TEMP_S:
+                        out.append(Path(entry.path))
+    return out
+
+
+@contextlib.contextmanager
+def kind_lock(
+    folder: Path, *, shared: bool = False, timeout: float | None = None
+) -> Iterator[None]:
+    """Hold the ledger's lock (exclusive, or shared for a consistent listing)."""
+    fd = os.open(folder / MARKER, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        _lock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX, folder, timeout)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _lock(fd: int, kind: int, folder: Path, timeout: float | None) -> None:
+    limit = LOCK_TIMEOUT_S if timeout is None else timeout
+    deadline = time.monotonic() + limit
+    delay = 0.0005
+    while True:
+        try:
+            fcntl.flock(fd, kind | fcntl.LOCK_NB)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise
+        if time.monotonic() >= deadline:
+            raise LedgerBusy(f"{folder}: could not lock the ledger within {limit:.0f}s")
+        time.sleep(delay)
+        delay = min(delay * 2, 0.02)

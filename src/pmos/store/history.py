@@ -1,0 +1,232 @@
+"""Append-only against history: every record once recorded must still be there.
+
+A hash chain alone cannot show a rewrite of every later hash, nor records cut
+from the end. A git repository can: once shared, its history cannot be
+rewritten unseen. ``pmos ledger verify --since REV`` reads the ledgers as they
+were at REV straight from git's object store (no checkout, no filters) and
+reports every record present then that is missing now or no longer matches its
+content digest, loose or packed. Packing, re-packing and adding records keep
+every digest, so history that only grew passes.
+
+For a kit outside git, or to keep the evidence outside the repository,
+``pmos ledger checkpoint --out FILE`` writes the sorted record digests of every
+kind and one digest over them; ``verify --since FILE`` checks against it the
+same way.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import orjson
+
+from pmos.errors import BadInput, LedgerCorrupt
+from pmos.store import lines
+from pmos.store.digest import CHAIN_FIELDS, record_digest
+from pmos.store.layout import LEGACY_SUFFIX, LOOSE, PACK, Store
+from pmos.store.registry import LEDGER_KINDS
+from pmos.store.verify import summary_digest, verify_store
+from pmos.timestamps import now_rfc3339
+
+CHECKPOINT_FORMAT = 1
+#: kind -> {content digest: record id}
+Digests = dict[str, dict[str, str]]
+
+
+class Missing(NamedTuple):
+    """A record of the reference that the ledger no longer holds as it was."""
+
+    kind: str
+    record_id: str
+    digest: str
+    changed: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return self._asdict()
+
+    def __str__(self) -> str:
+        how = "was changed" if self.changed else "is missing"
+        who = self.record_id or f"with digest {self.digest[:16]}..."
+        return f"{self.kind} record {who} {how} (digest {self.digest[:16]}...)"
+
+
+def current_digests(store: Store) -> Digests:
+    """Every kind's record digests now, after a full verification (a broken ledger raises)."""
+    out: Digests = {}
+    for report in verify_store(store):
+        if not report.ok:
+            first = report.problems[0]
+            raise LedgerCorrupt(
+                first.file, first.line, f"{first.problem} (the ledger must verify first)"
+            )
+        out[report.kind] = report.digests
+    return out
+
+
+def summary(digests: Digests) -> str:
+    """One digest over every kind's record digests."""
+    return summary_digest(f"{kind}:{d}" for kind, found in digests.items() for d in found)
+
+
+def write_checkpoint(store: Store, out: Path) -> dict[str, Any]:
+    """Write the checkpoint file; returns its summary (what ``checkpoint`` prints)."""
+    digests = current_digests(store)
+    data = {
+        "pmos_checkpoint": CHECKPOINT_FORMAT,
+        "created_at": now_rfc3339(),
+        "records": sum(len(found) for found in digests.values()),
+        "digest": summary(digests),
+        "kinds": {kind: dict(sorted(found.items())) for kind, found in digests.items()},
+    }
+    try:
+        out.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
+    except OSError as exc:
+        raise BadInput(f"cannot write the checkpoint {out}: {exc.strerror}") from None
+    return {k: data[k] for k in ("created_at", "records", "digest")} | {"path": str(out)}
+
+
+def read_checkpoint(path: Path) -> Digests:
+    try:
+        data = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError) as exc:
+        raise BadInput(f"{path} is not a pmos checkpoint: {exc}") from None
+    kinds = data.get("kinds") if isinstance(data, dict) else None
+    if (
+        not isinstance(data, dict)
+        or data.get("pmos_checkpoint") != CHECKPOINT_FORMAT
+        or not isinstance(kinds, dict)
+        or not all(
+            isinstance(found, dict) and all(isinstance(v, str) for v in found.values())
+            for found in kinds.values()
+        )
+    ):
+        raise BadInput(f"{path} is not a pmos checkpoint (made by 'pmos ledger checkpoint')")
+    if summary(kinds) != data.get("digest"):
+        raise BadInput(f"{path}: its digest does not match its records; it was edited")
+    return kinds
+
+
+def since(store: Store, reference: str) -> tuple[str, Digests, list[Missing]]:
+    """Compare the ledgers with a checkpoint file or a git revision.
+
+    Returns what the reference was (``checkpoint`` or ``git``), the digests now,
+    and every record of the reference that is missing or changed now.
+    """
+    path = Path(reference)
+    if path.is_file():
+        what, then = "checkpoint", read_checkpoint(path)
+    else:
+        what, then = "git", digests_at_revision(store, reference)
+    now = current_digests(store)
+    missing: list[Missing] = []
+    for kind, found in then.items():
+        present = now.get(kind, {})
+        ids_now = set(present.values())
+        for digest, record_id in sorted(found.items(), key=lambda item: item[1]):
+            if digest not in present:
+                missing.append(
+                    Missing(kind, record_id, digest, bool(record_id) and record_id in ids_now)
+                )
+    return what, now, missing
+
+
+# ---------------------------------------------------------------- git
+
+
+def _git(root: Path, *args: str, data: bytes | None = None) -> bytes:
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"}
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), *args],
+            input=data,
+            capture_output=True,
+            env=env,
+            check=False,
+        )
+    except FileNotFoundError:
+        raise BadInput("git is not installed; use a checkpoint file with --since FILE") from None
+    if done.returncode:
+        message = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise BadInput(f"git {args[0]}: {message[-1] if message else 'failed'}")
+    return done.stdout
+
+
+def digests_at_revision(store: Store, revision: str) -> Digests:
+    """Every kind's record digests as committed at ``revision``, read from git objects."""
+    if revision.startswith("-") or not revision.strip():
+        raise BadInput(f"--since: {revision!r} is neither a checkpoint file nor a git revision")
+    root = store.root
+    _git(root, "rev-parse", "--show-toplevel")
+    try:
+        commit = _git(root, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}")
+    except BadInput:
+        raise BadInput(
+            f"--since: {revision!r} is neither an existing checkpoint file nor a revision of "
+            "the git repository that holds the kit"
+        ) from None
+    commit_id = commit.decode().strip()
+    prefix = _git(root, "rev-parse", "--show-prefix").decode().strip()
+    out: Digests = {}
+    for kind in LEDGER_KINDS:
+        folder = prefix + store.display(kind)
+        legacy = folder + LEGACY_SUFFIX
+        listing = _git(root, "ls-tree", "-r", "-z", "--full-tree", commit_id, "--", folder, legacy)
+        found: dict[str, str] = {}
+        blobs: list[tuple[str, str]] = []
+        for item in filter(None, listing.split(b"\0")):
+            meta, _, name = item.partition(b"\t")
+            _, kind_of_object, sha = meta.decode().split()
+            path = name.decode("utf-8", "surrogateescape")
+            if kind_of_object == "blob":
+                blobs.append((sha, path))
+        for path, content in _blob_contents(root, blobs):
+            base = path.rsplit("/", 1)[-1]
+            if path == legacy:
+                records = _legacy_records(content)
+            elif LOOSE.match(base) or PACK.match(base):
+                records = _line_records(content, skip_header=bool(PACK.match(base)))
+            else:
+                continue
+            for record in records:
+                found.setdefault(record_digest(record), str(record.get("record_id", "")))
+        out[kind] = found
+    return out
+
+
+def _blob_contents(root: Path, blobs: list[tuple[str, str]]) -> Iterator[tuple[str, bytes]]:
+    if not blobs:
+        return
+    data = _git(root, "cat-file", "--batch", data="".join(f"{sha}\n" for sha, _ in blobs).encode())
+    pos = 0
+    for _, path in blobs:
+        end = data.index(b"\n", pos)
+        size = int(data[pos:end].split()[2])
+        yield path, data[end + 1 : end + 1 + size]
+        pos = end + 1 + size + 1
+
+
+def _legacy_records(content: bytes) -> Iterator[dict[str, Any]]:
+    for raw in content.split(b"\n"):
+        try:
+            record = orjson.loads(raw) if raw else None
+        except orjson.JSONDecodeError:
+            continue  # a line that was never a record was never counted
+        if isinstance(record, dict):
+            yield {k: v for k, v in record.items() if k not in CHAIN_FIELDS}
+
+
+def _line_records(content: bytes, *, skip_header: bool) -> Iterator[dict[str, Any]]:
+    rows = content.split(b"\n")
+    for raw in rows[1:] if skip_header else rows:
+        if not raw:
+            continue
+        try:
+            record = orjson.loads(lines.split(raw)[0])
+        except (lines.LineError, orjson.JSONDecodeError):
+            continue
+        if isinstance(record, dict):
+            yield record

@@ -1,0 +1,168 @@
+"""One record, one line: the format of every record pmos writes.
+
+A record line is the record's canonical JSON (keys sorted, compact; see
+:mod:`pmos.store.digest`) with its content digest spliced in as the last field::
+
+    {"label":"pass",...,"run_id":"r1","digest":"<64 hex>"}
+
+The digest covers the canonical bytes before it, so a line is checked without
+parsing it: slice off the fixed-size tail, hash, compare. The same line is the
+whole content of a loose record file and one line of a pack, so a record reads
+the same wherever it sits.
+
+Decoders turn a line into what a reader asked for: a dict typed by the kind's
+schema (the default), a row of just the fields a hot reader uses, or a plain
+dict for display. The digest field is dropped from what plain and typed readers
+see: it is the record's identity, not part of what the record says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+import orjson
+
+from pmos.errors import BadInput
+from pmos.store.digest import CHAIN_FIELDS, canonical, digest_bytes
+
+DIGEST_FIELD = "digest"
+_KEY = b',"digest":"'
+_HEX = 64
+#: Bytes after the canonical body's closing brace is removed: ,"digest":"<hex>"}
+TAIL_LEN = len(_KEY) + _HEX + 2
+#: Fields a record may not bring: the store sets or owns them.
+RESERVED = (DIGEST_FIELD, *CHAIN_FIELDS)
+
+
+class LineError(ValueError):
+    """A single ledger line is malformed; the message says how."""
+
+
+def encode(record: dict[str, Any]) -> tuple[bytes, str]:
+    """The stored line of ``record`` (newline-terminated) and its digest."""
+    clash = [name for name in RESERVED if name in record]
+    if clash:
+        raise BadInput(f"record may not set the ledger's own field(s): {', '.join(clash)}")
+    if not record:
+        raise BadInput("an empty record cannot be stored")
+    body = canonical(record)
+    digest = digest_bytes(body)
+    return body[:-1] + _KEY + digest.encode() + b'"}\n', digest
+
+
+def split(raw: bytes) -> tuple[bytes, str]:
+    """``(canonical body, claimed digest)`` of a line given without its newline."""
+    end = len(raw)
+    start = end - TAIL_LEN
+    if start < 2 or raw[start : start + len(_KEY)] != _KEY or raw[end - 2 :] != b'"}':
+        raise LineError("carries no digest as its last field: not written by a pmos writer")
+    claimed = raw[end - 2 - _HEX : end - 2]
+    try:
+        text = claimed.decode("ascii")
+    except UnicodeDecodeError:
+        raise LineError("its digest is not hexadecimal") from None
+    return raw[:start] + b"}", text
+
+
+def check(raw: bytes) -> tuple[bytes, str]:
+    """Like :func:`split`, and the digest must match the content."""
+    body, claimed = split(raw)
+    if digest_bytes(body) != claimed:
+        raise LineError("its content does not match its digest: the record was edited")
+    return body, claimed
+
+
+def check_canonical(body: bytes) -> dict[str, Any]:
+    """Parse a checked body and require it to be canonical, as a writer makes it.
+
+    A hand-made line can carry a digest of its own non-canonical bytes; its
+    record would then have two identities. ``pmos ledger verify`` refuses it.
+    """
+    try:
+        record = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise LineError(f"not valid JSON ({exc})") from None
+    if type(record) is not dict:
+        raise LineError("not a JSON object")
+    if any(name in record for name in RESERVED):
+        raise LineError("its record sets a field the ledger owns (digest, prev_hash or hash)")
+    try:
+        if canonical(record) != body:
+            raise LineError("not in canonical form (sorted keys, compact): not written by pmos")
+    except BadInput as exc:
+        raise LineError(str(exc)) from None
+    return record
+
+
+# ---------------------------------------------------------------- decoding
+
+
+def decoder(
+    kind: str, row: type | None = None, plain: bool = False
+) -> tuple[Callable[[bytes], Any], tuple[type[Exception], ...]]:
+    """The decoder a reader asked for, and the errors it raises on a bad line.
+
+    By default a line decodes to a dict typed by the kind's schema (see
+    :mod:`pmos.store.rows`): a record whose fields do not fit their types is
+    refused, with its place, instead of crashing or misleading the code that
+    uses it. ``row`` decodes just the fields a hot reader needs. ``plain``
+    parses without a type check, for code that only displays records.
+    """
+    if plain:
+        return _plain, (orjson.JSONDecodeError, LineError)
+    return _typed_decoder(kind, row), _typed_errors()
+
+
+def _plain(raw: bytes) -> Any:
+    return orjson.loads(split(raw)[0])
+
+
+@cache
+def _typed_decoder(kind: str, row: type | None) -> Callable[[bytes], Any]:
+    import msgspec  # imported on the first typed read, not by every command
+
+    from pmos.store.rows import record_rules, record_type
+
+    if row is not None:
+        return msgspec.json.Decoder(row).decode
+    decode = msgspec.json.Decoder(record_type(kind)).decode
+    rules = record_rules(kind)
+
+    def decode_typed(raw: bytes) -> Any:
+        record = decode(raw)
+        record.pop(DIGEST_FIELD, None)
+        if rules is not None:
+            problem = rules(record)
+            if problem is not None:
+                raise LineError(f"the record breaks a rule of its schema: {problem}")
+        return record
+
+    return decode_typed
+
+
+@cache
+def batch_decoder(kind: str, row: type) -> Callable[[bytes], list[Any]]:
+    """Decode a buffer of whole row lines at once (msgspec's C loop, not Python's)."""
+    import msgspec
+
+    return msgspec.json.Decoder(row).decode_lines
+
+
+@cache
+def _typed_errors() -> tuple[type[Exception], ...]:
+    import msgspec
+
+    return (msgspec.DecodeError, LineError)
+
+
+def decode_problem(exc: Exception) -> str:
+    """A decoder's error as a line problem (a ValidationError names the field)."""
+    import msgspec
+
+    if isinstance(exc, LineError):
+        return str(exc)
+    if isinstance(exc, msgspec.ValidationError):
+        return f"a field does not fit the ledger's schema: {exc}"
+    return f"not valid JSON ({exc})"

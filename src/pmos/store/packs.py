@@ -1,0 +1,168 @@
+"""Pack files: many records in one immutable, content-named file.
+
+A pack is written once by ``pmos ledger pack`` and never changed::
+
+    {"pmos_pack":1,"kind":"evals","records":N,"first":[at,id],"last":[at,id]}
+    <record line>                                  sorted by (recorded_at, record_id)
+    ...
+
+Its name is ``pack-<SHA-256 of the whole file>.jsonl``, as git names its
+objects: any edit, insertion, deletion, reordering or truncation changes the
+hash, so a reader that streams a pack checks it in one pass over its bytes,
+far cheaper than hashing line by line. Each line also carries its record's own
+digest (:mod:`pmos.store.lines`), which is what a reader checks when it reads
+only the end of a pack, and what identifies a record across packs.
+
+The header's ``first`` and ``last`` keys let a reader see, without reading
+the records, whether packs overlap in time; packs written on two branches do
+(they share the records loose at the fork) and are then merged by key and
+de-duplicated by digest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import orjson
+
+from pmos.errors import LedgerCorrupt
+from pmos.store import lines
+from pmos.store.files import write_once
+from pmos.store.layout import PACK
+
+FORMAT = 1
+_CHUNK = 1 << 20
+_BLOCK = 1 << 16
+Key = tuple[str, str]
+
+
+class Header(NamedTuple):
+    """A pack's first line: its kind, record count and key range."""
+
+    kind: str
+    records: int
+    first: Key
+    last: Key
+
+    @classmethod
+    def parse(cls, raw: bytes, path: Path, kind: str) -> Header:
+        try:
+            data = orjson.loads(raw)
+            if data.get("pmos_pack") != FORMAT or data.get("kind") != kind:
+                raise ValueError("not a pack of this kind")
+            count = data["records"]
+            first, last = (tuple(data[k]) for k in ("first", "last"))
+            if type(count) is not int or count < 1 or len(first) != 2 or len(last) != 2:
+                raise ValueError("malformed header fields")
+            if not all(isinstance(v, str) for v in (*first, *last)):
+                raise ValueError("malformed key")
+        except (orjson.JSONDecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise LedgerCorrupt(str(path), 1, f"not a {kind} pack header ({exc})") from None
+        return cls(kind, count, first, last)  # type: ignore[arg-type]
+
+
+def key_of(record: dict[str, Any]) -> Key:
+    """Where a record sorts: recorded time, then record id (the same on every clone)."""
+    return (str(record.get("recorded_at", "")), str(record.get("record_id", "")))
+
+
+def write_pack(folder: Path, kind: str, entries: list[tuple[Key, str, bytes]]) -> Path:
+    """Write ``entries`` ``(key, digest, line)``, sorted and unique, as a new pack."""
+    header = orjson.dumps(
+        {
+            "pmos_pack": FORMAT,
+            "kind": kind,
+            "records": len(entries),
+            "first": list(entries[0][0]),
+            "last": list(entries[-1][0]),
+        }
+    )
+    data = b"".join([header, b"\n", *(line for _, _, line in entries)])
+    name = f"pack-{hashlib.sha256(data).hexdigest()}.jsonl"
+    return write_once(folder, name, data)
+
+
+def read_header(path: Path, kind: str) -> Header:
+    with open(path, "rb") as handle:
+        first = handle.readline(1 << 16)
+    if not first.endswith(b"\n"):
+        raise LedgerCorrupt(str(path), 1, "the pack has no complete header line")
+    return Header.parse(first[:-1], path, kind)
+
+
+def _claimed(path: Path) -> str:
+    match = PACK.match(path.name)
+    assert match is not None  # listed by Store.sources, which matched it
+    return match.group(1)
+
+
+def buffers(path: Path, kind: str) -> Iterator[tuple[int, bytes]]:
+    """The pack's record lines in order, as ``(number of the first line, buffer)`` where
+    each buffer holds whole newline-terminated lines.
+
+    The whole file is hashed as it streams; a pack whose bytes do not match its
+    name raises :class:`LedgerCorrupt` at the end, before the caller can
+    report anything computed from it.
+    """
+    digest = hashlib.sha256()
+    pending = b""
+    number = 2  # line 1 is the header
+    header_seen = False
+    with open(path, "rb", buffering=0) as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+            data = pending + chunk if pending else chunk
+            cut = data.rfind(b"\n") + 1
+            pending = data[cut:]
+            if not cut:
+                continue
+            body = memoryview(data)[:cut]
+            if not header_seen:
+                eol = data.index(b"\n")
+                Header.parse(data[:eol], path, kind)
+                header_seen = True
+                body = body[eol + 1 :]
+            if body:
+                buf = bytes(body)
+                yield number, buf
+                number += buf.count(b"\n")
+    if pending or not header_seen or digest.hexdigest() != _claimed(path):
+        raise LedgerCorrupt(
+            str(path),
+            None,
+            "the pack's content does not match its name: it was edited, cut or replaced",
+        )
+
+
+def lines_reversed(path: Path, kind: str) -> Iterator[bytes]:
+    """The pack's record lines, last first, each checked against its own digest.
+
+    A reader of the newest records does not read a large pack whole; what it
+    relies on, each record it reads, is checked.
+    """
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        end = os.fstat(fd).st_size
+        pending = b""
+        pos = end
+        while pos > 0:
+            start = max(0, pos - _BLOCK)
+            chunk = os.pread(fd, pos - start, start) + pending
+            pos = start
+            parts = chunk.split(b"\n")
+            # parts[0] is an unfinished line, or at offset 0 the header: never a record.
+            pending = parts[0] if pos > 0 else b""
+            for raw in reversed(parts[1:]):
+                if not raw:
+                    continue
+                try:
+                    lines.check(raw)
+                except lines.LineError as exc:
+                    raise LedgerCorrupt(str(path), None, f"a record line {exc}") from None
+                yield raw
+    finally:
+        os.close(fd)

@@ -1,0 +1,93 @@
+"""Test support: look at, and tamper with, ledger files the way a person could.
+
+The product never writes ledger files except through :mod:`pmos.store`; tests
+do, to prove that readers and ``pmos ledger verify`` catch what a person with
+a text editor (or a script following README's recipe) can do to them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from pmos.store import chain
+from pmos.store.digest import record_digest
+from pmos.store.layout import LOOSE, PACK
+
+KINDS = ("runs", "evals", "acceptances", "assessments", "task-evals", "followups", "tasks")
+
+
+def folder(kit_root: Path, kind: str) -> Path:
+    return kit_root / "state" / kind
+
+
+def record_files(kit_root: Path, kind: str) -> list[Path]:
+    """The loose record files of ``kind``, in name order."""
+    return sorted(p for p in folder(kit_root, kind).iterdir() if LOOSE.match(p.name))
+
+
+def pack_files(kit_root: Path, kind: str) -> list[Path]:
+    return sorted(p for p in folder(kit_root, kind).iterdir() if PACK.match(p.name))
+
+
+def forged_line(record: dict[str, Any]) -> tuple[bytes, str]:
+    """README's recipe, followed by hand: canonical JSON plus its tagged SHA-256."""
+    body = orjson.dumps(record, option=orjson.OPT_SORT_KEYS)
+    digest = hashlib.sha256(b"pmos-record-v1\n" + body).hexdigest()
+    return body[:-1] + b',"digest":"' + digest.encode() + b'"}\n', digest
+
+
+def forge(kit_root: Path, kind: str, record: dict[str, Any]) -> Path:
+    """Write ``record`` as a loose record file with a valid digest, bypassing every writer."""
+    line, digest = forged_line(record)
+    stamp = "".join(c for c in str(record.get("recorded_at", "0")) if c.isdigit() or c in "TZ")
+    path = folder(kit_root, kind) / f"{stamp or '0'}-{digest}.json"
+    path.write_bytes(line)
+    return path
+
+
+def stored(kit_root: Path, kind: str) -> list[dict[str, Any]]:
+    """Every record in the loose files and packs of ``kind`` (no check), sorted by key."""
+    out = []
+    for path in record_files(kit_root, kind):
+        out.append(_record(path.read_bytes().rstrip(b"\n")))
+    for path in pack_files(kit_root, kind):
+        out += [_record(raw) for raw in path.read_bytes().split(b"\n")[1:] if raw]
+    return sorted(out, key=lambda r: (r.get("recorded_at", ""), r.get("record_id", "")))
+
+
+def _record(raw: bytes) -> dict[str, Any]:
+    record = orjson.loads(raw)
+    record.pop("digest", None)
+    return record
+
+
+def rewrite(kit_root: Path, kind: str, mutate: Callable[[list[dict[str, Any]]], Any]) -> None:
+    """Replace ``kind``'s loose records with ``mutate``'d copies carrying fresh digests:
+    the whole-ledger rewrite a forger would do."""
+    records = stored(kit_root, kind)
+    mutate(records)
+    for path in record_files(kit_root, kind):
+        path.unlink()
+    for record in records:
+        forge(kit_root, kind, record)
+
+
+def digest_of(record: dict[str, Any]) -> str:
+    return record_digest(record)
+
+
+def legacy_ledger(kit_root: Path, kind: str, records: list[dict[str, Any]]) -> Path:
+    """A single-file, hash-chained ledger as pmos wrote them before the folder layout."""
+    path = kit_root / "state" / f"{kind}.jsonl"
+    prev = chain.genesis_hash(kind)
+    lines = []
+    for record in records:
+        line, prev = chain.encode_line(record, prev)
+        lines.append(line)
+    path.write_bytes(b"".join(lines))
+    return path
