@@ -18,8 +18,8 @@ The formulas (all rounding half up, computed exactly):
     contract registered  the run is registered with a contract (done_criteria)
     assessment run       at least one assessment of the run
     verdict recorded     at least one verdict that is not SKIPPED, recorded through
-                         the writer (every line of the evals ledger is; the hash
-                         chain shows it)
+                         the writer (every record of the evals ledger is;
+                         'pmos ledger verify' shows a hand-made one)
     PM label             at least one acceptance label for the run
     score = 25 * steps done
 

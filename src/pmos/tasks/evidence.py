@@ -14,7 +14,7 @@ reviews       25     verdicts (+ latest judged one's defects), labels   newest
 documents     25     changed docs (path, newest revision) in the range  first by path
 taskActivity  25     every ledger event of the run, oldest first        newest
 agentLogs     25     non-blank lines of the given log files             last lines
-runAudit      25     record id and hashes of each ledger write          newest
+runAudit      25     record id and content digest of each ledger write  newest
 ============  =====  =================================================  ==============
 
 Every excerpt is at most 500 characters; a longer one is cut and ends with
@@ -472,22 +472,23 @@ def _task_activity(facts: RunFacts) -> Group:
 
 
 def _run_audit(facts: RunFacts) -> Group:
-    entries = [
-        Entry(
-            f"runAudit:{id_part(record['record_id'])}",
-            excerpt(
-                f"{kind} {record['record_id']} hash {record['hash']} prev {record['prev_hash']}"
-            ),
-            {
-                "ledger": kind,
-                "record_id": record["record_id"],
-                "recorded_at": record["recorded_at"],
-                "hash": record["hash"],
-                "prev_hash": record["prev_hash"],
-            },
+    from pmos.store.digest import record_digest
+
+    entries = []
+    for kind, record in facts.events:
+        digest = record_digest(record)
+        entries.append(
+            Entry(
+                f"runAudit:{id_part(record['record_id'])}",
+                excerpt(f"{kind} {record['record_id']} digest {digest}"),
+                {
+                    "ledger": kind,
+                    "record_id": record["record_id"],
+                    "recorded_at": record["recorded_at"],
+                    "digest": digest,
+                },
+            )
         )
-        for kind, record in facts.events
-    ]
     return _keep_newest(Group("runAudit"), entries)
 
 
