@@ -7,7 +7,8 @@ from pathlib import Path
 
 from conftest import good_verdict, ledger_bytes, write_json
 from pmos.gate import writers
-from pmos.gate.exemplars import parse_log
+from pmos.gate.exemplars import read_log
+from pmos.kit import open_kit
 
 LOG = "planning/evals/eval-calibration.md"
 
@@ -40,7 +41,7 @@ def test_label_and_its_override_entry_name_the_same_judged_verdict(cli, kit_root
         "PASS",
         passed["record_id"],
     )
-    [entry] = parse_log((kit_root / LOG).read_text(encoding="utf-8"))
+    [entry] = read_log(open_kit(kit_root))
     assert entry["gate_record_id"] == acceptance["gate_record_id"]
     assert entry["acceptance_record_id"] == acceptance["record_id"]
 
@@ -52,6 +53,7 @@ def test_a_label_with_only_skipped_verdicts_names_no_gate_verdict(cli, kit_root)
     acceptance = last_label(cli)
     assert acceptance["gate_verdict"] is None and acceptance["gate_record_id"] is None
     assert (kit_root / LOG).read_bytes() == before
+    assert not (kit_root / "planning/evals/overrides").exists()
 
 
 def test_only_if_unlabelled_writes_the_first_label_only(kit, kit_root):

@@ -11,9 +11,11 @@ import pytest
 
 from conftest import good_verdict, ledger_bytes, write_json
 from pmos.assets import kit_source
-from pmos.gate.exemplars import ExemplarLogError, parse_log, render_entry
+from pmos.gate.exemplars import ExemplarLogError, parse_log, read_log, render_entry
+from pmos.kit import open_kit
 
 LOG = "planning/evals/eval-calibration.md"
+OVERRIDES = "planning/evals/overrides"
 
 
 def entry(case_id: str = "case-1", **overrides) -> dict:
@@ -79,7 +81,14 @@ def label(cli, run_id: str, value: str, note: str | None = None):
 
 
 def log_entries(kit_root: Path) -> list[dict]:
-    return parse_log((kit_root / LOG).read_text(encoding="utf-8"))
+    """Every entry of the exemplar log: the log file's and the override files'."""
+    return read_log(open_kit(kit_root))
+
+
+def log_state(kit_root: Path) -> dict[str, bytes]:
+    """The log file and every override file, for 'nothing was written' checks."""
+    files = [kit_root / LOG, *sorted((kit_root / OVERRIDES).glob("*"))]
+    return {str(p): p.read_bytes() for p in files if p.exists()}
 
 
 def exemplars_json(cli, *args: str) -> dict:
@@ -174,7 +183,8 @@ def test_override_is_appended_to_the_log_and_announced(cli, kit_root, tmp_path):
     judge(cli, tmp_path, "run-1", "PASS")
     result = label(cli, "run-1", "fail", note="The retry loop swallowed the timeout.")
     assert "overrides the gate's PASS on run 'run-1'" in result.stderr
-    assert "logged to planning/evals/eval-calibration.md as case run-1-override-" in result.stderr
+    assert "logged to planning/evals/overrides/run-1-override-" in result.stderr
+    assert "(part of the exemplar log planning/evals/eval-calibration.md)" in result.stderr
     [logged] = log_entries(kit_root)
     acceptance = json.loads(cli("ledger", "show", "acceptances", "--json").stdout)[-1]
     verdict = json.loads(cli("ledger", "show", "evals", "--json").stdout)[-1]
@@ -204,19 +214,19 @@ def test_passing_a_failed_run_is_an_override_with_a_pending_lesson(cli, kit_root
 @pytest.mark.parametrize(("verdict", "value"), [("PASS", "pass"), ("FAIL", "fail")])
 def test_agreement_adds_no_entry(cli, kit_root, tmp_path, verdict, value):
     judge(cli, tmp_path, "run-1", verdict)
-    before = (kit_root / LOG).read_bytes()
+    before = log_state(kit_root)
     result = label(cli, "run-1", value)
     assert "overrides" not in result.stderr
-    assert (kit_root / LOG).read_bytes() == before
+    assert log_state(kit_root) == before
 
 
 def test_a_label_without_a_judged_verdict_is_no_override(cli, kit_root, tmp_path):
     register(cli, "run-1")
-    before = (kit_root / LOG).read_bytes()
+    before = log_state(kit_root)
     label(cli, "run-1", "fail")
     judge(cli, tmp_path, "run-2", "SKIPPED")
     label(cli, "run-2", "fail")
-    assert (kit_root / LOG).read_bytes() == before
+    assert log_state(kit_root) == before
 
 
 def test_the_latest_non_skipped_verdict_decides(cli, kit_root, tmp_path):
@@ -244,6 +254,7 @@ def test_a_malformed_log_refuses_the_label_and_writes_nothing(cli, kit_root, tmp
     assert "not a valid exemplar log" in result.stderr
     assert ledger_bytes(kit_root) == before
     assert (kit_root / LOG).read_text(encoding="utf-8") == "### broken\n"
+    assert not (kit_root / OVERRIDES).exists()
 
 
 def test_a_malformed_log_does_not_block_a_label_that_agrees(cli, kit_root, tmp_path):
@@ -252,25 +263,40 @@ def test_a_malformed_log_does_not_block_a_label_that_agrees(cli, kit_root, tmp_p
     assert cli("accept", "run-1", "--label", "pass", "--by", "pm-ana").exit_code == 0
 
 
-def test_a_missing_log_is_created_with_a_header(cli, kit_root, tmp_path):
+def test_an_override_needs_no_log_file_and_never_changes_it(cli, kit_root, tmp_path):
+    """Each override is a file of its own: the log file is not created or appended to,
+    so two branches that each log an override never change the same path."""
     (kit_root / LOG).unlink()
     judge(cli, tmp_path, "run-1", "PASS")
     label(cli, "run-1", "fail")
-    text = (kit_root / LOG).read_text(encoding="utf-8")
-    assert text.startswith("# Exemplar log")
-    assert len(parse_log(text)) == 1
+    assert not (kit_root / LOG).exists()
+    [entry_file] = (kit_root / OVERRIDES).iterdir()
+    text = entry_file.read_text(encoding="utf-8")
+    [entry] = parse_log(text)
+    assert entry_file.name == f"{entry['case_id']}.md"
+    assert log_entries(kit_root) == [entry]
 
 
-def test_a_symlinked_log_is_refused(cli, kit_root, tmp_path):
-    outside = tmp_path / "outside.md"
-    outside.write_text("", encoding="utf-8")
-    (kit_root / LOG).unlink()
-    (kit_root / LOG).symlink_to(outside)
+def test_a_case_logged_twice_is_refused(cli, kit_root, tmp_path):
+    judge(cli, tmp_path, "run-1", "PASS")
+    label(cli, "run-1", "fail")
+    [entry_file] = (kit_root / OVERRIDES).iterdir()
+    with (kit_root / LOG).open("a", encoding="utf-8") as handle:
+        handle.write("\n" + entry_file.read_text(encoding="utf-8"))
+    result = cli("exemplars")
+    assert result.exit_code == 2
+    assert "is logged twice" in result.stderr
+
+
+def test_a_symlinked_override_folder_is_refused(cli, kit_root, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (kit_root / OVERRIDES).symlink_to(outside)
     judge(cli, tmp_path, "run-1", "PASS")
     result = cli("accept", "run-1", "--label", "fail", "--by", "pm-ana")
     assert result.exit_code == 2
     assert "symlink" in result.stderr
-    assert outside.read_text(encoding="utf-8") == ""
+    assert list(outside.iterdir()) == []
 
 
 def test_concurrent_overrides_each_reach_the_log(kit_root, cli, tmp_path):

@@ -20,15 +20,19 @@ for entries. A malformed log is refused as a whole, with every problem and its
 line, because anchors read from a half-parsed log would silently drop the very
 cases (overrides) that keep the gate honest.
 
-Entries are appended by the library only: ``pmos accept`` calls
-:func:`log_override` when a PM label disagrees with the gate. Anchors are
+Override entries are written by the library only: ``pmos accept`` calls
+:func:`log_override` when a PM label disagrees with the gate, and the entry goes
+into a file of its own beside the log (``planning/evals/overrides/<case>.md``,
+the ``override_dir`` of pmos.yaml), written once and never appended to: two
+branches that each log an override then change different paths and merge
+cleanly, and logging costs the same however long the log has grown. The log
+is the hand-written entries plus every file of that folder. Anchors are
 picked from the paired ledgers (latest non-SKIPPED verdict and latest PM label
 of each run) and from the log, balanced across the PM's pass and fail labels.
 """
 
 from __future__ import annotations
 
-import fcntl
 import math
 import os
 import re
@@ -49,18 +53,10 @@ from pmos.timestamps import parse_instant
 from pmos.yamlio import load_yaml
 
 DEFAULT_LOG = "planning/evals/eval-calibration.md"
+DEFAULT_OVERRIDE_DIR = "planning/evals/overrides"
 MIN_ANCHORS, MAX_ANCHORS = 2, 4
 
 _UNSAFE_ID = re.compile(r"[^A-Za-z0-9._-]+")
-
-_NEW_LOG_HEADER = """# Exemplar log
-
-Calibration cases for the review gate: runs whose PM label is known, with the
-lesson each one teaches. Entries are appended by `pmos accept` when a PM
-overrides the gate. See calibration-method.md for the method.
-
-## Entries
-"""
 
 
 class ExemplarLogError(BadInput):
@@ -193,13 +189,29 @@ def _display(kit: Kit, path: Path) -> str:
         return str(path)
 
 
-def read_log(kit: Kit) -> list[dict[str, Any]]:
-    """The log's entries; a missing log has none."""
+def read_log(kit: Kit, *, main_only: bool = False) -> list[dict[str, Any]]:
+    """The log's entries: the log file's, then each override file's (by name).
+
+    A missing log or folder has none. A case id used twice is refused.
+    """
     path = log_path(kit)
-    if not path.exists() and not path.is_symlink():
-        return []
-    text = read_input_text(path, what="the exemplar log", stdin_ok=False)
-    return parse_log(text, _display(kit, path))
+    entries: list[dict[str, Any]] = []
+    if path.exists() or path.is_symlink():
+        text = read_input_text(path, what="the exemplar log", stdin_ok=False)
+        entries = parse_log(text, _display(kit, path))
+    if main_only:
+        return entries
+    seen = {e["case_id"] for e in entries}
+    for file in _override_files(kit):
+        text = read_input_text(file, what="an override entry", stdin_ok=False)
+        for entry in parse_log(text, _display(kit, file)):
+            if entry["case_id"] in seen:
+                raise ExemplarLogError(
+                    _display(kit, file), [(1, f"case {entry['case_id']!r} is logged twice")]
+                )
+            seen.add(entry["case_id"])
+            entries.append(entry)
+    return entries
 
 
 def render_entry(entry: dict[str, Any]) -> str:
@@ -223,9 +235,16 @@ def render_entry(entry: dict[str, Any]) -> str:
     return text
 
 
-def case_id_for(run_id: str, stamp: datetime) -> str:
-    base = _UNSAFE_ID.sub("-", run_id).strip("-._")[:150] or "run"
-    return f"{base}-override-{stamp.strftime('%Y%m%dT%H%M%SZ')}"
+def _case_base(run_id: str | None) -> str:
+    return _UNSAFE_ID.sub("-", run_id or "").strip("-._")[:150] or "run"
+
+
+def case_id_for(run_id: str, stamp: datetime, label_record_id: str = "") -> str:
+    """``<run>-override-<UTC second>[-<label id suffix>]``: unique across branches too,
+    since the suffix is the random part of the label's record id."""
+    suffix = label_record_id.rsplit("-", 1)[-1] if label_record_id else ""
+    tail = f"-{_UNSAFE_ID.sub('', suffix)[:8]}" if suffix else ""
+    return f"{_case_base(run_id)}-override-{stamp.strftime('%Y%m%dT%H%M%SZ')}{tail}"
 
 
 def overridden_verdict(kit: Kit, run_id: str, label: str) -> dict[str, Any] | None:
@@ -262,42 +281,53 @@ def log_override(kit: Kit, acceptance: dict[str, Any], verdict: dict[str, Any]) 
         )
     if case is None:
         return f"{what}; the exemplar log {shown} already holds this override"
-    return f"{what}: logged to {shown} as case {case}; write its lesson there if it is pending"
+    entry_file = _display(kit, override_dir(kit) / f"{case}.md")
+    return (
+        f"{what}: logged to {entry_file} (part of the exemplar log {shown}) as case {case}; "
+        "write its lesson there if it is pending"
+    )
+
+
+def override_dir(kit: Kit) -> Path:
+    """The folder of override entries, one write-once file each: a plain path in the kit."""
+    configured = kit.config.raw.get("override_dir", DEFAULT_OVERRIDE_DIR)
+    return resolve_inside(kit.root, configured, what="override_dir", for_writing=True)
+
+
+def _override_files(kit: Kit, run_id: str | None = None) -> list[Path]:
+    """The override entry files, optionally only those of one run (by their names)."""
+    folder = override_dir(kit)
+    if not folder.is_dir():
+        return []
+    prefix = f"{_case_base(run_id)}-override-" if run_id is not None else ""
+    return sorted(
+        p for p in folder.iterdir() if p.name.endswith(".md") and p.name.startswith(prefix)
+    )
 
 
 def _append_override(
     kit: Kit, path: Path, acceptance: dict[str, Any], verdict: dict[str, Any]
 ) -> str | None:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        size = os.fstat(fd).st_size
-        raw = os.pread(fd, size, 0) if size else b""
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise BadInput(f"not UTF-8 text: {exc}") from None
-        entries = parse_log(text, _display(kit, path)) if text else []
-        for entry in entries:
-            if (
-                entry["run_id"] == acceptance["run_id"]
-                and entry.get("gate_record_id") == verdict["record_id"]
-                and entry["pm_label"] == acceptance["label"]
-            ):
-                return None
-        entry = _override_entry(acceptance, verdict, {e["case_id"] for e in entries})
-        chunk = render_entry(entry)
-        if not text:
-            chunk = _NEW_LOG_HEADER + chunk
-        elif not text.endswith("\n"):
-            chunk = "\n" + chunk
-        data = chunk.encode("utf-8")
-        while data:
-            data = data[os.write(fd, data) :]
-        os.fsync(fd)
-        return entry["case_id"]
-    finally:
-        os.close(fd)
+    """Write the entry's own file; None when this override is logged already."""
+    from pmos.store.files import write_once
+
+    read_log(kit, main_only=True)  # a malformed log is reported, not buried under new files
+    mine = []
+    for file in _override_files(kit, acceptance["run_id"]):
+        text = read_input_text(file, what="an override entry", stdin_ok=False)
+        mine += parse_log(text, _display(kit, file))
+    for entry in mine:
+        if (
+            entry["run_id"] == acceptance["run_id"]
+            and entry.get("gate_record_id") == verdict["record_id"]
+            and entry["pm_label"] == acceptance["label"]
+        ):
+            return None
+    entry = _override_entry(acceptance, verdict, {e["case_id"] for e in mine})
+    folder = override_dir(kit)
+    folder.mkdir(parents=True, exist_ok=True)
+    write_once(folder, f"{entry['case_id']}.md", render_entry(entry).lstrip("\n").encode())
+    return entry["case_id"]
 
 
 def _override_entry(
@@ -305,7 +335,7 @@ def _override_entry(
 ) -> dict[str, Any]:
     recorded = acceptance["recorded_at"]
     stamp = parse_instant(recorded)
-    case = base = case_id_for(acceptance["run_id"], stamp)
+    case = base = case_id_for(acceptance["run_id"], stamp, acceptance.get("record_id", ""))
     n = 2
     while case in taken:
         case, n = f"{base}-{n}", n + 1
