@@ -1,9 +1,10 @@
 """Benchmark: calibration metrics and ledger verification on a large kit.
 
-Writes 1,000,000 verdicts and 1,000,000 PM labels over 200,000 runs through
-the ledger library (``LedgerWriter.append_many``, schema-valid records, a
-sample re-validated), into a throw-away kit under the system temp folder.
-Then, in one run, it measures as real processes:
+Writes 1,000,000 verdicts and 1,000,000 PM labels over 200,000 runs into a
+throw-away kit under the system temp folder, laid out as a kit in use is: the
+records packed (``pmos.store.packs``, four packs per ledger) plus the newest
+10,000 as loose record files (``--loose``), schema-valid records, a sample
+re-validated. Then, in one run, it measures as real processes:
 
 * ``pmos metrics --json`` wall time as a ratio to floors that only read and
   JSON-parse both ledgers: the standard library's ``json`` (target <= 1.0) and
@@ -44,7 +45,9 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from pmos import schemas  # noqa: E402
 from pmos.kit import init_kit, open_kit  # noqa: E402
-from pmos.store.chain import LedgerWriter  # noqa: E402
+from pmos.store import lines, packs  # noqa: E402
+from pmos.store.append import loose_name  # noqa: E402
+from pmos.store.files import write_many  # noqa: E402
 
 MODELS = ["gpt-5", "claude-opus-4", "gemini-2.5-pro", "llama-4-maverick"]
 RUBRIC = "planning/evals/agent-run-eval-rubric.md"
@@ -73,12 +76,50 @@ def _stamp(moment: datetime) -> str:
     return moment.isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
-def generate(kit_root: Path, runs: int, verdicts: int, labels: int, seed: int = 7) -> None:
-    """One merged timeline of verdict and label events, written in batches."""
+class Sink:
+    """Writes one kind's records in time order: packs of ``per_pack``, the last
+    ``loose`` records as loose record files, exactly as the store lays them out."""
+
+    def __init__(self, folder: Path, kind: str, total: int, per_pack: int, loose: int) -> None:
+        self.folder, self.kind = folder, kind
+        self.packed_left = max(0, total - loose)
+        self.per_pack = per_pack
+        self.pending: list[tuple[tuple[str, str], str, bytes]] = []
+        self.loose: list[tuple[str, bytes]] = []
+
+    def add(self, record: dict) -> None:
+        line, digest = lines.encode(record)
+        if self.packed_left:
+            self.packed_left -= 1
+            self.pending.append((packs.key_of(record), digest, line))
+            if len(self.pending) >= self.per_pack or not self.packed_left:
+                packs.write_pack(self.folder, self.kind, self.pending)
+                self.pending = []
+        else:
+            self.loose.append((loose_name(record, digest), line))
+            if len(self.loose) >= BATCH:
+                self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            packs.write_pack(self.folder, self.kind, self.pending)
+            self.pending = []
+        if self.loose:
+            write_many(self.folder, self.loose)
+            self.loose = []
+
+
+def generate(
+    kit_root: Path, runs: int, verdicts: int, labels: int, loose: int, seed: int = 7
+) -> None:
+    """One merged timeline of verdict and label events; the newest ``loose`` left loose."""
     rng = random.Random(seed)
     kit = open_kit(kit_root)
-    evals = LedgerWriter(kit.store.path("evals"), "evals")
-    accepts = LedgerWriter(kit.store.path("acceptances"), "acceptances")
+    loose_evals = loose // 2
+    evals = Sink(kit.store.folder("evals"), "evals", verdicts, verdicts // 4 + 1, loose_evals)
+    accepts = Sink(
+        kit.store.folder("acceptances"), "acceptances", labels, labels // 4 + 1, loose - loose_evals
+    )
     truth = [rng.random() < 0.7 for _ in range(runs)]
     initiative = [f"init-{rng.randrange(12)}" for _ in range(runs)]
     model_of = [MODELS[rng.randrange(len(MODELS))] for _ in range(runs)]
@@ -87,8 +128,6 @@ def generate(kit_root: Path, runs: int, verdicts: int, labels: int, seed: int = 
     rng.shuffle(kinds)
     start = datetime(2026, 1, 1, tzinfo=UTC)
     step = timedelta(milliseconds=10)
-    eval_batch: list[dict] = []
-    label_batch: list[dict] = []
     checked = 0
     for i, is_verdict in enumerate(kinds):
         run = rng.randrange(runs)
@@ -136,7 +175,7 @@ def generate(kit_root: Path, runs: int, verdicts: int, labels: int, seed: int = 
                     "pass_fraction": 0.7,
                 }
             latest[run] = (record["verdict"], record_id)
-            kind, batch = "verdict", eval_batch
+            kind, sink = "verdict", evals
         else:
             pm_pass = truth[run] if rng.random() < 0.95 else not truth[run]
             gate = latest.get(run)
@@ -151,19 +190,15 @@ def generate(kit_root: Path, runs: int, verdicts: int, labels: int, seed: int = 
                 "gate_verdict": gate[0] if gate else None,
                 "gate_record_id": gate[1] if gate else None,
             }
-            kind, batch = "acceptance", label_batch
+            kind, sink = "acceptance", accepts
         if i % VALIDATE_EVERY == 0:
             problems = schemas.validate(kind, record)
             if problems:
                 raise SystemExit(f"generated {kind} is not schema-valid: {problems}")
             checked += 1
-        batch.append(record)
-        if len(batch) >= BATCH:
-            (evals if batch is eval_batch else accepts).append_many(batch)
-            batch.clear()
-    for writer, batch in ((evals, eval_batch), (accepts, label_batch)):
-        if batch:
-            writer.append_many(batch)
+        sink.add(record)
+    evals.flush()
+    accepts.flush()
     print(f"  {checked} sampled records re-validated against their schemas")
 
 
@@ -229,6 +264,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=200_000)
     parser.add_argument("--verdicts", type=int, default=1_000_000)
     parser.add_argument("--labels", type=int, default=1_000_000)
+    parser.add_argument("--loose", type=int, default=10_000, help="newest records left loose")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--keep", action="store_true", help="keep the generated kit")
     parser.add_argument(
@@ -249,12 +285,17 @@ def main() -> int:
                 f"writing {args.verdicts:,} verdicts and {args.labels:,} labels over "
                 f"{args.runs:,} runs into {kit_root}"
             )
-            generate(kit_root, args.runs, args.verdicts, args.labels)
+            generate(kit_root, args.runs, args.verdicts, args.labels, args.loose)
         kit = open_kit(kit_root)
-        files = [str(kit.store.path("evals")), str(kit.store.path("acceptances"))]
+        files = [
+            str(path)
+            for kind in ("evals", "acceptances")
+            for path in sorted(kit.store.folder(kind).iterdir())
+            if not path.name.startswith(".")
+        ]
         size = sum(os.path.getsize(f) for f in files)
         done = "found" if args.reuse else f"written in {time.perf_counter() - t0:.1f}s"
-        print(f"  {done} ({size / 1e6:.0f} MB in both ledgers)")
+        print(f"  {done} ({size / 1e6:.0f} MB in both ledgers, {len(files):,} files)")
 
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "PMOS_ROOT": str(kit_root)}
         py = sys.executable

@@ -23,7 +23,7 @@ import contextlib
 import heapq
 from collections.abc import Callable, Iterator
 from functools import cache
-from itertools import islice, pairwise
+from itertools import groupby, islice, pairwise
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -31,6 +31,7 @@ import orjson
 
 from pmos.errors import BadInput, LedgerCorrupt
 from pmos.store import chain, lines, packs
+from pmos.store.append import loose_name
 from pmos.store.layout import LOOSE, Store
 
 #: More records than any ledger holds; a larger --last is a typo.
@@ -88,12 +89,30 @@ def read_loose(path: Path) -> Loose:
         raise LedgerCorrupt(str(path), None, f"the record {exc}") from None
     except orjson.JSONDecodeError as exc:
         raise LedgerCorrupt(str(path), None, f"not valid JSON ({exc})") from None
-    match = LOOSE.match(path.name)
-    if match is None or match.group(2) != digest or type(record) is not dict:
+    if type(record) is not dict or path.name != loose_name(record, digest):
         raise LedgerCorrupt(
-            str(path), None, "the file's name does not carry its record's digest: it was renamed"
+            str(path),
+            None,
+            "the file's name does not carry its record's time and digest: it was renamed",
         )
     return Loose(packs.key_of(record), digest, raw, path)
+
+
+def _loose_newest_first(paths: list[Path]) -> Iterator[tuple[Key, str, bytes, Path]]:
+    """Loose records newest first, reading only as many files as the caller takes.
+
+    A file's name starts with its record's time (checked by :func:`read_loose`),
+    so names order the files; records of one instant are ordered by key.
+    """
+    named = sorted(((_stamp_of(p), p) for p in paths), reverse=True)
+    for _, group in groupby(named, key=lambda item: item[0]):
+        for entry in sorted((read_loose(p) for _, p in group), reverse=True):
+            yield entry.key, entry.digest, entry.raw, entry.path
+
+
+def _stamp_of(path: Path) -> str:
+    match = LOOSE.match(path.name)
+    return match.group(1) if match else ""
 
 
 # ---------------------------------------------------------------- oldest first
@@ -218,20 +237,20 @@ def _merged(the_plan: Plan, kind: str) -> Iterator[tuple[Key, str, bytes, Path, 
 def newest_first(store: Store, kind: str, *, plain: bool = False) -> Iterator[dict[str, Any]]:
     """Every record of ``kind``, newest first, read from the end: a look-up of recent
     history reads only as much of a large ledger as it needs."""
-    the_plan = plan(store, kind)
+    sources = store.sources(kind)
     decode, errors = lines.decoder(kind, None, plain)
     streams: list[Iterator[tuple[Key, str, bytes, Path]]] = [
-        _keyed_reversed(path, kind) for _, path in the_plan.packs
+        _keyed_reversed(path, kind) for path in sources.packs
     ]
-    streams.append(iter([(e.key, e.digest, e.raw, e.path) for e in reversed(the_plan.loose)]))
+    streams.append(_loose_newest_first(sources.loose))
     last: tuple[Key, str] | None = None
     for key, digest, raw, path in heapq.merge(*streams, key=lambda e: (e[0], e[1]), reverse=True):
         if (key, digest) == last:
             continue
         last = (key, digest)
         yield _decode(raw, path, None, decode, errors)
-    if the_plan.legacy is not None:
-        yield from chain.iter_records_reversed(the_plan.legacy, kind, plain=plain)
+    if sources.legacy is not None:
+        yield from chain.iter_records_reversed(sources.legacy, kind, plain=plain)
 
 
 def _keyed_reversed(path: Path, kind: str) -> Iterator[tuple[Key, str, bytes, Path]]:

@@ -1,0 +1,83 @@
+"""Pack benchmark: folding 100,000 loose records, against verifying the packed result.
+
+Writes ``--loose`` (default 100,000) loose verdict records into a throw-away kit
+that already holds ``--packed`` (default 0) packed ones, then measures, as real
+processes, ``pmos ledger pack`` and ``pmos ledger verify`` on the packed result,
+each the best of ``--repeat`` runs (packing is repeated on fresh copies of the
+loose files). Prints the ratio pack / verify (target: at most 3).
+
+Usage: ``python benchmarks/pack.py [--loose 100000] [--packed 0] [--repeat 3]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from metrics import generate  # noqa: E402
+
+from pmos.kit import init_kit  # noqa: E402
+
+
+def timed(argv: list[str], env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--loose", type=int, default=100_000)
+    parser.add_argument("--packed", type=int, default=0)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="pmos-bench-pack-"))
+    try:
+        kit = work / "kit"
+        init_kit(kit)
+        total = args.packed + args.loose
+        print(f"writing {total:,} verdicts ({args.loose:,} loose) into {kit}")
+        generate(kit, max(1, total // 5), total, 0, loose=args.loose * 2)
+        evals = kit / "state" / "evals"
+        saved = work / "loose"
+        saved.mkdir()
+        loose = [p for p in evals.iterdir() if p.name.endswith(".json")]
+        for path in loose:
+            shutil.copy2(path, saved / path.name)
+        print(f"  {len(loose):,} loose record files")
+        env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "PMOS_ROOT": str(kit)}
+        py = sys.executable
+        packs_before = {p.name for p in evals.iterdir() if p.name.startswith("pack-")}
+        pack_times = []
+        for attempt in range(args.repeat):
+            if attempt:  # put the loose files back and drop the pack the last run made
+                for path in evals.iterdir():
+                    if path.name.startswith("pack-") and path.name not in packs_before:
+                        path.unlink()
+                for path in saved.iterdir():
+                    shutil.copy2(path, evals / path.name)
+            pack_times.append(timed([py, "-m", "pmos", "ledger", "pack", "evals"], env))
+        verify_times = [
+            timed([py, "-m", "pmos", "ledger", "verify"], env) for _ in range(args.repeat)
+        ]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    pack, verify = min(pack_times), min(verify_times)
+    ratio = pack / verify
+    print(f"best of {args.repeat}: pack {pack:.2f}s, verify of the packed kit {verify:.2f}s")
+    print(f"ratio pack / verify: {ratio:.2f} (target <= 3.0) {'OK' if ratio <= 3 else 'MISSED'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
