@@ -155,7 +155,7 @@ def _check_storable(record: dict[str, Any]) -> None:
     JSON encoding (integers beyond 64 bits, text that is not valid Unicode)."""
     check_schema("assessments", record)
     try:
-        check_storable(record)
+        check_storable("assessments", record)
     except BadInput as exc:
         raise BadInput(f"the assessment could not be stored, so nothing was run: {exc}") from None
 

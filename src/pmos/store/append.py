@@ -36,6 +36,11 @@ WRITER_FIELDS = (
     "pass_fraction",
 )
 SCHEMA_VERSION = 1
+#: A stored record's limits. Records are judgments and references, not copies of
+#: logs or diffs (those stay where they are and are pointed at); a record far
+#: larger than these would make every reader of its ledger pay for it.
+MAX_RECORD_BYTES = 1 << 20
+MAX_TEXT_BYTES = 64 << 10
 _NOT_STAMP = re.compile(r"[^0-9TZ]")
 
 
@@ -125,6 +130,7 @@ def append(
         for record in draft.records:
             check_schema(kind, record)
             line, digest = lines.encode(record)
+            check_size(kind, record, line)
             files.append((loose_name(record, digest), line))
         write_many(folder, files)
     return Written(list(draft.records), list(draft.warnings))
@@ -137,7 +143,45 @@ def loose_name(record: dict[str, Any], digest: str) -> str:
     return f"{stamp}-{digest}.json"
 
 
-def check_storable(record: dict[str, Any]) -> None:
+def check_size(kind: str, record: dict[str, Any], line: bytes | None = None) -> None:
+    """Refuse a record beyond :data:`MAX_RECORD_BYTES`, or any text field beyond
+    :data:`MAX_TEXT_BYTES`, naming the field."""
+    problems = [
+        Violation(
+            "record-size",
+            field,
+            f"{size:,} bytes of text; at most {MAX_TEXT_BYTES:,} are stored "
+            "(point at a file or log instead of copying it)",
+        )
+        for field, size in _long_texts(record, "")
+    ]
+    size = len(line if line is not None else lines.encode(record)[0])
+    if size > MAX_RECORD_BYTES:
+        problems.append(
+            Violation(
+                "record-size",
+                "(record)",
+                f"{size:,} bytes; a record may hold at most {MAX_RECORD_BYTES:,}",
+            )
+        )
+    reject_if(kind, problems)
+
+
+def _long_texts(value: Any, where: str) -> Iterable[tuple[str, int]]:
+    if isinstance(value, str):
+        size = len(value.encode("utf-8", "surrogatepass"))
+        if size > MAX_TEXT_BYTES:
+            yield where or "(record)", size
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _long_texts(item, f"{where}/{key}" if where else str(key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _long_texts(item, f"{where}/{i}")
+
+
+def check_storable(kind: str, record: dict[str, Any]) -> None:
     """Refuse a record that cannot be stored as JSON (integers beyond 64 bits,
-    text that is not valid Unicode), before any work that would be lost."""
-    lines.encode(record)
+    text that is not valid Unicode) or that is too large to store, before any
+    work that would be lost."""
+    check_size(kind, record)

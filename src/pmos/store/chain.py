@@ -37,6 +37,7 @@ import orjson
 
 from pmos.errors import BadInput, LedgerCorrupt, Violation
 from pmos.store import lines
+from pmos.store.files import lines_from_end
 from pmos.store.lines import LineError
 
 _HASH_TAG = b"pmos-ledger-v1\n"
@@ -233,32 +234,22 @@ def iter_records_reversed(
         if end and os.pread(fd, 1, end - 1) != b"\n":
             end = _rfind_newline(fd, end) + 1
         later_prev: str | None = None
-        pending = b""
-        pos = end
         from_end = 0  # line numbers are unknown when reading backwards; say where instead
-        while pos > 0:
-            start = max(0, pos - _BLOCK)
-            chunk = os.pread(fd, pos - start, start) + pending
-            pos = start
-            lines = chunk.split(b"\n")
-            # lines[-1] is b"" (after the final newline) or was consumed earlier.
-            pending = lines[0] if pos > 0 else b""
-            body_lines = lines[1:] if pos > 0 else lines
-            for raw in reversed(body_lines):
-                if not raw:
-                    continue
-                from_end += 1
-                try:
-                    prev, own = _chain_fields(raw, len(raw))
-                    record = decode(raw)
-                except LineError as exc:
-                    raise _corrupt_from_end(path, from_end, str(exc)) from None
-                except errors as exc:
-                    raise _corrupt_from_end(path, from_end, lines.decode_problem(exc)) from None
-                if later_prev is not None and own != later_prev:
-                    raise _corrupt_from_end(path, from_end, _LINK_BROKEN)
-                later_prev = prev
-                yield record
+        for raw in lines_from_end(fd, 0, end):
+            if not raw:
+                continue
+            from_end += 1
+            try:
+                prev, own = _chain_fields(raw, len(raw))
+                record = decode(raw)
+            except LineError as exc:
+                raise _corrupt_from_end(path, from_end, str(exc)) from None
+            except errors as exc:
+                raise _corrupt_from_end(path, from_end, lines.decode_problem(exc)) from None
+            if later_prev is not None and own != later_prev:
+                raise _corrupt_from_end(path, from_end, _LINK_BROKEN)
+            later_prev = prev
+            yield record
         if later_prev is not None and later_prev != genesis_hash(kind).encode():
             raise LedgerCorrupt(str(path), 1, "first line does not start the chain")
     finally:

@@ -31,12 +31,11 @@ import orjson
 
 from pmos.errors import LedgerCorrupt
 from pmos.store import lines
-from pmos.store.files import write_once
+from pmos.store.files import lines_from_end, write_once
 from pmos.store.layout import PACK
 
 FORMAT = 1
 _CHUNK = 1 << 20
-_BLOCK = 1 << 16
 Key = tuple[str, str]
 
 
@@ -147,22 +146,14 @@ def lines_reversed(path: Path, kind: str) -> Iterator[bytes]:
     fd = os.open(path, os.O_RDONLY)
     try:
         end = os.fstat(fd).st_size
-        pending = b""
-        pos = end
-        while pos > 0:
-            start = max(0, pos - _BLOCK)
-            chunk = os.pread(fd, pos - start, start) + pending
-            pos = start
-            parts = chunk.split(b"\n")
-            # parts[0] is an unfinished line, or at offset 0 the header: never a record.
-            pending = parts[0] if pos > 0 else b""
-            for raw in reversed(parts[1:]):
-                if not raw:
-                    continue
-                try:
-                    lines.check(raw)
-                except lines.LineError as exc:
-                    raise LedgerCorrupt(str(path), None, f"a record line {exc}") from None
-                yield raw
+        first = os.pread(fd, 1 << 16, 0).find(b"\n") + 1  # records start after the header
+        if first <= 0 or (end and os.pread(fd, 1, end - 1) != b"\n"):
+            raise LedgerCorrupt(str(path), None, "the pack's header or last line is incomplete")
+        for raw in lines_from_end(fd, first, end):
+            try:
+                lines.check(raw)
+            except lines.LineError as exc:
+                raise LedgerCorrupt(str(path), None, f"a record line {exc}") from None
+            yield raw
     finally:
         os.close(fd)
