@@ -1,0 +1,251 @@
+"""Append-only against history: `ledger verify --since REV|FILE`, checkpoints and packing.
+
+Deleting a recorded record, editing one and recomputing every digest and name,
+or dropping a pack are each reported (exit 1, the record named); adding
+records, packing and re-packing are not.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import REGISTER_R, Cli
+from ledgerfiles import forge, legacy_ledger, pack_files, record_files, stored
+from pmos.store.digest import record_digest
+from test_store_git import git
+
+
+@pytest.fixture
+def repo(kit_root: Path) -> Path:
+    """The throw-away kit, committed to a git repository of its own."""
+    git(kit_root, "init", "-q", "-b", "main")
+    git(kit_root, "add", "-A")
+    git(kit_root, "commit", "-q", "-m", "kit")
+    return kit_root
+
+
+def commit(repo: Path, message: str = "records") -> str:
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "--allow-empty", "-m", message)
+    return git(repo, "rev-parse", "HEAD").stdout.strip()
+
+
+def record_some(cli: Cli, runs: list[str]) -> None:
+    for run in runs:
+        assert cli(*REGISTER_R[:3], run, *REGISTER_R[4:]).exit_code == 0
+        assert cli("accept", run, "--label", "pass", "--by", "pm").exit_code == 0
+
+
+def verify_since(cli: Cli, reference: str):
+    result = cli("ledger", "verify", "--since", reference, "--json")
+    return result.exit_code, json.loads(result.stdout)
+
+
+def test_history_that_only_grew_passes(cli, repo):
+    record_some(cli, ["r1", "r2"])
+    base = commit(repo)
+    record_some(cli, ["r3"])
+    assert cli("ledger", "pack").exit_code == 0
+    commit(repo, "pack")
+    record_some(cli, ["r4"])
+    assert cli("ledger", "pack", "runs").exit_code == 0  # re-pack: folds into a new pack
+    commit(repo, "re-pack")
+    code, report = verify_since(cli, base)
+    assert code == 0, report
+    assert report["since"]["missing"] == [] and report["since"]["reference_kind"] == "git"
+    human = cli("ledger", "verify", "--since", base)
+    assert "every record is still there, unchanged" in human.stdout
+
+
+def test_a_deleted_record_is_named(cli, repo):
+    record_some(cli, ["r1", "r2"])
+    base = commit(repo)
+    victim = record_files(repo, "acceptances")[0]
+    label = stored(repo, "acceptances")[0]
+    victim.unlink()
+    code, report = verify_since(cli, base)
+    assert code == 1
+    [gone] = report["since"]["missing"]
+    assert gone["kind"] == "acceptances" and gone["record_id"] == label["record_id"]
+    assert gone["changed"] is False
+
+
+def test_an_edit_with_every_digest_recomputed_is_named(cli, repo):
+    """The forger flips a fail label to pass and recomputes its digest and file name:
+    every file checks out, and only history shows it."""
+    assert cli(*REGISTER_R).exit_code == 0
+    assert cli("accept", "r", "--label", "fail", "--by", "pm").exit_code == 0
+    base = commit(repo)
+    [path] = record_files(repo, "acceptances")
+    [label] = stored(repo, "acceptances")
+    path.unlink()
+    forge(repo, "acceptances", {**label, "label": "pass"})
+    assert cli("ledger", "verify").exit_code == 0  # the files alone look fine
+    code, report = verify_since(cli, base)
+    assert code == 1
+    [changed] = report["since"]["missing"]
+    assert changed["record_id"] == label["record_id"] and changed["changed"] is True
+    assert changed["digest"] == record_digest(label)
+
+
+def test_a_dropped_pack_is_reported(cli, repo):
+    record_some(cli, ["r1", "r2", "r3"])
+    assert cli("ledger", "pack").exit_code == 0
+    base = commit(repo)
+    [pack] = pack_files(repo, "runs")
+    pack.unlink()
+    code, report = verify_since(cli, base)
+    assert code == 1
+    assert sorted(m["kind"] for m in report["since"]["missing"]) == ["runs"] * 3
+
+
+def test_a_checkpoint_file_catches_the_same_and_passes_growth(cli, repo, tmp_path):
+    record_some(cli, ["r1", "r2"])
+    out = tmp_path / "checkpoint.json"
+    made = cli("ledger", "checkpoint", "--out", str(out), "--json")
+    assert made.exit_code == 0, made.stderr
+    summary = json.loads(made.stdout)
+    assert summary["records"] == 4 and len(summary["digest"]) == 64
+    data = json.loads(out.read_text())
+    assert sorted(data["kinds"]["runs"].values()) == sorted(
+        r["record_id"] for r in stored(repo, "runs")
+    )
+    record_some(cli, ["r3"])
+    assert cli("ledger", "pack").exit_code == 0
+    code, report = verify_since(cli, str(out))
+    assert code == 0 and report["since"]["reference_kind"] == "checkpoint"
+    for path in record_files(repo, "acceptances") + pack_files(repo, "acceptances"):
+        path.unlink()
+    code, report = verify_since(cli, str(out))
+    assert code == 1 and {m["kind"] for m in report["since"]["missing"]} == {"acceptances"}
+
+
+def test_an_edited_checkpoint_is_refused(cli, repo, tmp_path):
+    record_some(cli, ["r1"])
+    out = tmp_path / "checkpoint.json"
+    assert cli("ledger", "checkpoint", "--out", str(out)).exit_code == 0
+    data = json.loads(out.read_text())
+    data["kinds"]["runs"] = {}
+    out.write_text(json.dumps(data))
+    result = cli("ledger", "verify", "--since", str(out))
+    assert result.exit_code == 2 and "does not match its records" in result.stderr
+
+
+@pytest.mark.parametrize("reference", ["no-such-revision", "--all", ""])
+def test_an_unknown_reference_is_bad_input(cli, repo, reference):
+    result = cli("ledger", "verify", "--since", reference)
+    assert result.exit_code == 2
+    assert "neither" in result.stderr
+
+
+def test_since_outside_git_says_to_use_a_checkpoint(cli, kit_root):
+    result = cli("ledger", "verify", "--since", "HEAD~1")
+    assert result.exit_code == 2
+    assert "git" in result.stderr
+
+
+def test_a_broken_ledger_is_not_compared(cli, repo):
+    record_some(cli, ["r1"])
+    base = commit(repo)
+    [path] = record_files(repo, "runs")
+    path.write_bytes(path.read_bytes().replace(b'"r1"', b'"r9"'))
+    result = cli("ledger", "verify", "--since", base)
+    assert result.exit_code == 1
+    assert "does not match its digest" in result.stdout
+    assert "not compared while the ledgers have problems" in result.stdout
+
+
+def test_history_of_a_converted_older_kit_is_kept(cli, repo):
+    """A single-file ledger at REV, converted into a pack since: every digest survives."""
+    records = [
+        {
+            "record_id": f"acc-2026010{i}T000000000000Z-0000000{i}",
+            "recorded_at": f"2026-01-0{i}T00:00:00.000000Z",
+            "schema_version": 1,
+            "run_id": f"old-{i}",
+            "label": "pass",
+            "by": "pm",
+            "gate_verdict": None,
+            "gate_record_id": None,
+            "flags": ["unregistered-run"],
+        }
+        for i in range(1, 4)
+    ]
+    legacy_ledger(repo, "acceptances", records)
+    base = commit(repo, "an older kit's single file")
+    before = json.loads(cli("ledger", "show", "acceptances", "--json").stdout)
+    assert [r["run_id"] for r in before] == ["old-1", "old-2", "old-3"]
+    packed = cli("ledger", "pack", "--json")
+    assert packed.exit_code == 0, packed.stderr
+    [report] = [r for r in json.loads(packed.stdout)["ledgers"] if r["kind"] == "acceptances"]
+    assert report["legacy_folded"] is True and report["records"] == 3
+    assert not (repo / "state" / "acceptances.jsonl").exists()
+    after = json.loads(cli("ledger", "show", "acceptances", "--json").stdout)
+    strip = [{k: v for k, v in r.items() if k not in ("prev_hash", "hash")} for r in before]
+    assert after == strip
+    commit(repo, "converted")
+    code, report = verify_since(cli, base)
+    assert code == 0, report
+
+
+def test_a_broken_older_kit_is_not_converted(cli, kit_root):
+    path = legacy_ledger(
+        kit_root,
+        "runs",
+        [
+            {"record_id": "run-1", "recorded_at": "2026-01-01T00:00:00.000000Z", "run_id": "a"},
+            {"record_id": "run-2", "recorded_at": "2026-01-02T00:00:00.000000Z", "run_id": "b"},
+        ],
+    )
+    data = path.read_bytes()
+    path.write_bytes(data.replace(b'"a"', b'"z"', 1))
+    result = cli("ledger", "pack")
+    assert result.exit_code == 2
+    assert "not converted while its chain is broken" in result.stderr
+    assert path.read_bytes() == data.replace(b'"a"', b'"z"', 1)
+    assert pack_files(kit_root, "runs") == []
+
+
+def test_packs_made_on_two_clones_fold_into_one(cli, repo, tmp_path):
+    """Two packs that share records (two branches packed) are read once and folded."""
+    record_some(cli, ["r1", "r2"])
+    commit(repo)
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", str(repo), str(other))
+    assert Cli()("--root", str(other), "ledger", "pack").exit_code == 0
+    record_some(cli, ["r3"])
+    assert cli("ledger", "pack").exit_code == 0
+    for pack in pack_files(other, "runs"):
+        (repo / "state" / "runs" / pack.name).write_bytes(pack.read_bytes())
+    assert len(pack_files(repo, "runs")) == 2
+    runs = json.loads(cli("ledger", "show", "runs", "--json").stdout)
+    assert [r["run_id"] for r in runs] == ["r1", "r2", "r3"]
+    assert cli("ledger", "verify").exit_code == 0
+    assert cli("ledger", "pack", "runs").exit_code == 0
+    assert len(pack_files(repo, "runs")) == 1
+    assert [r["run_id"] for r in stored(repo, "runs")] == ["r1", "r2", "r3"]
+
+
+def test_a_stray_file_in_a_ledger_folder_is_refused(cli, kit_root):
+    (kit_root / "state" / "evals" / "notes.txt").write_text("hi")
+    result = cli("metrics", "--json")
+    assert result.exit_code == 2 and "a file pmos did not write" in result.stderr
+    assert cli("ledger", "verify").exit_code == 1
+
+
+def test_a_vanished_ledger_folder_is_refused_not_read_as_empty(cli, kit_root):
+    record_some(cli, ["r1"])
+    for path in (kit_root / "state" / "acceptances").iterdir():
+        path.unlink()
+    (kit_root / "state" / "acceptances").rmdir()
+    for command in (("metrics", "--json"), ("queue", "--json")):
+        result = cli(*command)
+        assert result.exit_code == 2, command
+        assert "ledger folder is missing" in result.stderr
+    result = cli("accept", "r1", "--label", "pass", "--by", "pm")
+    assert result.exit_code == 2 and "missing" in result.stderr
+    assert not (kit_root / "state" / "acceptances").exists()
+    assert cli("ledger", "verify").exit_code == 1
