@@ -113,13 +113,16 @@ def _packs_to_fold(headed: list[tuple[packs.Header, Path]], keys: list[packs.Key
 
 def _pack_entries(path: Path, kind: str) -> list[Entry]:
     out = []
-    for number, buf in packs.buffers(path, kind):
-        for i, raw in enumerate(buf.split(b"\n")[:-1]):
+    for offset, buf in packs.buffers(path, kind):
+        start = offset
+        for raw in buf.split(b"\n")[:-1]:
             try:
                 body, digest = lines.check(raw)
             except lines.LineError as exc:
-                raise LedgerCorrupt(str(path), number + i, f"the record {exc}") from None
+                number = packs.line_number(path, start)
+                raise LedgerCorrupt(str(path), number, f"the record {exc}") from None
             out.append((packs.key_of(orjson.loads(body)), digest, raw + b"\n"))
+            start += len(raw) + 1
     return out
 
 

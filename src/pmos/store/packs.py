@@ -100,8 +100,9 @@ def _claimed(path: Path) -> str:
 
 
 def buffers(path: Path, kind: str) -> Iterator[tuple[int, bytes]]:
-    """The pack's record lines in order, as ``(number of the first line, buffer)`` where
-    each buffer holds whole newline-terminated lines.
+    """The pack's record lines in order, as ``(offset, buffer)`` where each buffer
+    holds whole newline-terminated lines starting at that byte offset of the file
+    (:func:`line_number` turns an offset into a line number, for messages).
 
     The whole file is hashed as it streams; a pack whose bytes do not match its
     name raises :class:`LedgerCorrupt` at the end, before the caller can
@@ -109,7 +110,7 @@ def buffers(path: Path, kind: str) -> Iterator[tuple[int, bytes]]:
     """
     digest = hashlib.sha256()
     pending = b""
-    number = 2  # line 1 is the header
+    offset = 0
     header_seen = False
     with open(path, "rb", buffering=0) as handle:
         while chunk := handle.read(_CHUNK):
@@ -120,21 +121,28 @@ def buffers(path: Path, kind: str) -> Iterator[tuple[int, bytes]]:
             if not cut:
                 continue
             body = memoryview(data)[:cut]
+            start = offset
+            offset += cut
             if not header_seen:
                 eol = data.index(b"\n")
                 Header.parse(data[:eol], path, kind)
                 header_seen = True
                 body = body[eol + 1 :]
+                start += eol + 1
             if body:
-                buf = bytes(body)
-                yield number, buf
-                number += buf.count(b"\n")
+                yield start, bytes(body)
     if pending or not header_seen or digest.hexdigest() != _claimed(path):
         raise LedgerCorrupt(
             str(path),
             None,
             "the pack's content does not match its name: it was edited, cut or replaced",
         )
+
+
+def line_number(path: Path, offset: int) -> int:
+    """The 1-based line of ``path`` that starts at byte ``offset`` (for messages only)."""
+    with open(path, "rb") as handle:
+        return handle.read(offset).count(b"\n") + 1
 
 
 def lines_reversed(path: Path, kind: str) -> Iterator[bytes]:

@@ -148,8 +148,12 @@ def batches(
             yield [_decode(e.raw, e.path, None, decode, errors) for e in the_plan.loose]
         return
     batch: list[Any] = []
-    for _, _, raw, path, number in _merged(the_plan, kind):
-        batch.append(_decode(raw, path, number, decode, errors))
+    for _, _, raw, path, offset in _merged(the_plan, kind):
+        try:
+            batch.append(decode(raw))
+        except errors as exc:
+            number = None if offset is None else packs.line_number(path, offset)
+            raise LedgerCorrupt(str(path), number, lines.decode_problem(exc)) from None
         if len(batch) >= 4096:
             yield batch
             batch = []
@@ -179,17 +183,21 @@ def _pack_batches(
     errors: tuple[type[Exception], ...],
 ) -> Iterator[list[Any]]:
     many = lines.batch_decoder(kind, row) if row is not None else None
-    for number, buf in packs.buffers(path, kind):
+    for offset, buf in packs.buffers(path, kind):
         if many is not None:
             try:
                 yield many(buf)
                 continue
             except errors:
                 pass  # find the line and say what is wrong with it, below
-        yield [
-            _decode(raw, path, number + i, decode, errors)
-            for i, raw in enumerate(buf.split(b"\n")[:-1])
-        ]
+        batch = []
+        for raw in buf.split(b"\n")[:-1]:
+            try:
+                batch.append(decode(raw))
+            except errors as exc:
+                number = packs.line_number(path, offset + buf.index(raw + b"\n"))
+                raise LedgerCorrupt(str(path), number, lines.decode_problem(exc)) from None
+        yield batch
 
 
 @cache
@@ -207,14 +215,17 @@ def _keyed_pack(path: Path, kind: str) -> Iterator[tuple[Key, str, bytes, Path, 
     import msgspec
 
     key_of = _key_decoder()
-    for number, buf in packs.buffers(path, kind):
-        for i, raw in enumerate(buf.split(b"\n")[:-1]):
+    for offset, buf in packs.buffers(path, kind):
+        start = offset
+        for raw in buf.split(b"\n")[:-1]:
             try:
                 k = key_of(raw)
                 _, digest = lines.split(raw)
             except (msgspec.DecodeError, lines.LineError) as exc:
-                raise LedgerCorrupt(str(path), number + i, lines.decode_problem(exc)) from None
-            yield (k.recorded_at, k.record_id), digest, raw, path, number + i
+                number = packs.line_number(path, start)
+                raise LedgerCorrupt(str(path), number, lines.decode_problem(exc)) from None
+            yield (k.recorded_at, k.record_id), digest, raw, path, start
+            start += len(raw) + 1
 
 
 def _merged(the_plan: Plan, kind: str) -> Iterator[tuple[Key, str, bytes, Path, int | None]]:
