@@ -66,15 +66,17 @@ def _record(raw: bytes) -> dict[str, Any]:
     return record
 
 
-def rewrite(kit_root: Path, kind: str, mutate: Callable[[list[dict[str, Any]]], Any]) -> None:
-    """Replace ``kind``'s loose records with ``mutate``'d copies carrying fresh digests:
-    the whole-ledger rewrite a forger would do."""
+def rewrite(kit_root: Path, kind: str, mutate: Callable[[list[dict[str, Any]]], Any]) -> list[Path]:
+    """Replace ``kind``'s records (loose and packed) with ``mutate``'d copies, each a
+    loose file carrying a fresh digest: the whole-ledger rewrite a forger would do.
+
+    Returns the new files, in the order of the records ``mutate`` left.
+    """
     records = stored(kit_root, kind)
     mutate(records)
-    for path in record_files(kit_root, kind):
+    for path in [*record_files(kit_root, kind), *pack_files(kit_root, kind)]:
         path.unlink()
-    for record in records:
-        forge(kit_root, kind, record)
+    return [forge(kit_root, kind, record) for record in records]
 
 
 def digest_of(record: dict[str, Any]) -> str:
@@ -91,3 +93,18 @@ def legacy_ledger(kit_root: Path, kind: str, records: list[dict[str, Any]]) -> P
         lines.append(line)
     path.write_bytes(b"".join(lines))
     return path
+
+
+def edit(path: Path, old: bytes, new: bytes) -> Path:
+    """Replace ``old`` (which must occur in the file) with ``new``, keeping the file's
+    name: what a person does with a text editor."""
+    data = path.read_bytes()
+    assert old in data, f"{old!r} is not in {path}"
+    path.write_bytes(data.replace(old, new))
+    return path
+
+
+def holding(kit_root: Path, kind: str, needle: bytes) -> Path:
+    """The one loose record file of ``kind`` whose bytes contain ``needle``."""
+    (found,) = [p for p in record_files(kit_root, kind) if needle in p.read_bytes()]
+    return found
