@@ -108,3 +108,26 @@ def holding(kit_root: Path, kind: str, needle: bytes) -> Path:
     """The one loose record file of ``kind`` whose bytes contain ``needle``."""
     (found,) = [p for p in record_files(kit_root, kind) if needle in p.read_bytes()]
     return found
+
+
+def by_key(kit_root: Path, kind: str) -> list[Path]:
+    """The loose record files of ``kind`` in the order readers give their records."""
+
+    def key(path: Path) -> tuple[str, str]:
+        record = orjson.loads(path.read_bytes())
+        return (record.get("recorded_at", ""), record.get("record_id", ""))
+
+    return sorted(record_files(kit_root, kind), key=key)
+
+
+def run_record(run_id: str, **fields: Any) -> dict[str, Any]:
+    """A runs record as ``pmos run register`` would store it."""
+    from pmos.store.append import record_meta
+
+    return {
+        **record_meta("runs"),
+        "run_id": run_id,
+        "initiative_id": "i",
+        "builder_model": "m",
+        **fields,
+    }
