@@ -131,3 +131,15 @@ def run_record(run_id: str, **fields: Any) -> dict[str, Any]:
         "builder_model": "m",
         **fields,
     }
+
+
+def pack_of(kit_root: Path, kind: str, records: list[dict[str, Any]]) -> Path:
+    """Write ``records`` as one pack, as ``pmos ledger pack`` lays them out (sorted by
+    key); like :func:`forge`, nothing checks what the records say."""
+    from pmos.store.packs import key_of, write_pack
+
+    entries = []
+    for record in records:
+        line, digest = forged_line(record)
+        entries.append((key_of(record), digest, line))
+    return write_pack(folder(kit_root, kind), kind, sorted(entries, key=lambda e: (e[0], e[1])))
