@@ -66,15 +66,17 @@ def _record(raw: bytes) -> dict[str, Any]:
     return record
 
 
-def rewrite(kit_root: Path, kind: str, mutate: Callable[[list[dict[str, Any]]], Any]) -> None:
-    """Replace ``kind``'s loose records with ``mutate``'d copies carrying fresh digests:
-    the whole-ledger rewrite a forger would do."""
+def rewrite(kit_root: Path, kind: str, mutate: Callable[[list[dict[str, Any]]], Any]) -> list[Path]:
+    """Replace ``kind``'s records (loose and packed) with ``mutate``'d copies, each a
+    loose file carrying a fresh digest: the whole-ledger rewrite a forger would do.
+
+    Returns the new files, in the order of the records ``mutate`` left.
+    """
     records = stored(kit_root, kind)
     mutate(records)
-    for path in record_files(kit_root, kind):
+    for path in [*record_files(kit_root, kind), *pack_files(kit_root, kind)]:
         path.unlink()
-    for record in records:
-        forge(kit_root, kind, record)
+    return [forge(kit_root, kind, record) for record in records]
 
 
 def digest_of(record: dict[str, Any]) -> str:
@@ -91,3 +93,53 @@ def legacy_ledger(kit_root: Path, kind: str, records: list[dict[str, Any]]) -> P
         lines.append(line)
     path.write_bytes(b"".join(lines))
     return path
+
+
+def edit(path: Path, old: bytes, new: bytes) -> Path:
+    """Replace ``old`` (which must occur in the file) with ``new``, keeping the file's
+    name: what a person does with a text editor."""
+    data = path.read_bytes()
+    assert old in data, f"{old!r} is not in {path}"
+    path.write_bytes(data.replace(old, new))
+    return path
+
+
+def holding(kit_root: Path, kind: str, needle: bytes) -> Path:
+    """The one loose record file of ``kind`` whose bytes contain ``needle``."""
+    (found,) = [p for p in record_files(kit_root, kind) if needle in p.read_bytes()]
+    return found
+
+
+def by_key(kit_root: Path, kind: str) -> list[Path]:
+    """The loose record files of ``kind`` in the order readers give their records."""
+
+    def key(path: Path) -> tuple[str, str]:
+        record = orjson.loads(path.read_bytes())
+        return (record.get("recorded_at", ""), record.get("record_id", ""))
+
+    return sorted(record_files(kit_root, kind), key=key)
+
+
+def run_record(run_id: str, **fields: Any) -> dict[str, Any]:
+    """A runs record as ``pmos run register`` would store it."""
+    from pmos.store.append import record_meta
+
+    return {
+        **record_meta("runs"),
+        "run_id": run_id,
+        "initiative_id": "i",
+        "builder_model": "m",
+        **fields,
+    }
+
+
+def pack_of(kit_root: Path, kind: str, records: list[dict[str, Any]]) -> Path:
+    """Write ``records`` as one pack, as ``pmos ledger pack`` lays them out (sorted by
+    key); like :func:`forge`, nothing checks what the records say."""
+    from pmos.store.packs import key_of, write_pack
+
+    entries = []
+    for record in records:
+        line, digest = forged_line(record)
+        entries.append((key_of(record), digest, line))
+    return write_pack(folder(kit_root, kind), kind, sorted(entries, key=lambda e: (e[0], e[1])))

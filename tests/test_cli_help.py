@@ -62,16 +62,18 @@ def test_a_locked_ledger_is_a_temporary_failure(kit, monkeypatch):
 
     from pmos.errors import LedgerBusy
     from pmos.gate import writers
-    from pmos.store import chain as ledger
+    from pmos.store import files
+    from pmos.store.layout import MARKER
 
-    monkeypatch.setattr(ledger, "LOCK_TIMEOUT_S", 0.2)
-    path = kit.store.path("acceptances")
-    with open(path, "rb") as holder:
+    monkeypatch.setattr(files, "LOCK_TIMEOUT_S", 0.2)
+    folder = kit.store.folder("acceptances")
+    before = sorted(p.name for p in folder.iterdir())
+    with open(folder / MARKER, "rb") as holder:
         fcntl.flock(holder, fcntl.LOCK_EX)
         with pytest.raises(LedgerBusy) as info:
             writers.record_acceptance(kit, run_id="r", label="pass", by="pm")
     assert info.value.exit_code == 75
-    assert path.read_bytes() == b""
+    assert sorted(p.name for p in folder.iterdir()) == before
 
 
 def test_a_path_the_system_refuses_is_a_clean_error(pmos):

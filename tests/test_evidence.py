@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import ledgerfiles
 from pmos.tasks import evidence
 from pmos.tasks.evidence import (
     EXCERPT_LIMIT,
@@ -294,9 +295,11 @@ def test_kit_groups_reference_the_runs_records(kit, cli, run):
         "acceptances",
     ]
     audit = group(data, "runAudit")
-    stored = [json.loads(line) for line in Path("state/runs.jsonl").read_text().splitlines()]
-    assert audit["entries"][0]["ref"]["hash"] == stored[0]["hash"]
-    assert audit["entries"][0]["ref"]["prev_hash"] == stored[0]["prev_hash"]
+    (stored,) = ledgerfiles.record_files(kit.root, "runs")
+    content = json.loads(stored.read_bytes())
+    assert stored.name.endswith(f"-{content['digest']}.json")
+    assert audit["entries"][0]["ref"]["digest"] == content["digest"]
+    assert audit["entries"][0]["ref"]["record_id"] == content["record_id"]
 
 
 def test_activity_and_audit_keep_the_newest_25_in_order(kit, cli, run):

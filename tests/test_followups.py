@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import ledgerfiles
 from conftest import ledger_bytes
 from pmos.gate import writers
 from pmos.tasks import followups
@@ -39,9 +40,9 @@ def tasks(cli, *flags: str) -> list[dict]:
     return json.loads(result.stdout)
 
 
-def lines(root: Path, name: str) -> list[dict]:
-    text = (root / "state" / name).read_text()
-    return [json.loads(line) for line in text.splitlines()]
+def lines(root: Path, kind: str) -> list[dict]:
+    """The records of ``kind`` as stored, oldest first."""
+    return ledgerfiles.stored(root, kind)
 
 
 @pytest.fixture
@@ -119,7 +120,7 @@ def test_suggestions_have_the_full_structure(kit, cli, run1, kit_root):
     assert sql["source"]["type"] == "verdict_defect"
     for key in ("matchedTaskId", "matchedSuggestionId", "createdTaskId"):
         assert sql[key] is None
-    assert len(lines(kit_root, "followups.jsonl")) == 2
+    assert len(lines(kit_root, "followups")) == 2
     assert cli("ledger", "verify", "--schema").exit_code == 0
 
 
@@ -206,7 +207,8 @@ def test_persist_only_creates_nothing(kit, cli, run1, kit_root, policy):
     assert report["createdTaskIds"] == []
     assert all(s["state"] == "suggested" for s in report["suggestions"])
     assert all("persist_only" in s["recommendation"]["reason"] for s in report["suggestions"])
-    assert (kit_root / "state/tasks.jsonl").read_text() == ""
+    assert lines(kit_root, "tasks") == []
+    assert ledgerfiles.record_files(kit_root, "tasks") == []
 
 
 @pytest.mark.parametrize("policy", ["create", "auto_create_qualified"])
@@ -222,7 +224,7 @@ def test_auto_create_qualified_creates_only_blocking_ones(kit, cli, run1, kit_ro
         "policyQualified": False,
         "reason": "policy auto_create_qualified: below must-fix, so kept for review, not created",
     }
-    stored = lines(kit_root, "tasks.jsonl")
+    stored = lines(kit_root, "tasks")
     assert len(stored) == 1
     task = stored[0]
     assert task["task_id"] == sql["createdTaskId"] == report["createdTaskIds"][0]
@@ -279,7 +281,7 @@ def test_overall_score_of_the_run_goes_into_the_task_context(kit, cli, run1, kit
     }
     cli("score", "record", "--file", "-", input=json.dumps(evaluation))
     suggest(cli, "run-1", "create")
-    assert lines(kit_root, "tasks.jsonl")[0]["context"]["overallScore"] == 40
+    assert lines(kit_root, "tasks")[0]["context"]["overallScore"] == 40
 
 
 # ---------------------------------------------------------------- never twice
@@ -293,7 +295,7 @@ def test_a_created_task_is_not_created_again(kit, cli, run1, kit_root):
         assert again["createdTaskIds"] == []
         sql = by_title(again)["SQL is built by string concatenation."]
         assert sql["matchedTaskId"] == first["createdTaskIds"][0]
-    assert len(lines(kit_root, "tasks.jsonl")) == 1
+    assert len(lines(kit_root, "tasks")) == 1
 
 
 def test_a_task_left_by_an_interrupted_call_is_not_created_again(kit, cli, run1, kit_root):
@@ -350,8 +352,8 @@ def test_concurrent_suggest_processes_create_one_task(kit, kit_root, run1):
     assert all(p.returncode == 0 for p in procs), outputs
     created = [json.loads(out)["createdTaskIds"] for out, _ in outputs]
     assert sorted(len(c) for c in created) == [0, 0, 0, 1]
-    assert len(lines(kit_root, "tasks.jsonl")) == 1
-    assert len(lines(kit_root, "followups.jsonl")) == 8
+    assert len(lines(kit_root, "tasks")) == 1
+    assert len(lines(kit_root, "followups")) == 8
 
 
 # ---------------------------------------------------------------- tasks
@@ -363,12 +365,13 @@ def test_tasks_list_and_close_append_only(kit, cli, run1, kit_root):
     assert [t["task_id"] for t in listed] == [task_id]
     assert listed[0]["state"] == "triage" and listed[0]["open"] is True
     assert listed[0]["parent_run_id"] == "run-1"
-    before = (kit_root / "state/tasks.jsonl").read_bytes()
+    before = {p: p.read_bytes() for p in ledgerfiles.record_files(kit_root, "tasks")}
     result = cli("tasks", "close", task_id, "--note", "done in #12", "--by", "pm")
     assert result.exit_code == 0 and task_id in result.stdout
-    after = (kit_root / "state/tasks.jsonl").read_bytes()
-    assert after.startswith(before)  # the created line is untouched
-    change = lines(kit_root, "tasks.jsonl")[-1]
+    after = {p: p.read_bytes() for p in ledgerfiles.record_files(kit_root, "tasks")}
+    assert {p: after[p] for p in before} == before  # the created record is untouched
+    assert len(after) == len(before) + 1  # the change is a record of its own
+    change = lines(kit_root, "tasks")[-1]
     assert change["event"] == "state-change" and change["state"] == "closed"
     assert change["task_id"] == task_id and change["note"] == "done in #12"
     assert tasks(cli, "--open") == []
@@ -459,40 +462,27 @@ def test_a_skipped_verdicts_contents_never_become_suggestions(kit, cli):
     assert set(by_title(report)) == {"The handler swallows errors."}
 
 
-def _rechain(root: Path, name: str, change) -> None:
-    """Rewrite a ledger with one record changed and every hash recomputed (a forgery)."""
-    from pmos.store.chain import LedgerWriter
-
-    records = [
-        {k: v for k, v in r.items() if k not in ("prev_hash", "hash")} for r in lines(root, name)
-    ]
-    change(records)
-    path = root / "state" / name
-    path.unlink()
-    LedgerWriter(path, name.removesuffix(".jsonl")).append_many(records)
-
-
 def test_a_created_task_without_its_title_is_refused_not_a_crash(kit, cli, run1, kit_root):
     suggest(cli, "run-1", "create_all_non_duplicates")
     assert len(tasks(cli)) == 2
-    _rechain(kit_root, "tasks.jsonl", lambda records: records[1].pop("title"))
+    forged = ledgerfiles.rewrite(kit_root, "tasks", lambda records: records[1].pop("title"))
     result = cli("tasks", "list", "--json")
     assert result.exit_code == 2
-    assert "tasks.jsonl:2: the record breaks a rule of its schema" in result.stderr
+    assert f"{forged[1]}: the record breaks a rule of its schema" in result.stderr
     assert "event is 'created', so it needs title" in result.stderr
 
 
 def test_a_suppressed_suggestion_without_its_reason_is_refused(kit, cli, run1, kit_root):
     suggest(cli, "run-1")
-    stored = lines(kit_root, "followups.jsonl")
+    stored = lines(kit_root, "followups")
     index = len(stored) - 1
     assert stored[index]["suppressedReason"] is None
 
     def unexplain(records: list[dict]) -> None:
         records[index]["state"] = "suppressed"  # but no reason given
 
-    _rechain(kit_root, "followups.jsonl", unexplain)
+    forged = ledgerfiles.rewrite(kit_root, "followups", unexplain)
     result = cli("followups", "suggest", "--run-id", "run-1", "--json")
     assert result.exit_code == 2
-    assert f"followups.jsonl:{index + 1}: the record breaks a rule of its schema" in result.stderr
+    assert f"{forged[index]}: the record breaks a rule of its schema" in result.stderr
     assert "state is 'suppressed', so suppressedReason may not be None" in result.stderr

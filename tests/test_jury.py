@@ -14,7 +14,7 @@ from assess_support import DIMS, calls, jury, reviewer, scores, set_config, writ
 from conftest import ledger_bytes
 from pmos.assess import jury as jury_lib
 from pmos.errors import ConfigError
-from pmos.store.chain import iter_records
+from pmos.store.read import records
 
 
 @pytest.fixture
@@ -653,7 +653,7 @@ def test_an_answer_json_allows_but_a_ledger_cannot_store_is_cleaned_as_read(
     set_config(kit_root, review={"command": command, "model": "claude-sonnet-4", "reviewers": 1})
     result, _, _ = review(cli, tmp_path, work)
     assert result.exit_code == 0, result.output
-    stored = list(iter_records(kit.store.path("assessments"), "assessments"))
+    stored = list(records(kit.store, "assessments"))
     [checked] = stored[-1]["checks"]
     dimension = checked["dimensions"]["correctness"]
     assert dimension["reasoning"] == "looks fine \ufffd mostly"

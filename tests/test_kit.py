@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
+import ledgerfiles
 from pmos.errors import ConfigError, KitRootNotFound
 from pmos.kit import find_root, init_kit, open_kit
+from pmos.store.layout import MARKER, marker_text
 
 
 def test_explicit_root_wins_over_env(tmp_path, monkeypatch, kit_root):
@@ -64,16 +66,22 @@ def test_init_creates_a_ready_kit(tmp_path, cli):
     created = json.loads(result.stdout)["created"]
     for rel in (
         "pmos.yaml",
-        "state/runs.jsonl",
-        "state/evals.jsonl",
-        "state/acceptances.jsonl",
         "schemas/verdict.schema.json",
         "planning/evals/agent-run-eval-rubric.md",
         "scripts/pmos-log.sh",
     ):
         assert rel in created
         assert (target / rel).is_file()
-    assert (target / "state/evals.jsonl").read_bytes() == b""
+    for kind in ledgerfiles.KINDS:
+        for name in (MARKER, ".gitignore"):
+            assert f"state/{kind}/{name}" in created
+        assert (target / "state" / kind / MARKER).read_bytes() == marker_text(kind)
+        assert (target / "state" / kind / ".gitignore").read_text() == ".tmp-*\n"
+        assert sorted(p.name for p in (target / "state" / kind).iterdir()) == [
+            ".gitignore",
+            MARKER,
+        ]
+    assert not list((target / "state").glob("*.jsonl"))  # no single-file ledger any more
     assert (target / "scripts/pmos-log.sh").stat().st_mode & 0o111
     assert open_kit(target).config.kappa_threshold == 0.60
 
@@ -91,7 +99,9 @@ def test_reinit_never_touches_existing_files(kit_root, cli):
     assert result.exit_code == 0
     report = json.loads(result.stdout)
     assert report["created"] == []
-    assert "state/runs.jsonl" in report["kept"]
+    assert "state/runs/.pmos-ledger" in report["kept"]
+    assert "state/runs/.gitignore" in report["kept"]
+    assert len(ledgerfiles.record_files(kit_root, "runs")) == 1
     assert {p: p.read_bytes() for p in kit_root.rglob("*") if p.is_file()} == before
 
 
@@ -126,17 +136,24 @@ def test_root_and_ledger_path_commands(cli, kit_root):
     result = cli("root", "--json")
     data = json.loads(result.stdout)
     assert Path(data["root"]) == kit_root.resolve()
-    assert data["ledgers"]["evals"].endswith("state/evals.jsonl")
-    assert cli("ledger", "path", "acceptances").stdout.strip().endswith("state/acceptances.jsonl")
+    assert data["ledgers"]["evals"] == str(kit_root.resolve() / "state/evals")
+    assert cli("ledger", "path", "acceptances").stdout.strip() == str(
+        kit_root.resolve() / "state/acceptances"
+    )
+    listed = json.loads(cli("ledger", "path", "--json").stdout)
+    assert listed == {k: str(kit_root.resolve() / "state" / k) for k in ledgerfiles.KINDS}
 
 
 def test_repository_is_itself_a_kit_root_with_empty_ledgers():
     repo = Path(__file__).resolve().parents[1]
     kit = open_kit(repo)
     for kind in kit.config.ledgers:
-        path = kit.store.path(kind)
-        assert path.is_file(), f"{path} missing from the repository kit"
-        assert path.read_bytes() == b"", f"{path} must stay empty in git"
+        folder = kit.store.folder(kind)
+        assert (folder / MARKER).read_bytes() == marker_text(kind), f"{folder} is no ledger"
+        assert sorted(p.name for p in folder.iterdir()) == [".gitignore", MARKER], (
+            f"{folder} must hold no records in git"
+        )
+        assert kit.store.legacy(kind) is None
 
 
 def files_under(folder: Path) -> list[str]:
@@ -145,7 +162,16 @@ def files_under(folder: Path) -> list[str]:
 
 @pytest.mark.parametrize(
     "ledger_path",
-    ["/tmp/pmos-outside/runs.jsonl", "../outside/runs.jsonl", "state/evals.jsonl"],
+    [
+        "/tmp/pmos-outside/runs.jsonl",
+        "../outside/runs.jsonl",
+        "state/evals.jsonl",
+        "/tmp/pmos-outside/runs",
+        "../outside/runs",
+        "state/evals",
+        "state/evals/runs",
+        "state",
+    ],
 )
 def test_init_refuses_ledgers_outside_or_shared_before_writing(tmp_path, cli, ledger_path):
     target = tmp_path / "product" / "pmos"
@@ -154,7 +180,7 @@ def test_init_refuses_ledgers_outside_or_shared_before_writing(tmp_path, cli, le
     result = cli("init", str(target))
     assert result.exit_code == 2
     assert files_under(target) == ["pmos.yaml"]
-    assert not Path("/tmp/pmos-outside/runs.jsonl").exists()
+    assert not Path("/tmp/pmos-outside").exists()
     assert not (tmp_path / "product" / "outside").exists()
 
 

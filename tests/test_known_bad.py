@@ -10,6 +10,7 @@ import sys
 import pytest
 import yaml
 
+import ledgerfiles
 from conftest import DIMENSIONS, RUBRIC, ledger_bytes, write_json
 from pmos.assets import kit_source
 from pmos.gate.known_bad import load_case
@@ -205,8 +206,8 @@ def test_concurrent_seeds_register_and_label_each_case_once(kit_root):
         reports.append(json.loads(out))
     run_ids = sorted(c.run_id for c in shipped_cases())
     for name in ("runs", "acceptances"):
-        lines = (kit_root / f"state/{name}.jsonl").read_text(encoding="utf-8").splitlines()
-        assert sorted(json.loads(line)["run_id"] for line in lines) == run_ids, name
+        stored = ledgerfiles.stored(kit_root, name)
+        assert sorted(record["run_id"] for record in stored) == run_ids, name
     # each case is reported labelled (and registered) by exactly one process
     assert sorted(r for report in reports for r in report["labelled"]) == run_ids
     assert sorted(r for report in reports for r in report["registered"]) == run_ids
@@ -249,11 +250,19 @@ def test_a_contract_with_a_duplicate_criterion_id_refuses_the_whole_seed(cli, ki
     assert ledger_bytes(kit_root) == before
 
 
-def test_seed_refused_by_a_broken_acceptances_ledger_writes_no_run(cli, kit_root):
+@pytest.mark.parametrize("broken", ["edited record", "stray file", "older single file"])
+def test_seed_refused_by_a_broken_acceptances_ledger_writes_no_run(cli, kit_root, broken):
     from conftest import ledger_bytes
 
-    with (kit_root / "state/acceptances.jsonl").open("a") as handle:
-        handle.write("garbage\n")
+    if broken == "edited record":
+        forged = ledgerfiles.forge(
+            kit_root, "acceptances", {"recorded_at": "2026-01-01T00:00:00Z", "run_id": "x"}
+        )
+        ledgerfiles.edit(forged, b'"x"', b'"y"')
+    elif broken == "stray file":
+        (ledgerfiles.folder(kit_root, "acceptances") / "notes.txt").write_text("garbage\n")
+    else:
+        (kit_root / "state/acceptances.jsonl").write_text("garbage\n")
     before = ledger_bytes(kit_root)
     result = cli("known-bad", "seed")
     assert result.exit_code == 2

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+import ledgerfiles
 from pmos.calibration.stats import Z95
 from pmos.gate import pass_fraction
 from pmos.gate.writers import record_acceptance, record_short_verdict
@@ -416,16 +417,22 @@ def test_human_output_has_banner_until_calibrated(cli, kit):
     assert "calibrated" in calibrated.stdout
 
 
-def test_a_tampered_ledger_yields_no_numbers(cli, kit, kit_root):
+@pytest.mark.parametrize("packed", [False, True])
+def test_a_tampered_ledger_yields_no_numbers(cli, kit, kit_root, packed):
     seed_table(kit, 2, 0, 0, 1)
-    path = kit_root / "state" / "acceptances.jsonl"
-    lines = path.read_bytes().splitlines(keepends=True)
-    lines[1] = lines[1].replace(b'"label":"pass"', b'"label":"fail"')
-    path.write_bytes(b"".join(lines))
+    if packed:
+        assert cli("ledger", "pack", "acceptances").exit_code == 0
+        (path,) = ledgerfiles.pack_files(kit_root, "acceptances")
+        expected = "the pack's content does not match its name"
+    else:
+        path = ledgerfiles.record_files(kit_root, "acceptances")[1]
+        expected = "does not match its digest: the record was edited"
+    ledgerfiles.edit(path, b'"label":"pass"', b'"label":"fail"')
     result = cli("metrics", "--json")
     assert result.exit_code == 2
-    assert "acceptances.jsonl:2" in result.stderr and "edited" in result.stderr
+    assert f"{path}: " in result.stderr and expected in result.stderr
     assert result.stdout == ""
+    assert cli("ledger", "verify").exit_code == 1
 
 
 def test_window_is_bounded(cli, kit_root):

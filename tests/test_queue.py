@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
+import ledgerfiles
 from pmos.calibration.queue import compute_queue, human_age
 from pmos.gate.writers import register_run
 from test_metrics import judge, label
@@ -125,8 +126,7 @@ def test_exit_codes_as_a_real_process(pmos, kit, kit_root):
     judge(kit, "r1", "PASS")
     assert pmos("queue", cwd=kit_root).returncode == 0
     # A tampered ledger is bad input, not "no debt".
-    path = kit_root / "state" / "runs.jsonl"
-    path.write_bytes(path.read_bytes().replace(b'"r1"', b'"r9"'))
+    path = ledgerfiles.edit(ledgerfiles.holding(kit_root, "runs", b'"r1"'), b'"r1"', b'"r9"')
     broken = pmos("queue", cwd=kit_root)
     assert broken.returncode == 2
-    assert "runs.jsonl:1" in broken.stderr
+    assert f"{path}: " in broken.stderr and "does not match its digest" in broken.stderr

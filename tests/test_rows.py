@@ -1,9 +1,10 @@
 """Typed rows: readers decode only the fields they use, typed by the schema.
 
-A line whose chain is intact but whose fields do not fit the schema (re-chained
-by hand, or written by an older writer) must be refused with its line number,
-never crash a reader or be counted. Each case writes such a line with the raw
-ledger writer, which chains whatever it is given.
+A record whose digest is intact but whose fields do not fit the schema (sealed
+by hand following README's recipe, or written by an older writer) must be
+refused with its file (and line, in a pack or an older kit's single file),
+never crash a reader or be counted. Each case writes such a record as a loose
+file with a valid digest (``ledgerfiles.forge``), which seals whatever it is given.
 """
 
 from __future__ import annotations
@@ -15,10 +16,13 @@ from typing import Any, Literal
 import msgspec
 import pytest
 
+import ledgerfiles
 from pmos.calibration.metrics import compute_metrics
 from pmos.errors import LedgerCorrupt
-from pmos.store.chain import LedgerWriter, iter_records, verify
+from pmos.store import chain
+from pmos.store.read import records
 from pmos.store.rows import row_type
+from pmos.store.verify import verify_kind
 
 
 def _verdict(run: str = "run-1", **overrides: Any) -> dict[str, Any]:
@@ -53,8 +57,9 @@ def _label(run: str = "run-1", **overrides: Any) -> dict[str, Any]:
     return record
 
 
-def _write(kit, kind: str, *records: dict[str, Any]) -> None:
-    LedgerWriter(kit.store.path(kind), kind).append_many(records)
+def _write(kit, kind: str, *stored: dict[str, Any]) -> list:
+    """Each record as a loose file with a valid digest; their paths, in order."""
+    return [ledgerfiles.forge(kit.root, kind, record) for record in stored]
 
 
 def test_row_types_come_from_the_schema():
@@ -83,9 +88,7 @@ def test_row_types_come_from_the_schema():
 
 def test_a_row_decodes_only_its_fields(kit):
     _write(kit, "evals", _verdict(), _verdict("run-2", verdict="FAIL", score=0.2))
-    rows = list(
-        iter_records(kit.store.path("evals"), "evals", row=row_type("evals", ("run_id", "verdict")))
-    )
+    rows = list(records(kit.store, "evals", row=row_type("evals", ("run_id", "verdict"))))
     assert [(r.run_id, r.verdict) for r in rows] == [("run-1", "PASS"), ("run-2", "FAIL")]
     assert not hasattr(rows[0], "score")
 
@@ -102,14 +105,21 @@ def test_a_row_decodes_only_its_fields(kit):
         ("acceptances", _label(label="maybe"), "Invalid enum value 'maybe' - at `$.label`"),
     ],
 )
-def test_a_chained_record_with_a_wrong_field_is_refused(kit, kind, record, problem):
+@pytest.mark.parametrize("where", ["loose", "pack", "single file"])
+def test_a_sealed_record_with_a_wrong_field_is_refused(kit, kind, record, problem, where):
     good = _verdict("run-0") if kind == "evals" else _label("run-0")
-    _write(kit, kind, good, record)
-    assert verify(kit.store.path(kind), kind).ok  # the chain itself is intact
+    if where == "loose":
+        place = f"{_write(kit, kind, good, record)[1]}: "
+    elif where == "pack":
+        place = f"{ledgerfiles.pack_of(kit.root, kind, [good, record])}:3: "
+    else:
+        place = f"{ledgerfiles.legacy_ledger(kit.root, kind, [good, record])}:2: "
+    assert verify_kind(kit.store, kind).ok  # every file is sound
+    assert not verify_kind(kit.store, kind, with_schema=True).ok
     with pytest.raises(LedgerCorrupt) as caught:
         compute_metrics(kit)
     message = str(caught.value)
-    assert f"{kind}.jsonl:2: a field does not fit the ledger's schema" in message
+    assert f"{place}a field does not fit the ledger's schema" in message
     assert problem in message
 
 
@@ -121,11 +131,11 @@ def test_the_valid_twin_of_each_case_is_counted(kit):
 
 
 def test_a_judged_verdict_without_a_model_is_refused(kit):
-    _write(kit, "evals", _verdict(evaluator_model=...))
+    (judged,) = _write(kit, "evals", _verdict(evaluator_model=...))
     with pytest.raises(LedgerCorrupt, match="a PASS verdict of run run-1 names no evaluator_model"):
         compute_metrics(kit)
     # A skip may lack one: it is no judgement.
-    kit.store.path("evals").unlink()
+    judged.unlink()
     skip = _verdict(
         verdict="SKIPPED",
         score=None,
@@ -138,17 +148,34 @@ def test_a_judged_verdict_without_a_model_is_refused(kit):
     assert compute_metrics(kit)["skipped"] == 1
 
 
-def test_metrics_cli_reports_the_line_and_exits_2(kit, pmos):
-    _write(kit, "evals", _verdict("run-0"), _verdict(run_id=7))
+def test_metrics_cli_reports_the_file_and_exits_2(kit, pmos):
+    _, bad = _write(kit, "evals", _verdict("run-0"), _verdict(run_id=7))
     done = pmos("metrics", "--json")
     assert done.returncode == 2, done.stderr
-    assert "evals.jsonl:2: a field does not fit the ledger's schema" in done.stderr
+    assert f"{bad}: a field does not fit the ledger's schema" in done.stderr
     assert "Traceback" not in done.stderr and done.stdout == ""
 
 
-def test_a_line_whose_prev_hash_is_not_just_before_its_hash_is_refused(kit):
-    _write(kit, "evals", _verdict("run-0"), _verdict("run-1"))
-    path = kit.store.path("evals")
+def test_a_record_whose_digest_is_not_its_last_field_is_refused(kit, pmos):
+    _write(kit, "evals", _verdict("run-0"))
+    record = _verdict("run-1")
+    body = json.dumps(record, sort_keys=True, separators=(",", ":")).encode()
+    digest = hashlib.sha256(b"pmos-record-v1\n" + body).hexdigest()  # the documented digest
+    moved = b'{"digest":"' + digest.encode() + b'",' + body[1:] + b"\n"  # digest first
+    path = ledgerfiles.folder(kit.root, "evals") / f"1-{digest}.json"
+    path.write_bytes(moved)
+    with pytest.raises(LedgerCorrupt) as caught:
+        list(records(kit.store, "evals"))
+    assert caught.value.path == str(path)
+    assert "carries no digest as its last field" in caught.value.problem
+    report = verify_kind(kit.store, "evals")
+    assert [(p.file, p.problem) for p in report.problems] == [
+        (str(path), "the record carries no digest as its last field: not written by a pmos writer")
+    ]
+
+
+def test_an_older_kits_line_whose_prev_hash_is_not_just_before_its_hash_is_refused(kit):
+    path = ledgerfiles.legacy_ledger(kit.root, "evals", [_verdict("run-0"), _verdict("run-1")])
     lines = path.read_bytes().splitlines(keepends=True)
     record = json.loads(lines[1])
     own = record.pop("hash")
@@ -159,8 +186,12 @@ def test_a_line_whose_prev_hash_is_not_just_before_its_hash_is_refused(kit):
     rewritten = body[:-1] + b',"hash":"' + digest.encode() + b'"}\n'
     path.write_bytes(lines[0] + rewritten)
     with pytest.raises(LedgerCorrupt, match=":2: carries no prev_hash just before its hash"):
-        list(iter_records(path, "evals"))
-    assert "carries no prev_hash just before its hash" in verify(path, "evals").problems[0].problem
+        list(records(kit.store, "evals"))
+    assert (
+        "carries no prev_hash just before its hash"
+        in chain.verify(path, "evals").problems[0].problem
+    )
+    assert not verify_kind(kit.store, "evals").ok
 
 
 def _run(run: str = "run-1", **overrides: Any) -> dict[str, Any]:
@@ -176,11 +207,11 @@ def _run(run: str = "run-1", **overrides: Any) -> dict[str, Any]:
     return record
 
 
-def test_whole_record_readers_refuse_a_wrong_type_and_name_the_line(kit, pmos):
-    _write(kit, "runs", _run("run-0"), _run("run-1", initiative_id=5))
+def test_whole_record_readers_refuse_a_wrong_type_and_name_the_file(kit, pmos):
+    _, bad = _write(kit, "runs", _run("run-0"), _run("run-1", initiative_id=5))
     done = pmos("queue", "--json")
     assert done.returncode == 2, done.stderr
-    assert "runs.jsonl:2: a field does not fit the ledger's schema" in done.stderr
+    assert f"{bad}: a field does not fit the ledger's schema" in done.stderr
     assert "Expected `str`, got `int` - at `$.initiative_id`" in done.stderr
     assert "Traceback" not in done.stderr
     # Displaying is not computing: show prints the record as stored ...
@@ -205,14 +236,14 @@ def test_a_writer_refuses_to_build_on_a_mistyped_history(kit, pmos, kit_root):
     from conftest import ledger_bytes
 
     _write(kit, "runs", _run("run-1"))
-    _write(kit, "evals", _verdict(verdict=["PASS"]))
+    (bad,) = _write(kit, "evals", _verdict(verdict=["PASS"]))
     before = ledger_bytes(kit_root)
     done = pmos(
         "eval", "log", "run-1", "init-1", "0.9", "PASS",
         "planning/evals/agent-run-eval-rubric.md", "gpt-5", "--spec", "pass", "--standards", "pass",
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
-    assert "evals.jsonl: line 1 from the end: a field does not fit" in done.stderr
+    assert f"{bad}: a field does not fit" in done.stderr
     assert "at `$.verdict`" in done.stderr
     assert ledger_bytes(kit_root) == before
 
@@ -223,15 +254,17 @@ def test_a_writer_refuses_to_build_on_a_mistyped_history(kit, pmos, kit_root):
         ("", "timestamp '' is not an RFC 3339 date-time"),
         ("zz", "timestamp 'zz' is not an RFC 3339 date-time"),
         ("2026-02-30T00:00:00Z", "timestamp '2026-02-30T00:00:00Z' is not an RFC 3339 date-time"),
-        (7, "runs.jsonl:1: a field does not fit the ledger's schema"),
+        (7, "a field does not fit the ledger's schema"),
     ],
     ids=["empty", "text", "no-such-day", "not-a-string"],
 )
 def test_a_stored_timestamp_that_is_not_one_is_refused(kit, pmos, stamp, problem):
-    _write(kit, "runs", _run(recorded_at=stamp))
+    (bad,) = _write(kit, "runs", _run(recorded_at=stamp))
     done = pmos("queue", "--json")
     assert done.returncode == 2, done.stderr
     assert problem in done.stderr and "Traceback" not in done.stderr
+    if not isinstance(stamp, str):  # a type error is the store's to name, with the file
+        assert f"{bad}: " in done.stderr
 
 
 def test_rfc3339_timestamps_in_either_case_are_read(kit, pmos):
@@ -243,19 +276,19 @@ def test_rfc3339_timestamps_in_either_case_are_read(kit, pmos):
 
 
 def test_a_record_breaking_an_if_then_rule_of_its_schema_is_refused(kit):
-    path = kit.store.path("evals")
     # A judged verdict must name its rubric and model (schema: if not SKIPPED).
-    _write(kit, "evals", _verdict("run-0"), _verdict(rubric_path=...))
+    written = _write(kit, "evals", _verdict("run-0"), _verdict(rubric_path=...))
     with pytest.raises(LedgerCorrupt) as caught:
-        list(iter_records(path, "evals"))
-    assert ":2: the record breaks a rule of its schema: not (verdict is 'SKIPPED'), " in str(
-        caught.value
+        list(records(kit.store, "evals"))
+    assert (
+        f"{written[1]}: the record breaks a rule of its schema: not (verdict is 'SKIPPED'), "
+        in (str(caught.value))
     )
     assert "so it needs rubric_path" in str(caught.value)
     # Its valid twin reads.
-    path.unlink()
-    _write(kit, "evals", _verdict("run-0"), _verdict())
-    assert len(list(iter_records(path, "evals"))) == 2
+    written[1].unlink()
+    _write(kit, "evals", _verdict())
+    assert len(list(records(kit.store, "evals"))) == 2
 
 
 def test_a_rule_that_forbids_a_field_does_not_make_an_old_record_unreadable(kit):
@@ -264,4 +297,4 @@ def test_a_rule_that_forbids_a_field_does_not_make_an_old_record_unreadable(kit)
         verdict="SKIPPED", score=None, rubric_path=..., axes=..., skipped_reason="evaluator down"
     )
     _write(kit, "evals", skip | {"defects": []})
-    assert [r["verdict"] for r in iter_records(kit.store.path("evals"), "evals")] == ["SKIPPED"]
+    assert [r["verdict"] for r in records(kit.store, "evals")] == ["SKIPPED"]

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import ledgerfiles
 from conftest import ledger_bytes, write_json
 from pmos.errors import BadInput, RecordRejected
 from pmos.tasks import scoring
@@ -245,8 +246,8 @@ def test_score_record_stores_computed_record_and_show_reads_it(cli, kit_root, tm
     assert stored["overallScore"] == 58 and stored["band"] == "weak"
     assert "ignored the supplied categories/agentPerformance/finalScore" in result.stderr
     assert stored["flags"] == ["unregistered-run"]
-    line = (kit_root / "state/task-evals.jsonl").read_text().splitlines()
-    assert len(line) == 1 and json.loads(line[0])["overallScore"] == 58
+    (record,) = ledgerfiles.stored(kit_root, "task-evals")
+    assert record["overallScore"] == 58 and record["record_id"] == stored["record_id"]
 
     shown = cli("score", "show", "task-A", "--json")
     assert shown.exit_code == 0

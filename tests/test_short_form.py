@@ -6,10 +6,10 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+import ledgerfiles
 from conftest import ledger_bytes
 
 RUBRIC = "planning/evals/agent-run-eval-rubric.md"
@@ -139,8 +139,8 @@ def test_pmos_log_sh_forwards_from_any_directory(kit_root, tmp_path):
     assert result.returncode == 2 and "[standards-axis]" in result.stderr
     assert run("accept", "r1", "--label", "pass", "--by", "pm").returncode == 0
     assert run("bogus").returncode == 2
-    lines = Path(kit_root / "state/evals.jsonl").read_text().splitlines()
-    assert len(lines) == 1 and json.loads(lines[0])["score"] == 0.85
+    (record,) = ledgerfiles.stored(kit_root, "evals")
+    assert record["score"] == 0.85
 
 
 def test_library_refuses_axes_on_a_skipped_short_verdict(kit):

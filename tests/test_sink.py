@@ -1,7 +1,11 @@
 """A writer writes only to the configured ledger of its own kind.
 
+A ledger is a folder (``state/evals/``); ``--ledger`` may name it, or the single
+file an older kit had (``state/evals.jsonl``), and nothing else.
+
 Attacks: a --ledger target that names another ledger through '..', a symlink
-or a hard link; and a pmos.yaml whose ledger paths do the same.
+or a hard link; and a pmos.yaml whose ledger paths do the same, point into or
+over another kind's folder, or at a file where a folder belongs.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import os
 
 import pytest
 
+import ledgerfiles
 from conftest import REGISTER_R, good_verdict, ledger_bytes, write_json
 
 
@@ -23,20 +28,40 @@ def record(cli, verdict_file, *extra: str):
     return cli("eval", "record", "--file", str(verdict_file), *extra)
 
 
+def no_records_anywhere(kit_root) -> bool:
+    return all(ledgerfiles.stored(kit_root, kind) == [] for kind in ledgerfiles.KINDS)
+
+
 def test_own_ledger_named_any_honest_way_is_accepted(cli, kit_root, verdict_file):
-    assert record(cli, verdict_file, "--ledger", "state/evals.jsonl").exit_code == 0
-    assert record(cli, verdict_file, "--ledger", "state/../state/evals.jsonl").exit_code == 0
-    absolute = str(kit_root / "state/evals.jsonl")
-    assert record(cli, verdict_file, "--ledger", absolute).exit_code == 0
+    names = [
+        "state/evals",
+        "state/evals/",
+        "state/../state/evals",
+        str(kit_root / "state/evals"),
+        "state/evals.jsonl",  # the name an older kit's scripts use
+        str(kit_root / "state/evals.jsonl"),
+    ]
+    for name in names:
+        result = record(cli, verdict_file, "--ledger", name)
+        assert result.exit_code == 0, (name, result.stderr)
+    assert len(ledgerfiles.stored(kit_root, "evals")) == len(names)
+    assert not (kit_root / "state/evals.jsonl").exists()  # nothing writes the old single file
 
 
 @pytest.mark.parametrize(
     "target",
     [
+        "state/acceptances",
         "state/acceptances.jsonl",
-        "state/../state/acceptances.jsonl",
+        "state/../state/acceptances",
+        "state/evals/../acceptances",
+        "/tmp/evals",
         "/tmp/evals.jsonl",
+        "../evals",
         "state/evals.jsonl.bak",
+        "state/evals/evals.jsonl",
+        "state/evals/.pmos-ledger",
+        "state",
     ],
 )
 def test_other_targets_are_refused(cli, kit_root, verdict_file, target):
@@ -47,54 +72,81 @@ def test_other_targets_are_refused(cli, kit_root, verdict_file, target):
     assert ledger_bytes(kit_root) == before
 
 
-def test_symlink_target_is_refused(cli, kit_root, verdict_file):
-    (kit_root / "state/link.jsonl").symlink_to(kit_root / "state/acceptances.jsonl")
-    (kit_root / "state/self.jsonl").symlink_to(kit_root / "state/evals.jsonl")
+@pytest.mark.parametrize(
+    ("name", "points_at"),
+    [
+        ("state/link", "state/acceptances"),
+        ("state/link.jsonl", "state/acceptances"),
+        ("state/self", "state/evals"),
+        ("state/self.jsonl", "state/evals.jsonl"),
+    ],
+)
+def test_symlink_target_is_refused(cli, kit_root, verdict_file, name, points_at):
+    (kit_root / name).symlink_to(kit_root / points_at)
     before = ledger_bytes(kit_root)
-    for name in ("state/link.jsonl", "state/self.jsonl"):
-        result = record(cli, verdict_file, "--ledger", name)
-        assert result.exit_code == 2, name
-    assert (kit_root / "state/acceptances.jsonl").read_bytes() == b""
+    result = record(cli, verdict_file, "--ledger", name)
+    assert result.exit_code == 2, result.stdout
+    assert "symlink" in result.stderr or "refusing" in result.stderr
     assert ledger_bytes(kit_root) == before
+    assert no_records_anywhere(kit_root)
 
 
 def test_hard_link_target_is_refused(cli, kit_root, verdict_file):
-    os.link(kit_root / "state/acceptances.jsonl", kit_root / "state/hard.jsonl")
-    result = record(cli, verdict_file, "--ledger", "state/hard.jsonl")
-    assert result.exit_code == 2
-    assert (kit_root / "state/acceptances.jsonl").read_bytes() == b""
+    # A folder cannot be hard-linked; the single file of an older kit can.
+    legacy = ledgerfiles.legacy_ledger(kit_root, "acceptances", [])
+    os.link(legacy, kit_root / "state/hard.jsonl")
+    os.link(kit_root / "state/acceptances/.pmos-ledger", kit_root / "state/marker.jsonl")
+    before = ledger_bytes(kit_root)
+    for name in ("state/hard.jsonl", "state/marker.jsonl"):
+        result = record(cli, verdict_file, "--ledger", name)
+        assert result.exit_code == 2, name
+    assert ledger_bytes(kit_root) == before
+    assert legacy.read_bytes() == b""
 
 
 def configure(kit_root, kind: str, path: str) -> None:
     text = (kit_root / "pmos.yaml").read_text()
-    old = f"  {kind}: state/{kind}.jsonl"
+    old = f"  {kind}: state/{kind}\n"
     assert old in text
-    (kit_root / "pmos.yaml").write_text(text.replace(old, f"  {kind}: {path}"))
+    (kit_root / "pmos.yaml").write_text(text.replace(old, f"  {kind}: {path}\n"))
 
 
 @pytest.mark.parametrize(
     "path",
     [
-        "state/../state/acceptances.jsonl",
+        "state/../state/acceptances",
+        "state/acceptances",
         "state/acceptances.jsonl",
+        "state/acceptances/evals",  # inside another kind's folder
+        "state/acceptances/evals.jsonl",
+        "state",  # a folder holding every other kind's folder
+        "state/evals/../acceptances",
+        "../evals",
         "../evals.jsonl",
-        "/tmp/evals.jsonl",
+        "/tmp/evals",
     ],
 )
 def test_config_cannot_point_a_ledger_at_another_kind_or_outside(cli, kit_root, verdict_file, path):
     configure(kit_root, "evals", path)
     before = ledger_bytes(kit_root)
     result = record(cli, verdict_file)
-    assert result.exit_code == 2
+    assert result.exit_code == 2, result.stdout
     assert ledger_bytes(kit_root) == before
+    assert not (kit_root.parent / "evals").exists()
+    assert no_records_anywhere(kit_root)
 
 
-def test_config_symlinked_ledger_is_refused(cli, kit_root, verdict_file):
-    os.remove(kit_root / "state/evals.jsonl")
-    (kit_root / "state/evals.jsonl").symlink_to(kit_root / "state/acceptances.jsonl")
+def test_config_symlinked_ledger_folder_is_refused(cli, kit_root, verdict_file, tmp_path):
+    ledgerfiles.folder(kit_root, "evals").joinpath(".pmos-ledger").unlink()
+    ledgerfiles.folder(kit_root, "evals").joinpath(".gitignore").unlink()
+    ledgerfiles.folder(kit_root, "evals").rmdir()
+    (kit_root / "state/evals").symlink_to(kit_root / "state/acceptances")
+    before = ledger_bytes(kit_root)
     result = record(cli, verdict_file)
     assert result.exit_code == 2 and "symlink" in result.stderr
-    assert (kit_root / "state/acceptances.jsonl").read_bytes() == b""
+    assert ledger_bytes(kit_root) == before
+    assert ledgerfiles.stored(kit_root, "acceptances") == []
+    assert cli("ledger", "show", "evals").exit_code == 2
 
 
 def test_config_symlinked_state_folder_is_refused(cli, kit_root, verdict_file, tmp_path):
@@ -103,39 +155,47 @@ def test_config_symlinked_state_folder_is_refused(cli, kit_root, verdict_file, t
     (kit_root / "state").symlink_to(elsewhere)
     result = record(cli, verdict_file)
     assert result.exit_code == 2 and "symlink" in result.stderr
+    assert sorted(p.name for p in (elsewhere / "evals").iterdir()) == [".gitignore", ".pmos-ledger"]
 
 
-def test_config_hard_linked_ledger_is_refused(cli, kit_root, verdict_file):
-    os.remove(kit_root / "state/evals.jsonl")
-    os.link(kit_root / "state/acceptances.jsonl", kit_root / "state/evals.jsonl")
+def test_a_ledger_folder_that_is_a_file_is_refused(cli, kit_root, verdict_file):
+    folder = ledgerfiles.folder(kit_root, "evals")
+    for name in (".pmos-ledger", ".gitignore"):
+        (folder / name).unlink()
+    folder.rmdir()
+    folder.write_bytes(b"")
+    before = ledger_bytes(kit_root)
+    result = record(cli, verdict_file)
+    assert result.exit_code == 2 and "is not a folder" in result.stderr
+    assert ledger_bytes(kit_root) == before
+    shown = cli("ledger", "show", "evals")
+    assert shown.exit_code == 2 and "is not a folder" in shown.stderr
+
+
+def test_config_hard_linked_legacy_ledger_is_refused(cli, kit_root, verdict_file):
+    # An older kit's single evals file that is a second name of its acceptances file.
+    legacy = ledgerfiles.legacy_ledger(
+        kit_root, "acceptances", [{"record_id": "acc-1", "recorded_at": "2026-01-01T00:00:00Z"}]
+    )
+    os.link(legacy, kit_root / "state/evals.jsonl")
+    before = ledger_bytes(kit_root)
     result = record(cli, verdict_file)
     assert result.exit_code == 2
-    assert "hard link" in result.stderr or "same file" in result.stderr
-    assert (kit_root / "state/acceptances.jsonl").read_bytes() == b""
+    assert "hard link" in result.stderr
+    assert ledger_bytes(kit_root) == before
+    assert cli("ledger", "show", "evals").exit_code == 2
 
 
 def test_every_writer_checks_its_target(cli, kit_root):
     before = ledger_bytes(kit_root)
-    result = cli("accept", "r", "--label", "pass", "--by", "pm", "--ledger", "state/evals.jsonl")
+    result = cli("accept", "r", "--label", "pass", "--by", "pm", "--ledger", "state/evals")
     assert result.exit_code == 2
-    result = cli(
-        *REGISTER_R,
-        "--ledger",
-        "state/acceptances.jsonl",
-    )
+    result = cli(*REGISTER_R, "--ledger", "state/acceptances")
     assert result.exit_code == 2
-    result = cli("eval", "log", "r", "i", "SKIPPED", "why", "--ledger", "state/acceptances.jsonl")
+    result = cli("eval", "log", "r", "i", "SKIPPED", "why", "--ledger", "state/acceptances")
     assert result.exit_code == 2
     assert ledger_bytes(kit_root) == before
-    ok = cli(
-        "accept",
-        "r",
-        "--label",
-        "pass",
-        "--by",
-        "pm",
-        "--ledger",
-        "state/acceptances.jsonl",
-        "--json",
-    )
-    assert ok.exit_code == 0 and json.loads(ok.stdout)["label"] == "pass"
+    for target in ("state/acceptances", "state/acceptances.jsonl"):
+        ok = cli("accept", "r", "--label", "pass", "--by", "pm", "--ledger", target, "--json")
+        assert ok.exit_code == 0 and json.loads(ok.stdout)["label"] == "pass"
+    assert [r["label"] for r in ledgerfiles.stored(kit_root, "acceptances")] == ["pass", "pass"]

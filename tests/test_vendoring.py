@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import ledgerfiles
 import pmos
 from pmos.assets import kit_source
 from pmos.gate.exemplars import parse_log
@@ -148,7 +149,7 @@ def test_an_agent_in_the_product_repo_records_a_run_end_to_end(product):
     assert data["confusion"] == {"tp": 1, "fn": 0, "fp": 0, "tn": 0}
     assert data["calibrated"] is False
 
-    evals = [json.loads(line) for line in (kit / "state/evals.jsonl").read_text().splitlines()]
+    evals = ledgerfiles.stored(kit, "evals")
     assert [(e["run_id"], e["verdict"], e["form"]) for e in evals] == [
         ("run-7", "PASS-WITH-FINDINGS", "short")
     ]

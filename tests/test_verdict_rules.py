@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+import ledgerfiles
 from conftest import DIMENSIONS, REGISTER_R, good_verdict, ledger_bytes, write_json
 from pmos.errors import RecordRejected
 from pmos.gate import writers
@@ -397,7 +398,7 @@ def test_stdin_input_and_json_output(kit, cli):
     stored = json.loads(result.stdout)
     assert stored["schema_version"] == 1 and stored["recorded_at"].endswith("Z")
     assert stored["pass_fraction"] == "unknown"
-    assert len(stored["hash"]) == 64
+    assert ledgerfiles.stored(kit.root, "evals") == [stored]  # what was printed is what is stored
 
 
 def test_dimension_table_matches_default_rubric(kit):

@@ -149,7 +149,10 @@ def lines_reversed(path: Path, kind: str) -> Iterator[bytes]:
     """The pack's record lines, last first, each checked against its own digest.
 
     A reader of the newest records does not read a large pack whole; what it
-    relies on, each record it reads, is checked.
+    relies on, each record it reads, is checked. A reader that goes on to the
+    first record has relied on the whole pack, so the pack is then checked
+    against its name, as a forward reader checks it: a line deleted, inserted
+    or moved, or an edited header, is refused either way.
     """
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -163,5 +166,21 @@ def lines_reversed(path: Path, kind: str) -> Iterator[bytes]:
             except lines.LineError as exc:
                 raise LedgerCorrupt(str(path), None, f"a record line {exc}") from None
             yield raw
+        if _hash_of(fd, end) != _claimed(path):
+            raise LedgerCorrupt(
+                str(path),
+                None,
+                "the pack's content does not match its name: it was edited, cut or replaced",
+            )
     finally:
         os.close(fd)
+
+
+def _hash_of(fd: int, size: int) -> str:
+    """SHA-256 of the first ``size`` bytes of the open file ``fd``."""
+    digest = hashlib.sha256()
+    pos = 0
+    while pos < size and (chunk := os.pread(fd, min(_CHUNK, size - pos), pos)):
+        digest.update(chunk)
+        pos += len(chunk)
+    return digest.hexdigest()

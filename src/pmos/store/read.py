@@ -268,12 +268,26 @@ def _keyed_reversed(path: Path, kind: str) -> Iterator[tuple[Key, str, bytes, Pa
     import msgspec
 
     key_of = _key_decoder()
+    held: tuple[Key, str, bytes, Path] | None = None
     for raw in packs.lines_reversed(path, kind):
         try:
             k = key_of(raw)
         except msgspec.DecodeError as exc:
             raise LedgerCorrupt(str(path), None, lines.decode_problem(exc)) from None
-        yield (k.recorded_at, k.record_id), lines.split(raw)[1], raw, path
+        key = (k.recorded_at, k.record_id)
+        # A pack is sorted with no repeats. Each record is handed on only once the
+        # one before it is read and found older, so a reader that stops at its
+        # first match (the latest verdict of a run) is never handed an older
+        # record as the newer one.
+        if held is not None:
+            if key >= held[0]:
+                raise LedgerCorrupt(
+                    str(path), None, "records are out of order (or repeated) in the pack"
+                )
+            yield held
+        held = (key, lines.split(raw)[1], raw, path)
+    if held is not None:
+        yield held
 
 
 # ---------------------------------------------------------------- display, identity

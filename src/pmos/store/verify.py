@@ -109,8 +109,19 @@ def verify_kind(
         report.add(exc.path, exc.line, exc.problem)
         return report
 
+    prefix = f"{LEDGER_KINDS[kind].id_prefix}-"
+
     def record_found(record: dict[str, Any], digest: str, where: Path, line: int | None) -> None:
         report.digests.setdefault(digest, str(record.get("record_id", "")))
+        record_id = record.get("record_id")
+        if not (isinstance(record_id, str) and record_id.startswith(prefix)):
+            # A record's digest does not say which ledger it belongs to; its id does.
+            report.add(
+                where,
+                line,
+                f"the record id {record_id!r} is not one of the {kind} ledger ({prefix}...): "
+                "it was copied from another ledger or made by hand",
+            )
         if with_schema:
             for violation in schema_problems(kind, record):
                 report.add(where, line, f"schema: {violation}")
