@@ -113,7 +113,7 @@ def test_files_are_write_once_later_appends_never_touch_them(filled, kit):
     assert after == before
     assert len(ledgerfiles.record_files(kit.root, "acceptances")) == 8
     # Writing a record whose file exists keeps the file as it is (same name, same content).
-    from pmos.store.files import write_once
+    from pmos.atomic import write_once
 
     write_once(filled[0].parent, filled[0].name, b"something else\n")
     assert filled[0].read_bytes() == before[filled[0]][0]

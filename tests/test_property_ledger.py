@@ -24,7 +24,7 @@ from pmos.errors import LedgerCorrupt
 from pmos.store import lines, packs
 from pmos.store.append import loose_name
 from pmos.store.chain import iter_records, iter_records_reversed, verify
-from pmos.store.files import write_once
+from pmos.atomic import write_once
 from pmos.store.layout import MARKER, Store, marker_text
 from pmos.store.read import newest_first, records
 from pmos.store.verify import verify_kind

@@ -309,7 +309,7 @@ def _append_override(
     kit: Kit, path: Path, acceptance: dict[str, Any], verdict: dict[str, Any]
 ) -> str | None:
     """Write the entry's own file; None when this override is logged already."""
-    from pmos.store.files import write_once
+    from pmos.atomic import write_once
 
     read_log(kit, main_only=True)  # a malformed log is reported, not buried under new files
     mine = []

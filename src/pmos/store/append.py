@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from pmos import schemas
+from pmos.atomic import write_many
 from pmos.errors import RecordRejected, Violation
 from pmos.store import lines
-from pmos.store.files import kind_lock, write_many
+from pmos.store.files import kind_lock
 from pmos.store.layout import Store
 from pmos.store.registry import LEDGER_KINDS, kind_of
 from pmos.timestamps import now_rfc3339

@@ -21,77 +21,13 @@ import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from pmos.atomic import fsync_folder
 from pmos.errors import LedgerBusy
 from pmos.store.layout import MARKER, TEMP_PREFIX
 
 LOCK_TIMEOUT_S = 30.0
 #: A temporary file older than this is a crash remnant, not a write in flight.
 STALE_TEMP_S = 3600.0
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def _fsync_folder(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _write_temp(folder: Path, data: bytes) -> Path:
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-    flags |= getattr(os, "O_NOFOLLOW", 0)
-    temp = folder / f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(6).hex()}"
-    fd = os.open(temp, flags, 0o644)
-    try:
-        _write_all(fd, data)
-        os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
-    os.close(fd)
-    return temp
-
-
-def write_many(folder: Path, files: Iterable[tuple[str, bytes]]) -> list[Path]:
-    """Create each ``(name, data)`` in ``folder``, whole, and fsync the folder once.
-
-    All or nothing: if any file cannot be written, those already renamed into
-    place by this call are removed again before the error is raised. A name
-    that exists already is left as it is (names carry their content's digest,
-    so an existing file of that name holds the same record).
-    """
-    done: list[Path] = []
-    try:
-        for name, data in files:
-            final = folder / name
-            if final.exists():
-                continue
-            temp = _write_temp(folder, data)
-            os.rename(temp, final)
-            done.append(final)
-        _fsync_folder(folder)
-    except BaseException:
-        for path in done:
-            with contextlib.suppress(OSError):
-                path.unlink()
-        with contextlib.suppress(OSError):
-            _fsync_folder(folder)
-        raise
-    return done
-
-
-def write_once(folder: Path, name: str, data: bytes) -> Path:
-    """Create one file (see :func:`write_many`)."""
-    write_many(folder, [(name, data)])
-    return folder / name
 
 
 #: Deleting a file whose blocks are on disk waits on the file system's journal
@@ -116,7 +52,7 @@ def remove_many(folder: Path, paths: Iterable[Path]) -> None:
     else:
         for path in todo:
             remove(path)
-    _fsync_folder(folder)
+    fsync_folder(folder)
 
 
 def stale_temps(folder: Path) -> list[Path]:

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
+from pmos import atomic
 from pmos.errors import LedgerCorrupt, SinkRefused
 from pmos.paths import resolve_inside
 from pmos.store.registry import LEDGER_KINDS, kind_of
@@ -35,8 +36,9 @@ MARKER = ".pmos-ledger"
 LEGACY_SUFFIX = ".jsonl"
 LOOSE = re.compile(r"\A([0-9TZ]{1,32})-([0-9a-f]{64})\.json\Z")
 PACK = re.compile(r"\Apack-([0-9a-f]{64})\.jsonl\Z")
-#: Files a crashed writer may leave behind; ignored by readers, removed by pack.
-TEMP_PREFIX = ".tmp-"
+#: Files a crashed writer may leave behind (see pmos.atomic); ignored by readers,
+#: removed by pack.
+TEMP_PREFIX = atomic.TEMP_PREFIX
 
 
 class Sources(NamedTuple):
@@ -207,6 +209,4 @@ class Store:
 
 def write_marker(folder: Path, kind: str) -> None:
     """Create the marker that says ``folder`` is ``kind``'s ledger (kept when present)."""
-    from pmos.store.files import write_once
-
-    write_once(folder, MARKER, marker_text(kind))
+    atomic.write_once(folder, MARKER, marker_text(kind))

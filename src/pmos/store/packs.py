@@ -29,9 +29,10 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from pmos.atomic import write_once
 from pmos.errors import LedgerCorrupt
 from pmos.store import lines
-from pmos.store.files import lines_from_end, write_once
+from pmos.store.files import lines_from_end
 from pmos.store.layout import PACK
 
 FORMAT = 1
