@@ -44,10 +44,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from pmos import schemas  # noqa: E402
+from pmos.atomic import write_many  # noqa: E402
 from pmos.kit import init_kit, open_kit  # noqa: E402
 from pmos.store import lines, packs  # noqa: E402
 from pmos.store.append import loose_name  # noqa: E402
-from pmos.atomic import write_many  # noqa: E402
 
 MODELS = ["gpt-5", "claude-opus-4", "gemini-2.5-pro", "llama-4-maverick"]
 RUBRIC = "planning/evals/agent-run-eval-rubric.md"
