@@ -36,6 +36,7 @@ from pmos.board.collect import BoardOptions, collect
 from pmos.board.page import render
 from pmos.board.scores import score_bins
 from pmos.board.visible import plain
+from pmos.calibration.metrics import compute_metrics
 
 CHROMIUM = os.environ.get("PMOS_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = pytest.mark.skipif(
@@ -115,7 +116,7 @@ def test_the_known_board_in_chromium(pmos, kit, kit_root, tmp_path):
         assert_quiet(seen)
         banner = seen.text("#banner")
         assert banner.startswith("ADVISORY")
-        assert "only 10 pair(s), at least 20 are needed" in banner
+        assert " ".join(compute_metrics(kit)["calibration_reason"].split()) in banner
         assert seen.page.is_visible("#banner")
         for cell, count in KNOWN_CONFUSION.items():
             assert seen.text(f"#cell-{cell} .count") == str(count)
