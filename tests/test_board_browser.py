@@ -203,3 +203,20 @@ def test_readable_with_javascript_disabled(pmos, kit, tmp_path):
         assert seen.page.locator("#chart-by-model svg").is_visible()
         assert seen.page.locator('td[data-stat="Cohen\'s kappa"]').inner_text() == "0.600"
         assert [u for u in seen.requests if u != seen.url] == []
+
+
+def test_printable_with_folded_details_unfolded(kit, tmp_path):
+    """On paper the folded evidence is printed too, and the page prints to PDF."""
+    seed_known(kit)
+    seed_hostile(kit)
+    out = tmp_path / "board.html"
+    out.write_text(render(collect(kit, BoardOptions())).html, encoding="utf-8")
+    with opened(out, tmp_path / "profile") as seen:
+        evidence = seen.page.locator("#latest-verdicts details li").first
+        assert not evidence.is_visible()  # folded on screen
+        seen.page.emulate_media(media="print")
+        assert evidence.is_visible()
+        assert "criterion c1" in seen.text("#latest-verdicts")
+        pdf = seen.page.pdf()
+        assert pdf[:5] == b"%PDF-" and len(pdf) > 10_000
+        assert_quiet(seen)
