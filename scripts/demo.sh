@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # End-to-end demo on a throw-away kit root: init, register a run, record a verdict,
-# record the PM's label, verify the ledgers, then read the calibration metrics and
-# the queue. Leaves the repository's own state/ alone.
+# record the PM's label, verify the ledgers, read the calibration metrics and the
+# queue, then judge and label a few more runs and write the board (needs the
+# 'board' extra: pip install 'pmos[board]'). Leaves the repository's own state/ alone.
+#
+# PMOS_DEMO_SCREENSHOT=docs/board.png also takes a screenshot of the board with
+# Debian's headless chromium (how the README's picture was made).
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 kit="$(mktemp -d "${TMPDIR:-/tmp}/pmos-demo.XXXXXX")/kit"
@@ -18,4 +22,40 @@ step pmos ledger show evals
 step pmos ledger verify
 step pmos metrics
 step pmos queue
+
+# More runs, so the board has agreement to show: each is registered, judged in
+# the short form by one of two evaluator models, and labelled by the PM
+# (evaluator model, score, verdict, PM label; "-" leaves it unlabelled).
+printf '\n$ (six more runs registered, judged and labelled)\n'
+rubric=planning/evals/agent-run-eval-rubric.md
+n=1
+for run in "gpt-5 0.91 PASS pass" "gpt-5 0.34 FAIL fail" "gpt-5 0.78 PASS fail" \
+  "claude-opus-4 0.88 PASS pass" "claude-opus-4 0.41 FAIL fail" "claude-opus-4 0.83 PASS -"; do
+  read -r model score verdict label <<<"$run"
+  n=$((n + 1))
+  axis=pass
+  [ "$verdict" = FAIL ] && axis=fail
+  pmos run register --run-id "demo-run-$n" --initiative-id demo-initiative \
+    --builder-model claude-sonnet-4 >/dev/null
+  pmos eval log "demo-run-$n" demo-initiative "$score" "$verdict" "$rubric" "$model" \
+    --spec "$axis" --standards "$axis" >/dev/null
+  if [ "$label" != - ]; then
+    pmos accept "demo-run-$n" --label "$label" --by demo-pm --note "demo label" >/dev/null 2>&1
+  fi
+done
+pmos run register --run-id demo-run-waiting --initiative-id demo-initiative \
+  --builder-model claude-sonnet-4 >/dev/null
+
+step pmos board
+board="$kit/state/board.html"
+if [ -n "${PMOS_DEMO_SCREENSHOT:-}" ]; then
+  profile="$(mktemp -d "${TMPDIR:-/tmp}/pmos-demo-chromium.XXXXXX")"
+  chromium --headless --no-sandbox --disable-gpu --disable-background-networking \
+    --disable-component-update --disable-sync --no-first-run --hide-scrollbars \
+    --user-data-dir="$profile" --window-size=1200,2400 \
+    --screenshot="$PMOS_DEMO_SCREENSHOT" "file://$board" 2>/dev/null
+  rm -rf "$profile"
+  printf 'screenshot of the board written to %s\n' "$PMOS_DEMO_SCREENSHOT"
+fi
 printf '\ndemo kit left at %s\n' "$kit"
+printf 'board: %s (open it in a browser)\n' "$board"

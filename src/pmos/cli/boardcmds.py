@@ -1,0 +1,91 @@
+"""``pmos board``: write the self-contained HTML board of the review gate."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from pmos.cli._app import JSON_OPTION, emit_json, kit
+
+
+def register(app: typer.Typer) -> None:
+    app.command("board")(board)
+
+
+def board(
+    out: str | None = typer.Option(
+        None,
+        "--out",
+        help="Where to write the page (default: board.html in the kit's state/ folder); "
+        "'-' writes it to stdout.",
+    ),
+    initiative: str | None = typer.Option(None, "--initiative", help="Only this initiative."),
+    model: str | None = typer.Option(None, "--model", help="Only this evaluator model."),
+    since: str | None = typer.Option(
+        None, "--since", help="Only verdicts recorded at or after DATE (YYYY-MM-DD or RFC 3339)."
+    ),
+    by: str = typer.Option(
+        "week", "--by", help="Period of the agreement-over-time chart: week, month or N runs."
+    ),
+    limit: int = typer.Option(
+        50, "--limit", help="Records listed per section (latest verdicts, each queue, overrides)."
+    ),
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Write one self-contained HTML page of the review gate: status, agreement, trends,
+    queues, latest verdicts and overrides. No network, no scripts; needs the 'board' extra.
+    """
+    from pmos.board.extra import require_extra
+    from pmos.errors import BadInput
+
+    require_extra()
+    if out == "-" and json_output:
+        raise BadInput(
+            "--json describes the written file, and --out - writes the page itself to stdout; "
+            "use one of them"
+        )
+    from pmos.board.collect import BoardOptions, collect, parse_by
+    from pmos.board.output import check_target, default_path, write_board
+    from pmos.board.page import render
+    from pmos.calibration.metrics import parse_since
+
+    the_kit = kit()
+    options = BoardOptions(
+        initiative=initiative,
+        model=model,
+        since=parse_since(since) if since is not None else None,
+        by=parse_by(by),
+        limit=limit,
+    ).checked()
+    target = None if out in (None, "-") else Path(out)
+    if out != "-":
+        check_target(the_kit, target or default_path(the_kit))  # refuse before reading anything
+    data = collect(the_kit, options)
+    page = render(data)
+    if out == "-":
+        sys.stdout.write(page.html)
+        sys.stdout.flush()
+        return
+    path = write_board(the_kit, page.html, target)
+    size = len(page.html.encode("utf-8"))
+    if json_output:
+        emit_json(
+            {
+                "path": str(path),
+                "bytes": size,
+                "generated_at": data.generated_at,
+                "kit_root": data.kit_root,
+                "calibrated": bool(data.metrics.get("calibrated")),
+                "charts": page.charts,
+                "unavailable": page.unavailable,
+                "checkpoint": data.checkpoint,
+                "ledgers_moved": data.moved,
+            }
+        )
+        return
+    status = "CALIBRATED" if data.metrics.get("calibrated") else "ADVISORY"
+    typer.echo(f"board written to {path} ({size / 1024:.0f} KiB); the gate is {status}")
+    for line in page.unavailable:
+        typer.echo(f"  {line}")
