@@ -231,8 +231,10 @@ def _rubric_threshold(kit: Kit, report: dict[str, Any]) -> tuple[float | None, s
 def _large(kit: Kit) -> bool:
     if not hasattr(os, "fork"):
         return False
+    from pmos.store.read import stored_bytes
+
     try:
-        return kit.store.path("evals").stat().st_size >= PARALLEL_MIN_BYTES
+        return stored_bytes(kit.store, "evals") >= PARALLEL_MIN_BYTES
     except (OSError, PmosError):
         return False
 

@@ -34,8 +34,9 @@ def check_target(kit: Kit, target: Path) -> Path:
     path = Path(os.path.abspath(target))
     real = Path(os.path.realpath(path))
     for kind in LEDGER_KINDS:
-        ledger = Path(os.path.realpath(Path(kit.root) / kit.config.ledgers[kind]))
-        if real == ledger or ledger in real.parents:
+        folder = kit.store.folder(kind)
+        single_file = folder.with_name(folder.name + ".jsonl")  # an older kit's ledger
+        if real in (folder, single_file) or folder in real.parents:
             raise BadInput(
                 f"refusing to write the board to {target}: that is the {kind} ledger's place; "
                 "choose another --out"
