@@ -52,8 +52,13 @@ def judge(cli, tmp_path: Path, run_id: str, verdict: str) -> None:
         overrides.update(
             verdict="FAIL",
             criteria=[
-                {"id": "c1", "result": "fail", "evidence": "src/app.py:3 returns None"},
-                {"id": "c2", "result": "pass", "evidence": "README.md:40"},
+                {
+                    "id": "c1",
+                    "result": "fail",
+                    "evidence": "src/app.py:3 returns None",
+                    "verified": True,
+                },
+                {"id": "c2", "result": "pass", "evidence": "README.md:40", "verified": True},
             ],
             axes={
                 "spec": {"verdict": "fail", "rationale": "c1 failed"},

@@ -68,6 +68,7 @@ def metrics(cli, *args):
 
 KEYS = [
     "pairs",
+    "short_form_pairs",
     "confusion",
     "observed_agreement",
     "kappa",

@@ -7,7 +7,7 @@ lives there. Success prints the record_id (the stored record with --json).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
@@ -95,16 +95,28 @@ def eval_log(
     spec: str | None = typer.Option(None, "--spec", help="Spec axis: pass or fail."),
     standards: str | None = typer.Option(None, "--standards", help="Standards axis: pass|fail."),
     note: str | None = typer.Option(None, "--note", help="Free-text note (axis rationales)."),
+    criterion: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--criterion",
+            metavar="ID=pass|fail|unverified[:EVIDENCE]",
+            help="Grade of one done-criterion of the run's contract; repeat it for each. "
+            "Required for every criterion when the run registered a contract; the spec axis "
+            "is derived from the grades. 'unverified' is stored as fail with verified: false.",
+        ),
+    ] = None,
     ledger: Path | None = LEDGER_OPTION,
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Record a verdict in the kit's short form (no per-dimension detail).
 
-    EVALUATOR_MODEL defaults to $PMOS_EVALUATOR_MODEL.
+    EVALUATOR_MODEL defaults to $PMOS_EVALUATOR_MODEL. Example:
+    pmos eval log r1 i1 0.82 PASS planning/evals/agent-run-eval-rubric.md gpt-5
+    --criterion c1=pass:tests/test_api.py::test_404 --criterion c2=pass --standards pass
     """
     from pmos.gate.writers import parse_short_form, record_short_verdict
 
-    fields = parse_short_form(args, spec=spec, standards=standards, note=note)
+    fields = parse_short_form(args, spec=spec, standards=standards, note=note, criteria=criterion)
     _report(record_short_verdict(kit(), **fields, target=ledger), json_output)
 
 
