@@ -237,8 +237,51 @@ def overridden_verdict(kit: Kit, run_id: str, label: str) -> dict[str, Any] | No
     verdict = lookup.latest_verdict(kit.store, run_id, judged=True)
     if verdict is None or not is_override(verdict["verdict"], label):
         return None
-    read_log(kit)
+    path = log_path(kit)
+    try:
+        unchanged = _is_checked(path, os.stat(path))
+    except FileNotFoundError:
+        unchanged = True  # no log yet: the append creates it
+    if not unchanged:
+        read_log(kit)
     return verdict
+
+
+# ---------------------------------------------------------------- the checked mark
+
+# Recording an override must not cost more as the log grows: parsing every
+# entry on every label made the 5,000th override many times slower than the
+# first. So after each append, pmos notes the log file's identity (inode, size,
+# modification and change times) in a small mark beside it. While the log still
+# has that identity nobody has touched it since pmos validated it, and the next
+# append parses nothing; any other write (a PM editing a lesson) changes the
+# change time, which no tool can set back, and the next append validates the
+# whole log once more. The mark is a cache: deleting it costs one full parse.
+
+
+def _mark_path(path: Path) -> Path:
+    return path.with_name(f".{path.name}.checked")
+
+
+def _identity(st: os.stat_result) -> str:
+    return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}\n"
+
+
+def _is_checked(path: Path, st: os.stat_result) -> bool:
+    try:
+        return _mark_path(path).read_text(encoding="ascii") == _identity(st)
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _mark_checked(path: Path, st: os.stat_result) -> None:
+    mark = _mark_path(path)
+    temporary = mark.with_name(f"{mark.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_text(_identity(st), encoding="ascii")
+        os.replace(temporary, mark)
+    except OSError:
+        temporary.unlink(missing_ok=True)  # a missing mark costs one full parse, nothing else
 
 
 def log_override(kit: Kit, acceptance: dict[str, Any], verdict: dict[str, Any]) -> str:
@@ -271,21 +314,30 @@ def _append_override(
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        size = os.fstat(fd).st_size
-        raw = os.pread(fd, size, 0) if size else b""
+        st = os.fstat(fd)
+        raw = os.pread(fd, st.st_size, 0) if st.st_size else b""
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise BadInput(f"not UTF-8 text: {exc}") from None
-        entries = parse_log(text, _display(kit, path)) if text else []
-        for entry in entries:
-            if (
-                entry["run_id"] == acceptance["run_id"]
-                and entry.get("gate_record_id") == verdict["record_id"]
-                and entry["pm_label"] == acceptance["label"]
-            ):
-                return None
-        entry = _override_entry(acceptance, verdict, {e["case_id"] for e in entries})
+        entry = _override_entry(acceptance, verdict, set())
+        # Parse only when the log changed since pmos last validated it, or when
+        # a plain search cannot rule out a duplicate entry or case id.
+        if (
+            not _is_checked(path, st)
+            or verdict["record_id"] in text
+            or f"### {entry['case_id']}" in text
+        ):
+            entries = parse_log(text, _display(kit, path)) if text else []
+            for existing in entries:
+                if (
+                    existing["run_id"] == acceptance["run_id"]
+                    and existing.get("gate_record_id") == verdict["record_id"]
+                    and existing["pm_label"] == acceptance["label"]
+                ):
+                    _mark_checked(path, st)
+                    return None
+            entry = _override_entry(acceptance, verdict, {e["case_id"] for e in entries})
         chunk = render_entry(entry)
         if not text:
             chunk = _NEW_LOG_HEADER + chunk
@@ -295,6 +347,7 @@ def _append_override(
         while data:
             data = data[os.write(fd, data) :]
         os.fsync(fd)
+        _mark_checked(path, os.fstat(fd))
         return entry["case_id"]
     finally:
         os.close(fd)
