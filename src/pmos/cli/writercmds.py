@@ -50,10 +50,35 @@ def run_register(
     contract: Path | None = typer.Option(
         None, "--contract", help="Pre-run contract (YAML or JSON) with done_criteria."
     ),
+    repo: Annotated[
+        str | None,
+        typer.Option(
+            "--repo",
+            metavar="PATH_OR_URL",
+            help="Repository the run built in: a local path (stored relative to the kit root) "
+            "or a URL.",
+        ),
+    ] = None,
+    base: Annotated[
+        str | None,
+        typer.Option(
+            "--base", metavar="REV", help="Revision the run started from (needs --repo, --head)."
+        ),
+    ] = None,
+    head: Annotated[
+        str | None,
+        typer.Option("--head", metavar="REV", help="Revision the run ended at (needs --repo)."),
+    ] = None,
     ledger: Path | None = LEDGER_OPTION,
     json_output: bool = JSON_OPTION,
 ) -> None:
-    """Register a run and its pre-run contract."""
+    """Register a run, its pre-run contract and what it built.
+
+    Revisions of a local --repo are stored as commit ids; 'pmos evidence' reads
+    base..head from them by default. Example:
+    pmos run register --run-id r1 --initiative-id i1 --builder-model claude-sonnet-4
+    --contract contract.yaml --repo . --base main --head HEAD
+    """
     from pmos.gate.writers import load_contract, register_run
 
     data = load_contract(contract) if contract is not None else None
@@ -63,6 +88,9 @@ def run_register(
         initiative_id=initiative_id,
         builder_model=builder_model,
         contract=data,
+        repo=repo,
+        base=base,
+        head=head,
         target=ledger,
     )
     _report(written, json_output)

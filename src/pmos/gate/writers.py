@@ -44,8 +44,15 @@ def register_run(
     initiative_id: str,
     builder_model: str,
     contract: dict[str, Any] | None = None,
+    repo: str | None = None,
+    base: str | None = None,
+    head: str | None = None,
     target: str | Path | None = None,
 ) -> Written:
+    """Register a run, its pre-run contract and what it built (``repo``, ``base``,
+    ``head``: see :mod:`pmos.gate.artifact`), once per run id."""
+    from pmos.gate.artifact import run_artifact
+
     record: dict[str, Any] = {
         **record_meta("runs"),
         "run_id": run_id,
@@ -54,6 +61,7 @@ def register_run(
     }
     if contract is not None:
         record["contract"] = contract
+    record.update(run_artifact(kit.root, repo=repo, base=base, head=head))
 
     def build() -> Draft:
         problems = schema_problems("runs", record)
