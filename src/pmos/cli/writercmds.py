@@ -153,11 +153,62 @@ def accept(
     label: str = typer.Option(..., "--label", help="pass or fail."),
     by: str = typer.Option(..., "--by", help="Who is labelling (the PM)."),
     note: str | None = typer.Option(None, "--note", help="Why."),
+    sign_key: Annotated[
+        Path | None,
+        typer.Option(
+            "--sign-key",
+            metavar="PATH",
+            help="The PM's SSH private key to sign the label with (default: git's "
+            "user.signingkey when gpg.format is ssh). Required when pmos.yaml has "
+            "signing.required: true.",
+        ),
+    ] = None,
     ledger: Path | None = LEDGER_OPTION,
     json_output: bool = JSON_OPTION,
 ) -> None:
-    """Record a PM's acceptance label for a run (supersedes an earlier one)."""
+    """Record a PM's acceptance label for a run (supersedes an earlier one).
+
+    With --sign-key (or git set up for SSH signing) the label carries the PM's
+    SSH signature, checked against pmos.yaml's signing.allowed_signers. Example:
+    pmos accept r1 --label pass --by ana@example.com --sign-key ~/.ssh/id_ed25519
+    """
     from pmos.gate.writers import record_acceptance
 
-    written = record_acceptance(kit(), run_id=run_id, label=label, by=by, note=note, target=ledger)
+    written = record_acceptance(
+        kit(),
+        run_id=run_id,
+        label=label,
+        by=by,
+        note=note,
+        target=ledger,
+        signing_key=_signing_key(sign_key),
+    )
     _report(written, json_output)
+
+
+def _signing_key(sign_key: Path | None) -> Any:
+    """The private key to sign with: --sign-key, else git's SSH signing key, else None.
+    An encrypted key's passphrase is asked for on a terminal."""
+    import sys
+
+    from pmos.errors import BadInput
+    from pmos.gate import signing, sshsig
+
+    path = sign_key
+    if path is None:
+        path = signing.git_signing_key()
+        if path is None:
+            return None
+    try:
+        return sshsig.load_private_key(path)
+    except sshsig.KeyEncrypted:
+        if not sys.stdin.isatty():
+            raise
+    except BadInput as exc:
+        if sign_key is None:
+            raise BadInput(f"git's user.signingkey: {exc}") from None
+        raise
+    import getpass
+
+    passphrase = getpass.getpass(f"passphrase for {path}: ").encode("utf-8")
+    return sshsig.load_private_key(path, passphrase)

@@ -366,6 +366,7 @@ def record_acceptance(
     note: str | None = None,
     target: str | Path | None = None,
     only_if_unlabelled: bool = False,
+    signing_key: Any = None,
 ) -> Written | None:
     """Store a PM's acceptance label; it supersedes any earlier label of the run.
 
@@ -379,8 +380,13 @@ def record_acceptance(
     the run already has a label. That check runs under the acceptances lock,
     so concurrent callers (seeding) label a run once; without it the result is
     never None.
+
+    ``signing_key`` (a private key, :func:`pmos.gate.sshsig.load_private_key`)
+    signs the label (:mod:`pmos.gate.signing`). When the kit's pmos.yaml names
+    an allowed-signers file, a signature it does not allow is refused, and with
+    ``signing.required`` so is an unsigned label.
     """
-    from pmos.gate import exemplars
+    from pmos.gate import exemplars, signing
 
     already = "already-labelled"
     # The verdict this label overrides, found under the lock by build().
@@ -419,6 +425,18 @@ def record_acceptance(
             record["gate_verdict"], record["gate_record_id"] = (
                 verdict["verdict"],
                 verdict["record_id"],
+            )
+        # Signed last: the signature covers every content field as stored.
+        if signing_key is not None:
+            record["signature"] = signing.sign_label(record, signing_key)
+        problem = signing.label_signature_problem(kit.config, kit.root, record)
+        if problem is not None:
+            field = "signature" if "signature" in record else "by"
+            reject_if("acceptances", [Violation("label-signature", field, problem)])
+        if "signature" in record and signing.allowed_signers_path(kit.config, kit.root) is None:
+            notes.append(
+                "the label is signed, but pmos.yaml names no signing.allowed_signers file, "
+                "so nothing checks who signed it"
             )
         return Draft([record], notes)
 
