@@ -345,3 +345,11 @@ def test_label_signature_problem_on_forged_records(cli, kit_root, keys):
     (kit_root / ".pmos/allowed_signers").write_text(f"{PM} {public(keys['foreign'])}\n")
     os.utime(kit_root / ".pmos/allowed_signers", ns=(1, 1))
     assert "does not allow" in problem(stored)
+
+
+def test_init_says_how_to_turn_signing_on(cli, tmp_path):
+    result = cli("init", str(tmp_path / "product" / "pmos"))
+    assert result.exit_code == 0
+    assert "signed PM labels are off" in result.stdout and "--sign-key" in result.stdout
+    config = (tmp_path / "product" / "pmos" / "pmos.yaml").read_text(encoding="utf-8")
+    assert "# signing:\n#   allowed_signers: allowed_signers\n#   required: true" in config
