@@ -353,3 +353,23 @@ def test_init_says_how_to_turn_signing_on(cli, tmp_path):
     assert "signed PM labels are off" in result.stdout and "--sign-key" in result.stdout
     config = (tmp_path / "product" / "pmos" / "pmos.yaml").read_text(encoding="utf-8")
     assert "# signing:\n#   allowed_signers: allowed_signers\n#   required: true" in config
+
+
+def test_gits_key_is_not_used_in_a_kit_without_signing(cli, keys, tmp_path, monkeypatch):
+    judged(cli)
+    gitconfig = tmp_path / "gitconfig"
+    gitconfig.write_text(f"[gpg]\n\tformat = ssh\n[user]\n\tsigningkey = {keys['encrypted']}\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
+    result = accept(cli)  # the encrypted key would fail without a terminal if it were used
+    assert result.exit_code == 0, result.output
+    assert "signature" not in json.loads(result.stdout)
+
+
+def test_a_missing_allowed_signers_file_is_a_clear_error(cli, kit_root, keys):
+    configure(kit_root, keys, required=True)
+    (kit_root / ".pmos/allowed_signers").unlink()
+    judged(cli)
+    before = ledger_bytes(kit_root)
+    result = accept(cli, "--sign-key", str(keys["pm"]))
+    assert result.exit_code == 2 and "signing.allowed_signers" in result.stderr
+    assert ledger_bytes(kit_root) == before

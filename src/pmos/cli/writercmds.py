@@ -158,9 +158,9 @@ def accept(
         typer.Option(
             "--sign-key",
             metavar="PATH",
-            help="The PM's SSH private key to sign the label with (default: git's "
-            "user.signingkey when gpg.format is ssh). Required when pmos.yaml has "
-            "signing.required: true.",
+            help="The PM's SSH private key to sign the label with (default, in a kit with a "
+            "signing section in pmos.yaml: git's user.signingkey when gpg.format is ssh). "
+            "Required when pmos.yaml has signing.required: true.",
         ),
     ] = None,
     ledger: Path | None = LEDGER_OPTION,
@@ -174,21 +174,23 @@ def accept(
     """
     from pmos.gate.writers import record_acceptance
 
+    k = kit()
     written = record_acceptance(
-        kit(),
+        k,
         run_id=run_id,
         label=label,
         by=by,
         note=note,
         target=ledger,
-        signing_key=_signing_key(sign_key),
+        signing_key=_signing_key(sign_key, k),
     )
     _report(written, json_output)
 
 
-def _signing_key(sign_key: Path | None) -> Any:
-    """The private key to sign with: --sign-key, else git's SSH signing key, else None.
-    An encrypted key's passphrase is asked for on a terminal."""
+def _signing_key(sign_key: Path | None, k: Any) -> Any:
+    """The private key to sign with: --sign-key; else, in a kit whose pmos.yaml
+    has a signing section, git's SSH signing key; else None. An encrypted key's
+    passphrase is asked for on a terminal."""
     import sys
 
     from pmos.errors import BadInput
@@ -196,6 +198,8 @@ def _signing_key(sign_key: Path | None) -> Any:
 
     path = sign_key
     if path is None:
+        if signing.settings(k.config).allowed_signers is None:
+            return None  # nothing would check a signature: do not sign by default
         path = signing.git_signing_key()
         if path is None:
             return None
