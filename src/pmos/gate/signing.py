@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -85,8 +85,16 @@ def allowed_signers_path(config: Config, root: Path) -> Path | None:
     configured = settings(config).allowed_signers
     if configured is None:
         return None
+    return _resolved(str(root), configured)
+
+
+@lru_cache(maxsize=64)
+def _resolved(root: str, configured: str) -> Path:
+    """Resolved once per process: a reader checks many labels against one file."""
     try:
-        return resolve_inside(root, configured, what="signing.allowed_signers", for_writing=False)
+        return resolve_inside(
+            Path(root), configured, what="signing.allowed_signers", for_writing=False
+        )
     except BadInput as exc:
         raise ConfigError(str(exc)) from None
 

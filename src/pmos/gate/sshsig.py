@@ -19,6 +19,7 @@ import binascii
 import hashlib
 import struct
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -97,7 +98,9 @@ def key_type(key_blob: bytes) -> str:
         return "?"
 
 
+@lru_cache(maxsize=256)
 def _public_key(key_blob: bytes) -> Any:
+    """The key object of a blob; cached, since a kit's labels come from a few PMs' keys."""
     from cryptography.hazmat.primitives.serialization import load_ssh_public_key
 
     kind = key_type(key_blob)
