@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # End-to-end demo on a throw-away kit root: init, register a run, record a verdict,
-# record the PM's label, verify the ledgers, read the calibration metrics and the
-# queue, then judge and label a few more runs and write the board (needs the
-# 'board' extra: pip install 'pmos[board]'). Leaves the repository's own state/ alone.
+# record the PM's label (signed with an SSH key when ssh-keygen is there to make
+# one), verify the ledgers, read the calibration metrics and the queue, then judge
+# and label a few more runs and write the board (needs the 'board' extra:
+# pip install 'pmos[board]'). Leaves the repository's own state/ alone.
 #
 # PMOS_DEMO_SCREENSHOT=docs/board.png also takes a screenshot of the board with
 # Debian's headless chromium (how the README's picture was made).
@@ -17,7 +18,16 @@ export PMOS_ROOT="$kit"
 step pmos run register --run-id demo-run-1 --initiative-id demo-initiative \
   --builder-model claude-sonnet-4 --contract "$repo/examples/contract.yaml"
 step pmos eval record --file "$repo/examples/verdict.json"
-step pmos accept demo-run-1 --label pass --by demo-pm --note "works as asked"
+sign=()
+if command -v ssh-keygen >/dev/null 2>&1; then
+  # Signed PM labels: the demo PM's SSH key (a real PM uses the key they sign
+  # commits with), listed in the kit's allowed signers; labels must be signed.
+  step ssh-keygen -q -t ed25519 -N "" -C demo-pm -f "$kit/demo-pm-key"
+  printf 'demo-pm %s\n' "$(cut -d' ' -f1,2 "$kit/demo-pm-key.pub")" >"$kit/allowed_signers"
+  printf 'signing:\n  allowed_signers: allowed_signers\n  required: true\n' >>"$kit/pmos.yaml"
+  sign=(--sign-key "$kit/demo-pm-key")
+fi
+step pmos accept demo-run-1 --label pass --by demo-pm --note "works as asked" "${sign[@]}"
 step pmos ledger show evals
 step pmos ledger verify
 step pmos metrics
@@ -40,7 +50,8 @@ for run in "gpt-5 0.91 PASS pass" "gpt-5 0.34 FAIL fail" "gpt-5 0.78 PASS fail" 
   pmos eval log "demo-run-$n" demo-initiative "$score" "$verdict" "$rubric" "$model" \
     --spec "$axis" --standards "$axis" >/dev/null
   if [ "$label" != - ]; then
-    pmos accept "demo-run-$n" --label "$label" --by demo-pm --note "demo label" >/dev/null 2>&1
+    pmos accept "demo-run-$n" --label "$label" --by demo-pm --note "demo label" "${sign[@]}" \
+      >/dev/null 2>&1
   fi
 done
 pmos run register --run-id demo-run-waiting --initiative-id demo-initiative \

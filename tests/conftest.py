@@ -63,8 +63,18 @@ def good_verdict(**overrides: Any) -> dict[str, Any]:
             "standards": {"verdict": "pass", "rationale": "no blocking defect, score 0.9"},
         },
         "criteria": [
-            {"id": "c1", "result": "pass", "evidence": "tests/test_api.py:12 passes"},
-            {"id": "c2", "result": "pass", "evidence": "README.md:40 documents the flag"},
+            {
+                "id": "c1",
+                "result": "pass",
+                "evidence": "tests/test_api.py:12 passes",
+                "verified": True,
+            },
+            {
+                "id": "c2",
+                "result": "pass",
+                "evidence": "README.md:40 documents the flag",
+                "verified": True,
+            },
         ],
         "dimensions": {
             name: {
@@ -72,6 +82,7 @@ def good_verdict(**overrides: Any) -> dict[str, Any]:
                 "weight": weight,
                 "note": "met, checked by hand",
                 "evidence": "src/app.py:10",
+                "verified": True,
                 "axis": axis,
             }
             for name, (weight, axis) in DIMENSIONS.items()

@@ -276,8 +276,9 @@ def fill(draft: dict, results: dict[str, str]) -> dict:
         if not criterion["result"]:
             criterion["result"] = results[criterion["id"]]
             criterion["evidence"] = "README.md:12 documents the flag"
+            criterion["verified"] = True
     for dim in draft["dimensions"].values():
-        dim.update(score=0.8, note="met, checked by hand", evidence="src/app.py:10")
+        dim.update(score=0.8, note="met, checked by hand", evidence="src/app.py:10", verified=True)
     spec_fails = any(c["result"] == "fail" for c in draft["criteria"])
     draft["evaluator_model"] = "gpt-5"
     draft["score"] = 0.8
@@ -309,13 +310,18 @@ def test_draft_fills_criteria_from_the_latest_assessment(cli, tmp_path, work, mo
     c1, c2, c3 = draft["criteria"]
     assert (c1["id"], c1["result"]) == ("c1", "pass")
     assert c1["evidence"].startswith(f"pmos assessment {latest['record_id']} check 0 (test)")
-    assert (c2["result"], c3) == ("fail", {"id": "c3", "result": "", "evidence": ""})
+    assert (c1["verified"], c2["verified"]) == (True, True)  # the assessment ran both checks
+    assert (c2["result"], c3) == (
+        "fail",
+        {"id": "c3", "result": "", "evidence": "", "verified": None},
+    )
     assert f"{latest['record_id']} check 1 (file_exists): failed, missing" in c2["evidence"]
     assert draft["dimensions"]["contract_fulfilment"] == {
         "score": None,
         "weight": 0.35,
         "note": "",
         "evidence": "",
+        "verified": None,
         "axis": "spec",
     }
     assert set(draft["dimensions"]) == {

@@ -275,13 +275,15 @@ def test_overall_score_of_the_run_goes_into_the_task_context(kit, cli, run1, kit
         "task_id": "task-A",
         "run_id": "run-1",
         "categories": {
-            c: {"deterministicScore": 40, "aiScore": 40, "rationale": "weak"}
+            c: {"aiScore": 40, "rationale": "weak"}
             for c in ("agentPerformance", "taskOutcomeQuality", "processCompliance")
         },
     }
-    cli("score", "record", "--file", "-", input=json.dumps(evaluation))
+    recorded = cli("score", "record", "--file", "-", "--json", input=json.dumps(evaluation))
+    assert recorded.exit_code == 0, recorded.output
+    overall = json.loads(recorded.stdout)["overallScore"]
     suggest(cli, "run-1", "create")
-    assert lines(kit_root, "tasks")[0]["context"]["overallScore"] == 40
+    assert lines(kit_root, "tasks")[0]["context"]["overallScore"] == overall
 
 
 # ---------------------------------------------------------------- never twice

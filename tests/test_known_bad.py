@@ -74,11 +74,19 @@ def test_each_case_can_be_graded_fail_by_the_writer(cli, tmp_path):
                     "id": c["id"],
                     "result": "fail" if c["id"] in failed else "pass",
                     "evidence": "read the artifact",
+                    "verified": True,
                 }
                 for c in case.contract["done_criteria"]
             ],
             "dimensions": {
-                name: {"score": 0.3, "weight": w, "note": "n", "evidence": "e", "axis": a}
+                name: {
+                    "score": 0.3,
+                    "weight": w,
+                    "note": "n",
+                    "evidence": "e",
+                    "verified": True,
+                    "axis": a,
+                }
                 for name, (w, a) in DIMENSIONS.items()
             },
             "defects": [

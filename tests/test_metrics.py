@@ -69,6 +69,7 @@ def metrics(cli, *args):
 
 KEYS = [
     "pairs",
+    "short_form_pairs",
     "confusion",
     "observed_agreement",
     "kappa",

@@ -130,3 +130,94 @@ def test_exit_codes_as_a_real_process(pmos, kit, kit_root):
     broken = pmos("queue", cwd=kit_root)
     assert broken.returncode == 2
     assert f"{path}: " in broken.stderr and "does not match its digest" in broken.stderr
+
+
+# ------------------------------------------------- every run the kit knows of (issue 11.3)
+
+
+def test_skip_of_an_unregistered_run_is_verification_debt(cli, kit, pmos, kit_root):
+    # The reproduction: metrics counted the skip, the queue said nothing and exited 0.
+    judge(kit, "ghost", "SKIPPED")
+    code, q = queue(cli)
+    assert code == 1
+    [debt] = q["verification_debt"]
+    assert (debt["run_id"], debt["registered"], debt["status"]) == ("ghost", False, "skipped")
+    assert debt["initiative_id"] == "init-1"
+    assert pmos("queue", cwd=kit_root).returncode == 1
+    judge(kit, "ghost", "PASS")
+    code, q = queue(cli)
+    assert code == 0 and q["verification_debt"] == []
+
+
+def test_a_labelled_run_without_a_verdict_is_verification_debt(cli, kit):
+    label(kit, "only-labelled", "pass")
+    code, q = queue(cli)
+    assert code == 1
+    [debt] = q["verification_debt"]
+    assert (debt["run_id"], debt["status"], debt["registered"]) == (
+        "only-labelled",
+        "no-verdict",
+        False,
+    )
+    assert debt["initiative_id"] is None
+    assert "unregistered" in cli("queue").stdout
+
+
+def test_a_verdict_newer_than_the_label_reopens_acceptance_debt(cli, kit):
+    register(kit, "r1")
+    judge(kit, "r1", "FAIL")
+    label(kit, "r1", "fail")
+    assert queue(cli)[1]["acceptance_debt"] == []
+    newer = judge(kit, "r1", "PASS")
+    code, q = queue(cli)
+    assert code == 0
+    [owed] = q["acceptance_debt"]
+    assert (owed["verdict"], owed["record_id"], owed["label_superseded"]) == (
+        "PASS",
+        newer["record_id"],
+        True,
+    )
+    assert "label judged an older verdict" in cli("queue").stdout
+    label(kit, "r1", "pass")
+    assert queue(cli)[1]["acceptance_debt"] == []
+
+
+def test_seeded_runs_are_calibration_debt_not_verification_debt(cli, kit, pmos, kit_root):
+    assert cli("known-bad", "seed").exit_code == 0
+    register(kit, "known-bad-lookalike", "real-initiative")  # a real run: not seeded
+    code, q = queue(cli)
+    assert code == 1
+    assert [d["run_id"] for d in q["verification_debt"]] == ["known-bad-lookalike"]
+    judge(kit, "known-bad-lookalike", "PASS", initiative="real-initiative")
+    code, q = queue(cli)
+    assert code == 0 and q["verification_debt"] == []
+    seeded = [d["run_id"] for d in q["calibration_debt"]]
+    assert seeded and all(r.startswith("known-bad-") for r in seeded)
+    assert all(d["status"] == "no-verdict" for d in q["calibration_debt"])
+    human = cli("queue")
+    assert human.exit_code == 0
+    assert f"calibration debt: {len(seeded)} seeded run(s)" in human.stdout
+    strict = pmos("queue", "--include-calibration", cwd=kit_root)
+    assert strict.returncode == 1, strict.stdout
+    from pmos.gate.writers import record_short_verdict
+    from pmos.store.lookup import find_run
+
+    for run in seeded:
+        contract = find_run(kit.store, run)["contract"]
+        record_short_verdict(
+            kit,
+            run_id=run,
+            initiative_id="known-bad",
+            verdict="FAIL",
+            score=0.3,
+            rubric_path="planning/evals/agent-run-eval-rubric.md",
+            evaluator_model="gpt-5",
+            standards="fail",
+            criteria=[
+                {"id": c["id"], "result": "fail", "verified": True}
+                for c in contract["done_criteria"]
+            ],
+        )
+    code, q = queue(cli)
+    assert q["calibration_debt"] == []
+    assert cli("queue", "--include-calibration").exit_code == 0

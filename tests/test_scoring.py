@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import ledgerfiles
 from conftest import ledger_bytes, write_json
 from pmos.errors import BadInput, RecordRejected
 from pmos.tasks import scoring
@@ -220,19 +219,21 @@ def test_supplied_computed_values_are_ignored_with_a_warning():
     assert any("agentPerformance/finalScore" in w for w in scored.warnings)
 
 
-# ---------------------------------------------------------------- CLI
+# ---------------------------------------------------------------- CLI: the calculator
 
 
-def test_score_record_stores_computed_record_and_show_reads_it(cli, kit_root, tmp_path):
+def test_score_compute_prints_what_record_would_and_records_nothing(cli, kit_root, tmp_path):
+    before = ledger_bytes(kit_root)
     path = write_json(
         tmp_path / "eval.json",
         score_input(agentPerformance={"deterministicScore": 1, "aiScore": 36, "finalScore": 99}),
     )
-    result = cli("score", "record", "--file", str(path), "--json")
+    result = cli("score", "compute", "--file", str(path), "--json")
     assert result.exit_code == 0, result.output
-    stored = json.loads(result.stdout)
-    assert stored["task_id"] == "task-A" and stored["run_id"] == "run-1"
-    assert stored["categoryScores"][0] == {
+    computed = json.loads(result.stdout)
+    assert set(computed) == SHOW_KEYS
+    assert (computed["record_id"], computed["recorded_at"], computed["flags"]) == (None,) * 3
+    assert computed["categoryScores"][0] == {
         "category": "agentPerformance",
         "deterministicScore": 1,
         "aiScore": 36,
@@ -243,32 +244,144 @@ def test_score_record_stores_computed_record_and_show_reads_it(cli, kit_root, tm
         "evidence": ["workflow:check:0"],
     }
     # 0.3*12 + 0.45*77 + 0.25*77 = 57.5 -> 58
-    assert stored["overallScore"] == 58 and stored["band"] == "weak"
+    assert computed["overallScore"] == 58 and computed["band"] == "weak"
     assert "ignored the supplied categories/agentPerformance/finalScore" in result.stderr
-    assert stored["flags"] == ["unregistered-run"]
-    (record,) = ledgerfiles.stored(kit_root, "task-evals")
-    assert record["overallScore"] == 58 and record["record_id"] == stored["record_id"]
+    assert ledger_bytes(kit_root) == before
+    human = cli("score", "compute", "--file", "-", input=json.dumps(score_input()))
+    assert human.exit_code == 0 and "overall 77 (strong)" in human.stdout
+    bad = cli(
+        "score",
+        "compute",
+        "--file",
+        "-",
+        input=json.dumps(score_input(agentPerformance={"aiScore": 50.0})),
+    )
+    assert bad.exit_code == 2 and "write 50, not 50.0" in bad.stderr
+    assert ledger_bytes(kit_root) == before
 
+
+# ---------------------------------------------------------------- CLI: score record
+
+
+def record_input(**per_category):
+    """What an evaluator submits: AI scores and reasons; pmos computes the rest."""
+    data = score_input(**per_category)
+    for entry in data["categories"].values():
+        entry.pop("deterministicScore", None)
+    return data
+
+
+@pytest.fixture
+def scored_run(kit):
+    """run-1 of task-A: registered with a contract, assessed (one of three checks
+    failed), judged FAIL and labelled fail."""
+    from runrecords import assess, check, label, register, verdict_with
+
+    register(kit)
+    assess(kit, passed=False, checks=[check(0, True), check(1, True), check(2, False)])
+    verdict_with(
+        kit, defects=[{"severity": "must-fix", "where": "a.py:1", "problem": "p", "fix": "f"}]
+    )
+    label(kit, value="fail")
+    return "run-1"
+
+
+def computed(cli) -> dict[str, int]:
+    data = json.loads(cli("score", "collect", "--run-id", "run-1", "--json").stdout)
+    return {n: c["deterministicScore"] for n, c in data["categories"].items()}
+
+
+def test_score_record_refuses_invented_deterministic_scores(cli, kit_root, scored_run):
+    # The reproduction: 100/100/100 for a run whose assessment failed a check.
+    before = ledger_bytes(kit_root)
+    invented = score_input(**{n: {"deterministicScore": 100} for n in CATS})
+    result = cli("score", "record", "--file", "-", input=json.dumps(invented))
+    assert result.exit_code == 2
+    want = computed(cli)
+    assert want["taskOutcomeQuality"] == 67  # 2 of 3 checks
+    assert want["processCompliance"] == 100  # every workflow step is recorded
+    for name in ("agentPerformance", "taskOutcomeQuality"):
+        assert (
+            f"categories/{name}/deterministicScore: submitted 100, but pmos computes "
+            f"{want[name]} from the kit's records of run 'run-1'"
+        ) in result.stderr
+    assert "processCompliance" not in result.stderr
+    assert ledger_bytes(kit_root) == before
+
+
+def test_score_record_computes_the_deterministic_scores(cli, scored_run):
+    want = computed(cli)
+    result = cli("score", "record", "--file", "-", "--json", input=json.dumps(record_input()))
+    assert result.exit_code == 0, result.output
+    stored = json.loads(result.stdout)
+    assert {c["category"]: c["deterministicScore"] for c in stored["categoryScores"]} == want
+    assert stored["flags"] is None  # every input was there
+    same = score_input(**{n: {"deterministicScore": v} for n, v in want.items()})
+    assert cli("score", "record", "--file", "-", input=json.dumps(same)).exit_code == 0
     shown = cli("score", "show", "task-A", "--json")
     assert shown.exit_code == 0
-    assert json.loads(shown.stdout)["record_id"] == stored["record_id"]
     human = cli("score", "show", "task-A")
-    assert "overall 58 (weak)" in human.stdout and "agentPerformance" in human.stdout
+    assert "agentPerformance" in human.stdout
     assert cli("ledger", "verify").exit_code == 0
 
 
-def test_score_record_from_stdin_and_latest_wins(cli):
-    first = score_input()
-    second = score_input(taskOutcomeQuality={"deterministicScore": 10, "aiScore": 10})
+def test_score_record_takes_score_collect_output(cli, scored_run):
+    data = json.loads(cli("score", "collect", "--run-id", "run-1", "--json").stdout)
+    for entry in data["categories"].values():  # filled in beside the computed scores
+        entry.update(aiScore=60, rationale="read the checks", evidence=["workflow:check:0"])
+    result = cli("score", "record", "--file", "-", "--json", input=json.dumps(data))
+    assert result.exit_code == 0, result.output
+    stored = json.loads(result.stdout)
+    assert [c["aiScore"] for c in stored["categoryScores"]] == [60, 60, 60]
+    template = json.loads(cli("score", "collect", "--run-id", "run-1", "--template").stdout)
+    assert set(template) == {"task_id", "run_id", "categories"}
+    refused = cli("score", "record", "--file", "-", input=json.dumps(template))
+    assert refused.exit_code == 2 and "aiScore: null" in refused.stderr
+    for entry in template["categories"].values():
+        entry.update(aiScore=70, rationale="read the checks", evidence=[])
+    assert cli("score", "record", "--file", "-", input=json.dumps(template)).exit_code == 0
+    edited = json.loads(cli("score", "collect", "--run-id", "run-1", "--json").stdout)
+    edited["template"]["categories"]["taskOutcomeQuality"]["deterministicScore"] = 100
+    for entry in edited["template"]["categories"].values():
+        entry.update(aiScore=70, rationale="r", evidence=[])
+    result = cli("score", "record", "--file", "-", input=json.dumps(edited))
+    assert result.exit_code == 2 and "[deterministic-computed]" in result.stderr
+
+
+def test_score_record_needs_a_known_run(cli, kit_root):
+    before = ledger_bytes(kit_root)
+    bare = record_input()
+    del bare["run_id"]
+    result = cli("score", "record", "--file", "-", input=json.dumps(bare))
+    assert result.exit_code == 2 and "pmos score compute" in result.stderr
+    result = cli("score", "record", "--file", "-", input=json.dumps(record_input()))
+    assert result.exit_code == 2  # run-1 is unknown to the kit
+    assert ledger_bytes(kit_root) == before
+
+
+def test_incomplete_inputs_are_flagged(cli, kit):
+    from runrecords import register
+
+    register(kit)  # no assessment, verdict or label yet
+    result = cli("score", "record", "--file", "-", "--json", input=json.dumps(record_input()))
+    assert result.exit_code == 0, result.output
+    stored = json.loads(result.stdout)
+    assert stored["flags"] == ["incomplete-inputs"]
+    assert "no assessment of the run" in result.stderr
+
+
+def test_score_record_from_stdin_and_latest_wins(cli, scored_run):
+    first = record_input()
+    second = record_input(taskOutcomeQuality={"aiScore": 10})
     assert cli("score", "record", "--file", "-", input=json.dumps(first)).exit_code == 0
     assert cli("score", "record", "--file", "-", input=json.dumps(second)).exit_code == 0
     shown = json.loads(cli("score", "show", "task-A", "--json").stdout)
-    assert shown["categoryScores"][1]["finalScore"] == 10
+    assert shown["categoryScores"][1]["aiScore"] == 10
 
 
-def test_rejected_score_writes_nothing(cli, kit_root, tmp_path):
+def test_rejected_score_writes_nothing(cli, kit_root, tmp_path, scored_run):
     before = ledger_bytes(kit_root)
-    path = write_json(tmp_path / "e.json", score_input(agentPerformance={"aiScore": 50.0}))
+    path = write_json(tmp_path / "e.json", record_input(agentPerformance={"aiScore": 50.0}))
     result = cli("score", "record", "--file", str(path))
     assert result.exit_code == 2
     assert "categories/agentPerformance/aiScore" in result.stderr
@@ -284,20 +397,12 @@ def test_bad_json_and_unknown_task(cli, kit_root, tmp_path):
     assert result.exit_code == 2 and "no evaluation recorded for task 'nope'" in result.stderr
 
 
-def test_bad_task_id_is_refused_by_the_schema(cli, tmp_path):
-    data = score_input()
+def test_bad_task_id_is_refused_by_the_schema(cli, tmp_path, scored_run):
+    data = record_input()
     data["task_id"] = "  "
     path = write_json(tmp_path / "e.json", data)
     result = cli("score", "record", "--file", str(path))
     assert result.exit_code == 2 and "task_id" in result.stderr
-
-
-def test_registered_run_is_not_flagged(cli, kit):
-    from runrecords import register
-
-    register(kit)
-    result = cli("score", "record", "--file", "-", "--json", input=json.dumps(score_input()))
-    assert json.loads(result.stdout)["flags"] is None  # the key is always there
 
 
 SHOW_KEYS = {
@@ -313,35 +418,21 @@ SHOW_KEYS = {
 }
 
 
-def test_score_show_json_has_a_fixed_key_set(cli, kit):
-    from runrecords import register
-
-    # a bare record: no run, no flags, no warnings -> those keys are null
-    bare = score_input()
-    del bare["run_id"]
-    assert cli("score", "record", "--file", "-", input=json.dumps(bare)).exit_code == 0
+def test_score_show_json_has_a_fixed_key_set(cli, scored_run):
+    assert cli("score", "record", "--file", "-", input=json.dumps(record_input())).exit_code == 0
     shown = json.loads(cli("score", "show", "task-A", "--json").stdout)
     assert set(shown) == SHOW_KEYS
-    assert (shown["run_id"], shown["flags"], shown["warnings"]) == (None, None, None)
-    assert shown["overallScore"] == 77 and len(shown["categoryScores"]) == 3
-    # an unregistered run with ignored values: every key set, still the same keys
-    full = score_input(agentPerformance={"finalScore": 99})
+    assert (shown["run_id"], shown["flags"], shown["warnings"]) == ("run-1", None, None)
+    full = record_input(agentPerformance={"finalScore": 99})
     assert cli("score", "record", "--file", "-", input=json.dumps(full)).exit_code == 0
     shown = json.loads(cli("score", "show", "task-A", "--json").stdout)
     assert set(shown) == SHOW_KEYS
-    assert shown["run_id"] == "run-1" and shown["flags"] == ["unregistered-run"]
     assert shown["warnings"] and "finalScore" in shown["warnings"][0]
-    # a registered run is not flagged: flags null, not absent
-    register(kit)
-    assert cli("score", "record", "--file", "-", input=json.dumps(score_input())).exit_code == 0
-    shown = json.loads(cli("score", "show", "task-A", "--json").stdout)
-    assert set(shown) == SHOW_KEYS and shown["flags"] is None
 
 
-def test_score_record_json_prints_what_show_prints(cli):
-    for entered in (score_input(), {k: v for k, v in score_input().items() if k != "run_id"}):
-        recorded = cli("score", "record", "--file", "-", "--json", input=json.dumps(entered))
-        assert recorded.exit_code == 0, recorded.output
-        shown = cli("score", "show", "task-A", "--json")
-        assert json.loads(recorded.stdout) == json.loads(shown.stdout)
-        assert set(json.loads(recorded.stdout)) == SHOW_KEYS
+def test_score_record_json_prints_what_show_prints(cli, scored_run):
+    recorded = cli("score", "record", "--file", "-", "--json", input=json.dumps(record_input()))
+    assert recorded.exit_code == 0, recorded.output
+    shown = cli("score", "show", "task-A", "--json")
+    assert json.loads(recorded.stdout) == json.loads(shown.stdout)
+    assert set(json.loads(recorded.stdout)) == SHOW_KEYS

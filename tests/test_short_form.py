@@ -153,3 +153,268 @@ def test_library_refuses_axes_on_a_skipped_short_verdict(kit):
             kit, run_id="r", initiative_id="i", verdict="SKIPPED", skipped_reason="why", spec="pass"
         )
     assert ledger_bytes(kit.root) == before
+
+
+# ------------------------------------------------------------ the contract (issue 11.1)
+
+CONTRACT4 = "done_criteria:\n" + "".join(
+    f"  - {{id: c{i}, text: criterion {i}, test_method: read it}}\n" for i in range(1, 5)
+)
+
+
+def register_with_contract(cli, tmp_path, run_id: str = "r1") -> None:
+    contract = tmp_path / "contract.yaml"
+    contract.write_text(CONTRACT4, encoding="utf-8")
+    result = cli(
+        "run",
+        "register",
+        "--run-id",
+        run_id,
+        "--initiative-id",
+        "i1",
+        "--builder-model",
+        "claude-sonnet-4",
+        "--contract",
+        str(contract),
+    )
+    assert result.exit_code == 0, result.output
+
+
+def grades(*results: str) -> list[str]:
+    out: list[str] = []
+    for i, result in enumerate(results, 1):
+        out += ["--criterion", f"c{i}={result}"]
+    return out
+
+
+def test_short_form_without_criteria_is_refused_on_a_run_with_a_contract(cli, tmp_path, kit_root):
+    # The reproduction: both axes declared, no criterion graded, was accepted and
+    # cleared the run's verification debt.
+    register_with_contract(cli, tmp_path)
+    before = ledger_bytes(kit_root)
+    result = log(
+        cli, "r1", "i1", "0.95", "PASS", RUBRIC, "m", "--spec", "pass", "--standards", "pass"
+    )
+    assert result.exit_code == 2
+    for cid in ("c1", "c2", "c3", "c4"):
+        assert f"contract criterion {cid!r} is not graded (--criterion {cid}=" in result.stderr
+    assert ledger_bytes(kit_root) == before
+    queue = json.loads(cli("queue", "--json").stdout)
+    assert [d["run_id"] for d in queue["verification_debt"]] == ["r1"]
+    partial = log(
+        cli,
+        "r1",
+        "i1",
+        "0.95",
+        "PASS",
+        RUBRIC,
+        "m",
+        *grades("pass", "pass", "pass"),
+        "--standards",
+        "pass",
+    )
+    assert partial.exit_code == 2 and "'c4' is not graded" in partial.stderr
+    extra = log(
+        cli,
+        "r1",
+        "i1",
+        "0.95",
+        "PASS",
+        RUBRIC,
+        "m",
+        *grades("pass", "pass", "pass", "pass", "pass"),
+        "--standards",
+        "pass",
+    )
+    assert extra.exit_code == 2 and "'c5' is not a criterion of the contract" in extra.stderr
+    assert ledger_bytes(kit_root) == before
+
+
+def test_short_form_grades_the_contract_and_derives_the_spec_axis(cli, tmp_path):
+    register_with_contract(cli, tmp_path)
+    result = log(
+        cli,
+        "r1",
+        "i1",
+        "0.95",
+        "PASS",
+        RUBRIC,
+        "m",
+        "--criterion",
+        "c1=pass:tests/test_a.py::test_x passed",
+        "--criterion",
+        "c2=PASS",
+        "--criterion",
+        "c3=pass",
+        "--criterion",
+        "c4=pass",
+        "--standards",
+        "pass",
+    )
+    assert result.exit_code == 0, result.stderr
+    stored = json.loads(result.stdout)
+    assert stored["schema_version"] == 2
+    assert stored["axes"]["spec"] == {"verdict": "pass"}
+    assert stored["criteria"][0] == {
+        "id": "c1",
+        "result": "pass",
+        "verified": True,
+        "evidence": "tests/test_a.py::test_x passed",
+    }
+    assert stored["criteria"][1] == {"id": "c2", "result": "pass", "verified": True}
+    queue = json.loads(cli("queue", "--json").stdout)
+    assert queue["verification_debt"] == []
+
+
+def test_short_form_failed_criterion_gives_a_failed_spec_axis(cli, tmp_path, kit_root):
+    register_with_contract(cli, tmp_path)
+    before = ledger_bytes(kit_root)
+    passed = log(
+        cli,
+        "r1",
+        "i1",
+        "0.95",
+        "PASS",
+        RUBRIC,
+        "m",
+        *grades("pass", "fail", "pass", "pass"),
+        "--standards",
+        "pass",
+    )
+    assert passed.exit_code == 2 and "[combine-rule]" in passed.stderr
+    declared = log(
+        cli,
+        "r1",
+        "i1",
+        "0.95",
+        "FAIL",
+        RUBRIC,
+        "m",
+        *grades("pass", "fail", "pass", "pass"),
+        "--spec",
+        "pass",
+        "--standards",
+        "pass",
+    )
+    assert declared.exit_code == 2
+    assert "[spec-axis]" in declared.stderr and "derived fail" in declared.stderr
+    assert ledger_bytes(kit_root) == before
+    ok = log(
+        cli,
+        "r1",
+        "i1",
+        "0.95",
+        "FAIL",
+        RUBRIC,
+        "m",
+        *grades("pass", "unverified", "pass", "pass"),
+        "--standards",
+        "pass",
+    )
+    assert ok.exit_code == 0, ok.stderr
+    stored = json.loads(ok.stdout)
+    assert stored["axes"]["spec"]["verdict"] == "fail"
+    assert stored["criteria"][1] == {"id": "c2", "result": "fail", "verified": False}
+
+
+@pytest.mark.parametrize(
+    ("criterion", "message"),
+    [
+        ("c1", "expected ID=pass|fail|unverified"),
+        ("c1=maybe", "expected ID=pass|fail|unverified"),
+        ("=pass", "expected ID=pass|fail|unverified"),
+        ("c1=pass:could not run it", "[verified-admission]"),
+    ],
+)
+def test_short_form_bad_criterion(cli, tmp_path, kit_root, criterion, message):
+    register_with_contract(cli, tmp_path)
+    before = ledger_bytes(kit_root)
+    result = log(
+        cli,
+        "r1",
+        "i1",
+        "0.9",
+        "PASS",
+        RUBRIC,
+        "m",
+        "--criterion",
+        criterion,
+        *grades("pass", "pass", "pass", "pass")[2:],
+        "--standards",
+        "pass",
+    )
+    assert result.exit_code == 2
+    assert message in result.stderr
+    assert ledger_bytes(kit_root) == before
+
+
+def test_short_form_on_a_run_without_a_contract_still_takes_both_axes(cli):
+    result = log(cli, "r1", "i1", "0.9", "PASS", RUBRIC, "m", "--standards", "pass")
+    assert result.exit_code == 2 and "--spec or --criterion" in result.stderr
+    assert (
+        log(
+            cli, "r1", "i1", "0.9", "PASS", RUBRIC, "m", "--spec", "pass", "--standards", "pass"
+        ).exit_code
+        == 0
+    )
+
+
+def test_pmos_log_sh_forwards_criteria(kit_root, tmp_path, cli):
+    register_with_contract(cli, tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "PMOS_ROOT"}
+    env.update(PYTHON=sys.executable, PMOS_BIN="")
+    script = kit_root / "scripts" / "pmos-log.sh"
+    args = [
+        "eval",
+        "r1",
+        "i1",
+        "0.9",
+        "PASS",
+        RUBRIC,
+        "gpt-5",
+        "--spec",
+        "pass",
+        "--standards",
+        "pass",
+    ]
+    refused = subprocess.run(
+        ["bash", str(script), *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 2 and "'c1' is not graded" in refused.stderr
+    done = subprocess.run(
+        ["bash", str(script), *args, *grades("pass", "pass", "pass", "pass")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_metrics_counts_pairs_from_short_form_verdicts(cli, tmp_path):
+    assert (
+        log(
+            cli, "r1", "i1", "0.9", "PASS", RUBRIC, "m", "--spec", "pass", "--standards", "pass"
+        ).exit_code
+        == 0
+    )
+    assert (
+        log(
+            cli, "r2", "i1", "0.9", "PASS", RUBRIC, "m", "--spec", "pass", "--standards", "pass"
+        ).exit_code
+        == 0
+    )
+    from conftest import good_verdict, write_json
+
+    path = write_json(tmp_path / "v.json", good_verdict(run_id="r3"))
+    assert cli("eval", "record", "--file", str(path)).exit_code == 0
+    for run in ("r1", "r3"):
+        assert cli("accept", run, "--label", "pass", "--by", "pm").exit_code == 0
+    report = json.loads(cli("metrics", "--json").stdout)
+    assert (report["pairs"], report["short_form_pairs"]) == (2, 1)

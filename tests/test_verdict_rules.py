@@ -80,13 +80,79 @@ def test_score_out_of_range_is_a_schema_violation(kit):
 
 def test_unverified_dimension_scores_at_most_half(kit):
     ok = good_verdict()
-    ok["dimensions"]["verification"].update(score=0.5, evidence="unverified")
+    ok["dimensions"]["verification"].update(score=0.5, verified=False, evidence="no CI access")
     ok["score"] = round(0.9 - 0.15 * 0.4, 6)
-    accept(kit, ok)
+    stored = accept(kit, ok)
+    assert stored["schema_version"] == 2
+    assert stored["dimensions"]["verification"]["verified"] is False
     bad = good_verdict()
-    bad["dimensions"]["verification"].update(score=0.6, evidence="unverified")
+    # The cap holds whatever the wording: the evidence says nothing of verification.
+    bad["dimensions"]["verification"].update(score=0.6, verified=False, evidence="src/a.py:3")
     bad["score"] = round(0.9 - 0.15 * 0.3, 6)
     reject(kit, bad, "unverified-cap", "dimensions/verification/score")
+
+
+ADMISSIONS = [
+    "Unverified: could not run the benchmark",
+    "not verified",
+    "NOT VERIFIED against the spec",
+    "could not run the test suite",
+    "Couldn't run it locally",
+    "the migration was not tested",
+    "unable to reproduce the failure",
+]
+
+
+@pytest.mark.parametrize("evidence", ADMISSIONS)
+def test_evidence_admitting_no_verification_needs_verified_false(kit, evidence):
+    # The reproduction: evidence admitting no check, scored 1.0, was accepted.
+    bad = good_verdict()
+    bad["dimensions"]["verification"].update(score=1.0, evidence=evidence)
+    bad["score"] = round(0.9 + 0.15 * 0.1, 6)
+    error = reject(kit, bad, "verified-admission", "dimensions/verification/verified")
+    assert "set verified: false" in str(error)
+    missing = good_verdict()
+    del missing["dimensions"]["verification"]["verified"]
+    missing["dimensions"]["verification"]["evidence"] = evidence
+    error = reject(kit, missing, "verified-admission", "dimensions/verification/verified")
+    assert "is missing" in str(error)
+    ok = good_verdict()
+    ok["dimensions"]["verification"].update(score=0.5, verified=False, evidence=evidence)
+    ok["score"] = round(0.9 - 0.15 * 0.4, 6)
+    accept(kit, ok)
+
+
+@pytest.mark.parametrize(
+    "evidence",
+    ["tests/test_api.py:12 verified by running it", "run_tests.sh passed", "unverifiable-ish.py:3"],
+)
+def test_evidence_that_admits_nothing_is_accepted(kit, evidence):
+    ok = good_verdict()
+    ok["dimensions"]["verification"]["evidence"] = evidence
+    accept(kit, ok)
+
+
+def test_verified_is_required_of_every_dimension_and_criterion(kit):
+    no_dim = good_verdict()
+    del no_dim["dimensions"]["maintainability"]["verified"]
+    reject(kit, no_dim, "schema:required", "dimensions/maintainability/verified")
+    no_crit = good_verdict()
+    del no_crit["criteria"][0]["verified"]
+    reject(kit, no_crit, "schema:required", "criteria/0/verified")
+    reject(kit, good_verdict(schema_version=1), "writer-owned-field", "schema_version")
+
+
+def test_an_unverified_criterion_is_graded_fail(kit):
+    bad = good_verdict()
+    bad["criteria"][1].update(verified=False, evidence="could not run the docs build")
+    reject(kit, bad, "criterion-unverified", "criteria/1/result")
+    criterion_admits = good_verdict()
+    criterion_admits["criteria"][0]["evidence"] = "not verified"
+    reject(kit, criterion_admits, "verified-admission", "criteria/0/verified")
+    ok = good_verdict(verdict="FAIL")
+    ok["criteria"][1].update(result="fail", verified=False, evidence="could not run the build")
+    ok["axes"]["spec"]["verdict"] = "fail"
+    accept(kit, ok)
 
 
 # ------------------------------------------------------------ combine rule
@@ -97,7 +163,10 @@ def defect(severity: str) -> dict[str, str]:
 
 
 def criteria(*results: str) -> list[dict[str, str]]:
-    return [{"id": f"c{i}", "result": r, "evidence": "e"} for i, r in enumerate(results, 1)]
+    return [
+        {"id": f"c{i}", "result": r, "evidence": "e", "verified": True}
+        for i, r in enumerate(results, 1)
+    ]
 
 
 COMBINE_CASES = [
@@ -297,7 +366,9 @@ def test_criteria_must_be_the_contracts(kit):
 
 
 def test_duplicate_criteria_are_rejected(kit):
-    v = good_verdict(criteria=[{"id": "c1", "result": "pass", "evidence": "e"}] * 2)
+    v = good_verdict(
+        criteria=[{"id": "c1", "result": "pass", "evidence": "e", "verified": True}] * 2
+    )
     reject(kit, v, "criteria-unique")
 
 
@@ -372,7 +443,7 @@ def test_unknown_fields_are_rejected(kit):
 
 def test_every_violation_is_reported_at_once(kit, cli, tmp_path):
     v = good_verdict(score=0.95, verdict="FAIL")
-    v["dimensions"]["verification"].update(score=0.9, evidence="unverified")
+    v["dimensions"]["verification"].update(score=0.9, verified=False, evidence="no access")
     path = write_json(tmp_path / "v.json", v)
     result = cli("eval", "record", "--file", str(path))
     assert result.exit_code == 2
@@ -396,7 +467,7 @@ def test_stdin_input_and_json_output(kit, cli):
     result = cli("eval", "record", "--file", "-", "--json", input=json.dumps(good_verdict()))
     assert result.exit_code == 0, result.stderr
     stored = json.loads(result.stdout)
-    assert stored["schema_version"] == 1 and stored["recorded_at"].endswith("Z")
+    assert stored["schema_version"] == 2 and stored["recorded_at"].endswith("Z")
     assert stored["pass_fraction"] == "unknown"
     assert ledgerfiles.stored(kit.root, "evals") == [stored]  # what was printed is what is stored
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections import Counter, deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -88,6 +88,8 @@ class Verdicts:
     skips: dict[str, tuple[str | None, str | None, str | None]]
     pass_fraction: PassFraction
     pass_fraction_by_model: dict[str, PassFraction]
+    #: Runs whose latest non-SKIPPED verdict is of the short form.
+    short: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -101,7 +103,7 @@ class Labels:
 
 #: The fields each reader decodes (see :mod:`pmos.rows`); a filtered report also
 #: needs where and when, which an unfiltered one does not pay for.
-VERDICT_FIELDS = ("run_id", "verdict", "evaluator_model")
+VERDICT_FIELDS = ("run_id", "verdict", "evaluator_model", "form")
 LABEL_FIELDS = ("run_id", "label")
 FILTER_FIELDS = ("initiative_id", "recorded_at")
 
@@ -121,6 +123,7 @@ def read_verdicts(store: Store, scope: Scope, window: int) -> Verdicts:
     skips: dict[str, tuple[str | None, str | None, str | None]] = {}
     recent: deque[str] = deque(maxlen=window)
     recent_by_model: list[deque[str]] = []
+    short: set[str] = set()
     pass_side = PASS_SIDE
     wanted = _record_filter(scope)
     fields = VERDICT_FIELDS if wanted is None else VERDICT_FIELDS + FILTER_FIELDS
@@ -147,6 +150,10 @@ def read_verdicts(store: Store, scope: Scope, window: int) -> Verdicts:
             models.append(model)
             recent_by_model.append(deque(maxlen=window))
         latest[run] = code * 2 + (verdict in pass_side)
+        if row.form == "short":
+            short.add(run)
+        else:
+            short.discard(run)
         if wanted is not None:
             initiative, at = row.initiative_id, row.recorded_at
             details[run] = (initiative, at)  # type: ignore[index]
@@ -165,6 +172,7 @@ def read_verdicts(store: Store, scope: Scope, window: int) -> Verdicts:
             for code, buffer in enumerate(recent_by_model)
             if buffer
         },
+        short,
     )
 
 
@@ -290,6 +298,7 @@ def compute_metrics(
     report["kappa_threshold"] = settings.kappa_threshold
     report["pass_fraction_window"] = window
     report["labels_without_verdict"] = paired.labels_without_verdict
+    report["short_form_pairs"] = paired.short_form_pairs
     report["by_model"] = {
         name: _group_report(
             tally,
@@ -300,6 +309,7 @@ def compute_metrics(
     }
     order = [
         "pairs",
+        "short_form_pairs",
         "confusion",
         "observed_agreement",
         "kappa",
@@ -337,6 +347,8 @@ class Paired:
     labels_without_verdict: int
     pass_fraction: PassFraction
     pass_fraction_by_model: dict[str, PassFraction]
+    #: Pairs whose verdict is of the short form (no dimensions, criteria optional).
+    short_form_pairs: int = 0
 
 
 def _pair(judged: Verdicts, labelled: Labels, scope: Scope) -> Paired:
@@ -391,12 +403,14 @@ def _pair(judged: Verdicts, labelled: Labels, scope: Scope) -> Paired:
             labels_without_verdict -= not wanted(label_model, initiative_of, at)
     for name in judged.pass_fraction_by_model:
         tally_of(name)
+    short_form_pairs = sum(1 for run in judged.short if run in in_scope and run in labels)
     return Paired(
         total,
         per_model,
         labels_without_verdict,
         judged.pass_fraction,
         judged.pass_fraction_by_model,
+        short_form_pairs,
     )
 
 

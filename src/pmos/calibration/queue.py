@@ -1,10 +1,18 @@
 """The verification queue: what the review gate and the PM still owe.
 
-*Verification debt* is every registered run whose latest verdict is missing
-or SKIPPED: a skip is declared honestly, but judging still did not happen, so
-the debt stays until a real verdict lands. *Acceptance debt* is every run the
-gate has judged (a non-SKIPPED verdict) that the PM has not labelled yet;
-those are the runs calibration cannot use.
+The queue covers every run the kit knows of: registered, judged, or labelled.
+*Verification debt* is every such run whose latest verdict is missing or
+SKIPPED, registered or not: a skip is declared honestly, but judging still did
+not happen, so the debt stays until a real verdict lands. *Acceptance debt* is
+every run the gate has judged (a non-SKIPPED verdict) that the PM has not
+labelled, or whose latest label judged an earlier verdict than the run's latest
+judged one (the PM has not seen the newer verdict); those are the runs
+calibration cannot use.
+
+*Calibration debt* is the seeded known-bad runs (``pmos known-bad seed``) that
+await a verdict. They are listed apart from verification debt: they exist to
+measure the gate, not to ship, so a CI gate on ``pmos queue`` stays meaningful
+after seeding; ``--include-calibration`` makes them count.
 
 Verification debt is what a CI job can require to be empty; the CLI exits 1
 while any exists. Ledgers are streamed once each; one small tuple per run is kept.
@@ -16,6 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from pmos.gate.known_bad import is_seeded
 from pmos.kit import Kit
 from pmos.store.read import records
 from pmos.store.rows import row_type
@@ -28,13 +37,20 @@ class Queue:
     now: datetime
     verification_debt: list[dict[str, Any]]
     acceptance_debt: list[dict[str, Any]]
+    calibration_debt: list[dict[str, Any]]
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "now": _stamp(self.now),
             "verification_debt": self.verification_debt,
             "acceptance_debt": self.acceptance_debt,
+            "calibration_debt": self.calibration_debt,
         }
+
+    def check_fails(self, *, include_calibration: bool = False) -> bool:
+        """Whether a CI gate on the queue fails: verification debt, and with
+        ``include_calibration`` seeded runs awaiting a verdict too."""
+        return bool(self.verification_debt or (include_calibration and self.calibration_debt))
 
 
 def _stamp(moment: datetime) -> str:
@@ -56,65 +72,84 @@ def human_age(seconds: int) -> str:
     return f"{secs}s"
 
 
-def compute_queue(kit: Kit, now: datetime | None = None) -> Queue:
-    """Both debts, oldest first. Age runs from the run's registration; a judged
-    run that was never registered is aged from its first verdict instead."""
-    now = now or datetime.now(UTC)
-    registered: dict[str, tuple[str, str]] = {}
-    runs = row_type("runs", ("run_id", "initiative_id", "recorded_at"))
-    for run_row in records(kit.store, "runs", row=runs):
-        registered.setdefault(run_row.run_id, (run_row.initiative_id, run_row.recorded_at))
-    # run -> [latest verdict, its skipped_reason, latest non-SKIPPED verdict or None,
-    #         initiative_id, first verdict's recorded_at]
-    verdicts: dict[str, list[Any]] = {}
-    fields = ("run_id", "verdict", "skipped_reason", "initiative_id", "recorded_at")
-    for row in records(kit.store, "evals", row=row_type("evals", fields)):
-        verdict = row.verdict
-        state = verdicts.get(row.run_id)
-        if state is None:
-            state = verdicts[row.run_id] = [None, None, None, row.initiative_id, row.recorded_at]
-        state[0] = verdict
-        state[1] = row.skipped_reason
-        if verdict != SKIPPED:
-            state[2] = verdict
-    labels = row_type("acceptances", ("run_id",))
-    labelled = {label.run_id for label in records(kit.store, "acceptances", row=labels)}
+@dataclass
+class _Run:
+    """What the queue keeps of one run, from whichever ledger named it first."""
 
-    def entry(run: str, initiative: str, since: str, registered_run: bool) -> dict[str, Any]:
+    initiative_id: str | None
+    first_seen: str
+    registered_at: str | None = None
+    latest_verdict: str | None = None
+    skipped_reason: str | None = None
+    judged_verdict: str | None = None
+    judged_record_id: str | None = None
+    labelled: bool = False
+    #: The gate_record_id of the run's latest label (None: it named no verdict).
+    label_judged: str | None = None
+
+
+def compute_queue(kit: Kit, now: datetime | None = None) -> Queue:
+    """All three debts, oldest first. Age runs from the run's registration; a
+    run that was never registered is aged from the first record that names it."""
+    now = now or datetime.now(UTC)
+    runs: dict[str, _Run] = {}
+    fields = ("run_id", "initiative_id", "recorded_at")
+    for run_row in records(kit.store, "runs", row=row_type("runs", fields)):
+        if run_row.run_id not in runs:
+            runs[run_row.run_id] = _Run(
+                run_row.initiative_id, run_row.recorded_at, registered_at=run_row.recorded_at
+            )
+    fields = ("run_id", "verdict", "skipped_reason", "initiative_id", "recorded_at", "record_id")
+    for row in records(kit.store, "evals", row=row_type("evals", fields)):
+        state = runs.get(row.run_id)
+        if state is None:
+            state = runs[row.run_id] = _Run(row.initiative_id, row.recorded_at)
+        state.latest_verdict = row.verdict
+        state.skipped_reason = row.skipped_reason
+        if row.verdict != SKIPPED:
+            state.judged_verdict = row.verdict
+            state.judged_record_id = row.record_id
+    fields = ("run_id", "initiative_id", "recorded_at", "gate_record_id")
+    for label in records(kit.store, "acceptances", row=row_type("acceptances", fields)):
+        state = runs.get(label.run_id)
+        if state is None:
+            state = runs[label.run_id] = _Run(label.initiative_id, label.recorded_at)
+        state.labelled = True
+        state.label_judged = label.gate_record_id
+
+    def entry(run: str, state: _Run) -> dict[str, Any]:
+        since = state.registered_at or state.first_seen
         age = int((now - parse_instant(since)).total_seconds())
         return {
             "run_id": run,
-            "initiative_id": initiative,
-            "registered": registered_run,
+            "initiative_id": state.initiative_id,
+            "registered": state.registered_at is not None,
             "age_from": since,
             "age_seconds": age,
             "age": human_age(age),
         }
 
     verification: list[dict[str, Any]] = []
-    for run, (initiative, registered_at) in registered.items():
-        state = verdicts.get(run)
-        if state is None:
-            item = entry(run, initiative, registered_at, True)
-            item.update(status="no-verdict", skipped_reason=None)
-        elif state[0] == SKIPPED:
-            item = entry(run, initiative, registered_at, True)
-            item.update(status="skipped", skipped_reason=state[1])
-        else:
-            continue
-        verification.append(item)
+    calibration: list[dict[str, Any]] = []
     acceptance: list[dict[str, Any]] = []
-    for run, state in verdicts.items():
-        if state[2] is None or run in labelled:
+    for run, state in runs.items():
+        if state.latest_verdict is None or state.latest_verdict == SKIPPED:
+            item = entry(run, state)
+            status = "no-verdict" if state.latest_verdict is None else "skipped"
+            item.update(status=status, skipped_reason=state.skipped_reason)
+            seeded = state.registered_at is not None and is_seeded(run, state.initiative_id)
+            (calibration if seeded else verification).append(item)
+        if state.judged_verdict is None:
             continue
-        known = registered.get(run)
-        if known is not None:
-            item = entry(run, known[0], known[1], True)
-        else:
-            item = entry(run, state[3], state[4], False)
-        item["verdict"] = state[2]
+        superseded = state.labelled and state.label_judged not in (None, state.judged_record_id)
+        if state.labelled and not superseded:
+            continue
+        item = entry(run, state)
+        item["verdict"] = state.judged_verdict
+        item["record_id"] = state.judged_record_id
+        item["label_superseded"] = superseded
         acceptance.append(item)
     order = lambda item: (parse_instant(item["age_from"]), item["run_id"])  # noqa: E731
-    verification.sort(key=order)
-    acceptance.sort(key=order)
-    return Queue(now, verification, acceptance)
+    for debt in (verification, acceptance, calibration):
+        debt.sort(key=order)
+    return Queue(now, verification, acceptance, calibration)

@@ -17,13 +17,16 @@ def register(app: typer.Typer) -> None:
 def evidence(
     run_id: str = typer.Option(..., "--run-id", help="The run to collect evidence for."),
     repo: Path | None = typer.Option(
-        None, "--repo", help="Git repository of the product, for commits and changed docs."
+        None,
+        "--repo",
+        help="Git repository of the product, for commits and changed docs (default: the "
+        "run record's --repo, else the repository of the working directory).",
     ),
     rev_range: str | None = typer.Option(
         None,
         "--range",
-        help="Revision range in --repo, e.g. main..feature (default: the "
-        "newest 20 commits of HEAD).",
+        help="Revision range in --repo, e.g. main..feature (default: the run record's "
+        "base..head, else the newest 20 commits of HEAD).",
     ),
     logs: list[Path] = typer.Option([], "--log", help="Agent log file; repeat for several."),
     json_output: bool = JSON_OPTION,

@@ -39,6 +39,12 @@ def init(
         typer.echo(f"  created  {rel}")
     for rel in report.kept:
         typer.echo(f"  kept     {rel}")
+    typer.echo(
+        "signed PM labels are off: to require each label to carry its PM's SSH signature, "
+        "list the PMs' public keys in an allowed_signers file and uncomment the 'signing' "
+        f"section of {report.root}/pmos.yaml (PMs then run 'pmos accept ... --sign-key "
+        "~/.ssh/id_ed25519')"
+    )
 
 
 def root(json_output: bool = JSON_OPTION) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
@@ -144,9 +144,25 @@ def render_metrics(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def queue(json_output: bool = JSON_OPTION) -> None:
-    """Verification debt (runs with no verdict or a SKIPPED one) and acceptance debt
-    (judged runs the PM has not labelled). Exits 1 while verification debt exists."""
+def queue(
+    json_output: bool = JSON_OPTION,
+    include_calibration: Annotated[
+        bool,
+        typer.Option(
+            "--include-calibration",
+            help="Also exit 1 while seeded known-bad runs await a verdict (calibration debt).",
+        ),
+    ] = False,
+) -> None:
+    """What is owed: verification debt (exit 1), acceptance debt, calibration debt.
+
+    Verification debt is every run the kit knows of (registered, judged or
+    labelled) whose latest verdict is missing or SKIPPED; acceptance debt is
+    every judged run the PM has not labelled since its latest verdict;
+    calibration debt is the seeded known-bad runs awaiting a verdict, listed
+    apart so a CI gate on 'pmos queue' stays meaningful after seeding.
+    Example: pmos queue --json
+    """
     from pmos.calibration.queue import compute_queue
 
     q = compute_queue(kit())
@@ -156,22 +172,46 @@ def queue(json_output: bool = JSON_OPTION) -> None:
         typer.echo(f"verification debt: {len(q.verification_debt)} run(s)")
         if q.verification_debt:
             rows = [
-                [d["run_id"], d["initiative_id"], d["age"], d["status"], d["skipped_reason"]]
+                [
+                    d["run_id"],
+                    d["initiative_id"] or "-",
+                    d["age"],
+                    d["status"],
+                    d["skipped_reason"],
+                    "" if d["registered"] else "unregistered",
+                ]
                 for d in q.verification_debt
             ]
-            typer.echo(table(["run_id", "initiative", "age", "status", "skip reason"], rows))
+            typer.echo(
+                table(["run_id", "initiative", "age", "status", "skip reason", "note"], rows)
+            )
         typer.echo(f"acceptance debt: {len(q.acceptance_debt)} run(s)")
         if q.acceptance_debt:
             rows = [
                 [
                     d["run_id"],
-                    d["initiative_id"],
+                    d["initiative_id"] or "-",
                     d["age"],
                     d["verdict"],
-                    "" if d["registered"] else "unregistered",
+                    ", ".join(
+                        note
+                        for note, on in (
+                            ("unregistered", not d["registered"]),
+                            ("label judged an older verdict", d["label_superseded"]),
+                        )
+                        if on
+                    ),
                 ]
                 for d in q.acceptance_debt
             ]
             typer.echo(table(["run_id", "initiative", "age", "verdict", "note"], rows))
-    if q.verification_debt:
+        counted = "counted" if include_calibration else "not counted without --include-calibration"
+        typer.echo(
+            f"calibration debt: {len(q.calibration_debt)} seeded run(s) awaiting a verdict "
+            f"({counted})"
+        )
+        if q.calibration_debt:
+            rows = [[d["run_id"], d["age"], d["status"]] for d in q.calibration_debt]
+            typer.echo(table(["run_id", "age", "status"], rows))
+    if q.check_fails(include_calibration=include_calibration):
         raise typer.Exit(exit_codes.CHECK_FAILED)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
@@ -14,6 +14,7 @@ def register(app: typer.Typer) -> None:
     score_app.command("record")(record)
     score_app.command("show")(show)
     score_app.command("collect")(collect)
+    score_app.command("compute")(compute)
     app.add_typer(score_app, name="score")
 
 
@@ -44,12 +45,20 @@ def record(
         ...,
         "--file",
         "-f",
-        help="Evaluation JSON file, or - for stdin: {task_id, run_id?, "
-        "categories: {NAME: {deterministicScore, aiScore, rationale, evidence}}}.",
+        help="Evaluation JSON file, or - for stdin: 'pmos score collect --json' output (or "
+        "--template) with aiScore, rationale and evidence filled in; or {run_id, task_id?, "
+        "categories: {NAME: {aiScore, rationale, evidence, deterministicScore?}}}.",
     ),
     json_output: bool = JSON_OPTION,
 ) -> None:
-    """Record a task evaluation; final scores, bands and the overall score are computed."""
+    """Record a task evaluation of a run; pmos computes the deterministic scores itself.
+
+    The deterministic score of each category is computed from the kit's records
+    of the run (as 'pmos score collect' shows); a submitted one that differs is
+    refused with both values. Final scores, bands and the overall score are
+    computed. Example: pmos score collect --run-id r1 --template > eval.json;
+    fill in the AI scores; pmos score record --file eval.json
+    """
     from pmos.cli.writercmds import _read_json
     from pmos.tasks.task_evals import record_task_eval, summary
 
@@ -78,15 +87,26 @@ def show(
 def collect(
     run_id: str = typer.Option(..., "--run-id", help="The run to score."),
     json_output: bool = JSON_OPTION,
+    template: Annotated[
+        bool,
+        typer.Option(
+            "--template",
+            help="Print only the input 'pmos score record' takes, aiScore left null.",
+        ),
+    ] = False,
 ) -> None:
     """Compute each category's deterministic score from the kit's records of a run.
 
     The JSON output ends with a template for 'pmos score record': fill in aiScore,
-    rationale and evidence for each category.
+    rationale and evidence for each category; 'score record' takes the whole
+    output, or just the template (--template).
     """
     from pmos.tasks.collect import collect as collect_scores
 
     result = collect_scores(kit(), run_id)
+    if template:
+        emit_json(result["template"])
+        return
     if json_output:
         emit_json(result)
         return
@@ -97,3 +117,32 @@ def collect(
     typer.echo(table(["category", "deterministic", "scored as", "missing"], rows))
     state = "complete" if result["complete"] else "INCOMPLETE: some inputs are missing (above)"
     typer.echo(f"run {result['run_id']}, task {result['task_id']}: {state}")
+
+
+def compute(
+    file: Annotated[
+        str,
+        typer.Option(
+            "--file",
+            "-f",
+            help="Score input JSON file, or - for stdin: {task_id, run_id?, categories: "
+            "{NAME: {deterministicScore, aiScore, rationale, evidence}}}.",
+        ),
+    ],
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Compute category finals, bands and the overall score; record nothing.
+
+    A calculator for the score formula: takes explicit deterministic and AI
+    scores and prints exactly what 'pmos score record --json' would, with
+    record_id and recorded_at null. Example: pmos score compute --file - --json < eval.json
+    """
+    from pmos.cli.writercmds import _read_json
+    from pmos.tasks.task_evals import compute_task_eval
+
+    result = compute_task_eval(_read_json(file, "score input"))
+    warn(result.get("warnings") or [])
+    if json_output:
+        emit_json(result)
+        return
+    _print_eval({**result, "record_id": "not recorded"})

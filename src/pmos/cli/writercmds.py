@@ -7,7 +7,7 @@ lives there. Success prints the record_id (the stored record with --json).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
@@ -50,10 +50,35 @@ def run_register(
     contract: Path | None = typer.Option(
         None, "--contract", help="Pre-run contract (YAML or JSON) with done_criteria."
     ),
+    repo: Annotated[
+        str | None,
+        typer.Option(
+            "--repo",
+            metavar="PATH_OR_URL",
+            help="Repository the run built in: a local path (stored relative to the kit root) "
+            "or a URL.",
+        ),
+    ] = None,
+    base: Annotated[
+        str | None,
+        typer.Option(
+            "--base", metavar="REV", help="Revision the run started from (needs --repo, --head)."
+        ),
+    ] = None,
+    head: Annotated[
+        str | None,
+        typer.Option("--head", metavar="REV", help="Revision the run ended at (needs --repo)."),
+    ] = None,
     ledger: Path | None = LEDGER_OPTION,
     json_output: bool = JSON_OPTION,
 ) -> None:
-    """Register a run and its pre-run contract."""
+    """Register a run, its pre-run contract and what it built.
+
+    Revisions of a local --repo are stored as commit ids; 'pmos evidence' reads
+    base..head from them by default. Example:
+    pmos run register --run-id r1 --initiative-id i1 --builder-model claude-sonnet-4
+    --contract contract.yaml --repo . --base main --head HEAD
+    """
     from pmos.gate.writers import load_contract, register_run
 
     data = load_contract(contract) if contract is not None else None
@@ -63,6 +88,9 @@ def run_register(
         initiative_id=initiative_id,
         builder_model=builder_model,
         contract=data,
+        repo=repo,
+        base=base,
+        head=head,
         target=ledger,
     )
     _report(written, json_output)
@@ -95,16 +123,28 @@ def eval_log(
     spec: str | None = typer.Option(None, "--spec", help="Spec axis: pass or fail."),
     standards: str | None = typer.Option(None, "--standards", help="Standards axis: pass|fail."),
     note: str | None = typer.Option(None, "--note", help="Free-text note (axis rationales)."),
+    criterion: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--criterion",
+            metavar="ID=pass|fail|unverified[:EVIDENCE]",
+            help="Grade of one done-criterion of the run's contract; repeat it for each. "
+            "Required for every criterion when the run registered a contract; the spec axis "
+            "is derived from the grades. 'unverified' is stored as fail with verified: false.",
+        ),
+    ] = None,
     ledger: Path | None = LEDGER_OPTION,
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Record a verdict in the kit's short form (no per-dimension detail).
 
-    EVALUATOR_MODEL defaults to $PMOS_EVALUATOR_MODEL.
+    EVALUATOR_MODEL defaults to $PMOS_EVALUATOR_MODEL. Example:
+    pmos eval log r1 i1 0.82 PASS planning/evals/agent-run-eval-rubric.md gpt-5
+    --criterion c1=pass:tests/test_api.py::test_404 --criterion c2=pass --standards pass
     """
     from pmos.gate.writers import parse_short_form, record_short_verdict
 
-    fields = parse_short_form(args, spec=spec, standards=standards, note=note)
+    fields = parse_short_form(args, spec=spec, standards=standards, note=note, criteria=criterion)
     _report(record_short_verdict(kit(), **fields, target=ledger), json_output)
 
 
@@ -113,11 +153,66 @@ def accept(
     label: str = typer.Option(..., "--label", help="pass or fail."),
     by: str = typer.Option(..., "--by", help="Who is labelling (the PM)."),
     note: str | None = typer.Option(None, "--note", help="Why."),
+    sign_key: Annotated[
+        Path | None,
+        typer.Option(
+            "--sign-key",
+            metavar="PATH",
+            help="The PM's SSH private key to sign the label with (default, in a kit with a "
+            "signing section in pmos.yaml: git's user.signingkey when gpg.format is ssh). "
+            "Required when pmos.yaml has signing.required: true.",
+        ),
+    ] = None,
     ledger: Path | None = LEDGER_OPTION,
     json_output: bool = JSON_OPTION,
 ) -> None:
-    """Record a PM's acceptance label for a run (supersedes an earlier one)."""
+    """Record a PM's acceptance label for a run (supersedes an earlier one).
+
+    With --sign-key (or git set up for SSH signing) the label carries the PM's
+    SSH signature, checked against pmos.yaml's signing.allowed_signers. Example:
+    pmos accept r1 --label pass --by ana@example.com --sign-key ~/.ssh/id_ed25519
+    """
     from pmos.gate.writers import record_acceptance
 
-    written = record_acceptance(kit(), run_id=run_id, label=label, by=by, note=note, target=ledger)
+    k = kit()
+    written = record_acceptance(
+        k,
+        run_id=run_id,
+        label=label,
+        by=by,
+        note=note,
+        target=ledger,
+        signing_key=_signing_key(sign_key, k),
+    )
     _report(written, json_output)
+
+
+def _signing_key(sign_key: Path | None, k: Any) -> Any:
+    """The private key to sign with: --sign-key; else, in a kit whose pmos.yaml
+    has a signing section, git's SSH signing key; else None. An encrypted key's
+    passphrase is asked for on a terminal."""
+    import sys
+
+    from pmos.errors import BadInput
+    from pmos.gate import signing, sshsig
+
+    path = sign_key
+    if path is None:
+        if signing.settings(k.config).allowed_signers is None:
+            return None  # nothing would check a signature: do not sign by default
+        path = signing.git_signing_key()
+        if path is None:
+            return None
+    try:
+        return sshsig.load_private_key(path)
+    except sshsig.KeyEncrypted:
+        if not sys.stdin.isatty():
+            raise
+    except BadInput as exc:
+        if sign_key is None:
+            raise BadInput(f"git's user.signingkey: {exc}") from None
+        raise
+    import getpass
+
+    passphrase = getpass.getpass(f"passphrase for {path}: ").encode("utf-8")
+    return sshsig.load_private_key(path, passphrase)

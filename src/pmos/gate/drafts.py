@@ -3,8 +3,9 @@
 An evaluator should spend its judgment on what needs judgment. The run's ids
 and builder model come from its registration, the dimensions and weights from
 the rubric, and each done-criterion that the latest assessment checked gets its
-result and an evidence pointer at that assessment record. Everything else (the
-verdict, scores, notes, axes, defects) is left empty, so the draft is refused
+result and an evidence pointer at that assessment record (``verified: true``:
+the check ran). Everything else (the verdict, scores, notes, axes, defects, and
+``verified`` where no check ran) is left empty, so the draft is refused
 by ``pmos eval record`` until a judge fills it in: a skeleton cannot be
 recorded as a verdict by accident.
 """
@@ -51,13 +52,15 @@ def draft_verdict(kit: Kit, run_id: str) -> tuple[dict[str, Any], list[str]]:
     for criterion in (run.get("contract") or {}).get("done_criteria", []):
         check = checks.get(criterion["id"])
         if check is None or assessment is None:
-            criteria.append({"id": criterion["id"], "result": "", "evidence": ""})
+            criteria.append({"id": criterion["id"], "result": "", "evidence": "", "verified": None})
             continue
         criteria.append(
             {
                 "id": criterion["id"],
                 "result": "pass" if check["passed"] else "fail",
                 "evidence": criterion_evidence(assessment, check),
+                # The assessment ran the check: its result is verified either way.
+                "verified": True,
             }
         )
     draft: dict[str, Any] = {
@@ -75,7 +78,14 @@ def draft_verdict(kit: Kit, run_id: str) -> tuple[dict[str, Any], list[str]]:
         },
         "criteria": criteria,
         "dimensions": {
-            d.name: {"score": None, "weight": d.weight, "note": "", "evidence": "", "axis": d.axis}
+            d.name: {
+                "score": None,
+                "weight": d.weight,
+                "note": "",
+                "evidence": "",
+                "verified": None,
+                "axis": d.axis,
+            }
             for d in rubric.dimensions
         },
         "defects": [],

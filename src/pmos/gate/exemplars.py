@@ -256,7 +256,7 @@ def overridden_verdict(kit: Kit, run_id: str, label: str) -> dict[str, Any] | No
     verdict = lookup.latest_verdict(kit.store, run_id, judged=True)
     if verdict is None or not is_override(verdict["verdict"], label):
         return None
-    read_log(kit)
+    read_log(kit, main_only=True)  # the hand-written part; override files are read per run
     return verdict
 
 

@@ -28,6 +28,14 @@ RUN_PREFIX = "known-bad-"
 INITIATIVE = "known-bad"
 LABELLER = "seeded"
 DEFAULT_BUILDER = "seeded"
+
+
+def is_seeded(run_id: str, initiative_id: str | None) -> bool:
+    """Whether a registered run is a seeded known-bad case: its id and initiative
+    are the ones :func:`seed` gives, so a real run is never mistaken for one."""
+    return initiative_id == INITIATIVE and run_id.startswith(RUN_PREFIX)
+
+
 CONTRACT, EXPECTED = "contract.yaml", "expected.yaml"
 
 

@@ -19,6 +19,7 @@ The combine rule, derived here and compared with what the record declares:
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -31,6 +32,22 @@ FINDINGS = BLOCKING | {"should-fix"}
 SCORE_TOLERANCE = 0.005
 UNVERIFIED = "unverified"
 UNVERIFIED_CAP = 0.5
+#: Wording that admits a check did not happen. Evidence that says so while
+#: claiming ``verified: true`` (or not saying) contradicts itself: the cap on
+#: unverified dimensions must not depend on the exact word an evaluator chose.
+ADMISSION = re.compile(
+    r"\bun-?verified\b"
+    r"|\bnot\s+(?:been\s+|be\s+)?(?:verified|checked|tested|run|reproduced)\b"
+    r"|\b(?:could\s*(?:not|n't)|cannot|can't|unable\s+to|did\s*(?:not|n't)|was\s+unable\s+to)"
+    r"\s+(?:be\s+)?(?:run|verify|verified|check|checked|test|tested|reproduce|execute|build)\b",
+    re.IGNORECASE,
+)
+
+
+def admits_unverified(text: str) -> str | None:
+    """The words of ``text`` that admit a check did not happen, or None."""
+    found = ADMISSION.search(text)
+    return found.group(0) if found else None
 
 
 def derive_spec(criteria: Iterable[dict[str, Any]]) -> str:
@@ -86,10 +103,25 @@ def check_full(verdict: dict[str, Any], rubric: Rubric) -> list[Violation]:
 
 
 def check_short(verdict: dict[str, Any], rubric: Rubric) -> list[Violation]:
-    """Rules the short form's arguments allow: score vs threshold, axes vs verdict."""
+    """Rules the short form's arguments allow: graded criteria vs the spec axis,
+    score vs threshold, axes vs verdict."""
     axes = verdict["axes"]
     spec, standards = axes["spec"]["verdict"], axes["standards"]["verdict"]
     problems: list[Violation] = []
+    criteria = verdict.get("criteria")
+    if criteria:
+        problems += _check_unique_criteria(criteria)
+        derived = derive_spec(criteria)
+        if spec != derived:
+            why = "a criterion failed" if derived == "fail" else "every criterion passed"
+            problems.append(
+                Violation(
+                    "spec-axis",
+                    "axes/spec/verdict",
+                    f"declared {spec}, derived {derived} from the graded criteria ({why})",
+                )
+            )
+            spec = derived
     if verdict["score"] < rubric.threshold and standards == "pass":
         problems.append(
             Violation(
@@ -142,13 +174,63 @@ def check_dimensions(dimensions: dict[str, Any], rubric: Rubric) -> list[Violati
                     f"declared {got['axis']}, the rubric says {want.axis}",
                 )
             )
-        if got["evidence"].strip().lower() == UNVERIFIED and got["score"] > UNVERIFIED_CAP:
+        if _unverified(got) and got["score"] > UNVERIFIED_CAP:
             problems.append(
                 Violation(
                     "unverified-cap",
                     f"dimensions/{name}/score",
-                    f"{got['score']} with evidence 'unverified'; an unevidenced dimension "
+                    f"{got['score']} with verified: false; an unverified dimension "
                     f"scores at most {UNVERIFIED_CAP}",
+                )
+            )
+    return problems
+
+
+def _unverified(dimension: dict[str, Any]) -> bool:
+    """``verified: false``; a record from before the field (schema_version 1) said
+    so with the evidence string 'unverified'."""
+    if "verified" in dimension:
+        return dimension["verified"] is False
+    return dimension["evidence"].strip().lower() == UNVERIFIED
+
+
+def check_verified(verdict: dict[str, Any]) -> list[Violation]:
+    """Evidence and ``verified`` agree, and an unverified criterion is not a pass.
+
+    Runs on input of any shape (alongside the schema check), so that evidence
+    admitting a check did not happen is named even when ``verified`` is missing.
+    """
+    problems: list[Violation] = []
+    items: list[tuple[str, Any]] = []
+    dimensions = verdict.get("dimensions")
+    if isinstance(dimensions, dict):
+        items += [(f"dimensions/{name}", d) for name, d in dimensions.items()]
+    criteria = verdict.get("criteria")
+    if isinstance(criteria, list):
+        items += [(f"criteria/{i}", c) for i, c in enumerate(criteria)]
+    for where, item in items:
+        if not isinstance(item, dict):
+            continue
+        verified = item.get("verified")
+        evidence = item.get("evidence")
+        said = admits_unverified(evidence) if isinstance(evidence, str) else None
+        if said and verified is not False:
+            claim = "is missing" if verified is None else f"is {str(verified).lower()}"
+            problems.append(
+                Violation(
+                    "verified-admission",
+                    f"{where}/verified",
+                    f"{claim}, but the evidence says {said!r}: set verified: false "
+                    f"(a dimension is then scored at most {UNVERIFIED_CAP}, a criterion "
+                    "graded fail), or give evidence of the check that was made",
+                )
+            )
+        if where.startswith("criteria/") and verified is False and item.get("result") == "pass":
+            problems.append(
+                Violation(
+                    "criterion-unverified",
+                    f"{where}/result",
+                    "pass with verified: false; a criterion that was not checked is graded fail",
                 )
             )
     return problems
@@ -195,16 +277,20 @@ def check_contract_ids(contract: dict[str, Any]) -> list[Violation]:
     ]
 
 
-def check_contract(criteria: list[dict[str, Any]], contract: dict[str, Any]) -> list[Violation]:
-    """The verdict grades exactly the criteria of the run's registered contract."""
+def check_contract(
+    criteria: list[dict[str, Any]], contract: dict[str, Any], *, form: str = "full"
+) -> list[Violation]:
+    """The verdict grades exactly the criteria of the run's registered contract,
+    whatever its form: a short verdict grades them with ``--criterion``."""
     wanted = [c["id"] for c in contract["done_criteria"]]
     graded = {c["id"] for c in criteria}
+    how = " (--criterion {cid}=pass|fail[:evidence])" if form == "short" else ""
     problems = [
         Violation(
             "criteria-contract",
             "criteria",
-            f"contract criterion {cid!r} is not graded; an unchecked criterion must be "
-            "graded fail, not left out",
+            f"contract criterion {cid!r} is not graded{how.format(cid=cid)}; an unchecked "
+            "criterion must be graded fail, not left out",
         )
         for cid in wanted
         if cid not in graded

@@ -44,8 +44,15 @@ def register_run(
     initiative_id: str,
     builder_model: str,
     contract: dict[str, Any] | None = None,
+    repo: str | None = None,
+    base: str | None = None,
+    head: str | None = None,
     target: str | Path | None = None,
 ) -> Written:
+    """Register a run, its pre-run contract and what it built (``repo``, ``base``,
+    ``head``: see :mod:`pmos.gate.artifact`), once per run id."""
+    from pmos.gate.artifact import run_artifact
+
     record: dict[str, Any] = {
         **record_meta("runs"),
         "run_id": run_id,
@@ -54,6 +61,7 @@ def register_run(
     }
     if contract is not None:
         record["contract"] = contract
+    record.update(run_artifact(kit.root, repo=repo, base=base, head=head))
 
     def build() -> Draft:
         problems = schema_problems("runs", record)
@@ -87,13 +95,18 @@ def load_contract(path: Path) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- verdicts
 
+#: The verdict layout the writers produce: 2 since each dimension and criterion
+#: carries ``verified`` (readers still take version 1 records).
+VERDICT_SCHEMA_VERSION = 2
+
 
 def record_verdict(kit: Kit, verdict: Any, *, target: str | Path | None = None) -> Written:
     """Store a full verdict object (the form ``pmos eval record`` takes)."""
     if not isinstance(verdict, dict):
         raise RecordRejected("verdict", [Violation("schema:type", "(record)", "not a JSON object")])
-    problems = writer_field_violations(verdict)
+    problems = writer_field_violations(verdict) + verdict_rules.check_verified(verdict)
     record = {**record_meta("evals"), "form": "full", **verdict}
+    record["schema_version"] = VERDICT_SCHEMA_VERSION
     return _record_verdict(kit, record, problems, target)
 
 
@@ -110,13 +123,25 @@ def record_short_verdict(
     standards: str | None = None,
     note: str | None = None,
     skipped_reason: str | None = None,
+    criteria: list[dict[str, Any]] | None = None,
     target: str | Path | None = None,
 ) -> Written:
-    """Store the kit's short positional form (``pmos eval log``); no dimensions."""
-    if verdict == SKIPPED and (spec is not None or standards is not None):
-        raise BadInput("a SKIPPED verdict takes no --spec or --standards: a skip is not a judgment")
+    """Store the kit's short positional form (``pmos eval log``); no dimensions.
+
+    ``criteria`` grade the run's contract as the full form does (a run with a
+    contract is refused without them); the spec axis, when not given, is
+    derived from them, and when given must agree with them.
+    """
+    if verdict == SKIPPED and (spec is not None or standards is not None or criteria):
+        raise BadInput(
+            "a SKIPPED verdict takes no --spec, --standards or --criterion: "
+            "a skip is not a judgment"
+        )
+    if criteria and spec is None:
+        spec = verdict_rules.derive_spec(criteria)
     record: dict[str, Any] = {
         **record_meta("evals"),
+        "schema_version": VERDICT_SCHEMA_VERSION,
         "form": "short",
         "run_id": run_id,
         "initiative_id": initiative_id,
@@ -137,25 +162,63 @@ def record_short_verdict(
         if standards is not None:
             axes["standards"] = {"verdict": standards}
         record["axes"] = axes
-    return _record_verdict(kit, record, [], target)
+        if criteria:
+            record["criteria"] = criteria
+    return _record_verdict(kit, record, verdict_rules.check_verified(record), target)
 
 
 SHORT_FORM_USAGE = (
     "usage: pmos eval log RUN_ID INITIATIVE_ID SCORE VERDICT RUBRIC_PATH [EVALUATOR_MODEL] "
-    "--spec pass|fail --standards pass|fail [--note TEXT]\n"
+    "[--criterion ID=pass|fail|unverified[:EVIDENCE]]... [--spec pass|fail] "
+    "--standards pass|fail [--note TEXT]\n"
+    "   (a run with a contract: one --criterion per done-criterion; --spec is derived from them)\n"
     "   or: pmos eval log RUN_ID INITIATIVE_ID SKIPPED REASON [RUBRIC_PATH] [EVALUATOR_MODEL]"
 )
 
 
+CRITERION_RESULTS = ("pass", "fail", "unverified")
+
+
+def parse_criterion(text: str) -> dict[str, Any]:
+    """One ``--criterion ID=pass|fail|unverified[:EVIDENCE]`` grade.
+
+    ``unverified`` is stored as the full form says it: result fail with
+    ``verified: false`` (a criterion that was not checked is not met).
+    """
+    cid, sep, rest = text.partition("=")
+    result, _, evidence = rest.partition(":")
+    result = result.strip().lower()
+    if not sep or not cid.strip() or result not in CRITERION_RESULTS:
+        raise BadInput(
+            f"--criterion {text!r}: expected ID=pass|fail|unverified[:EVIDENCE], "
+            "for example --criterion c1=pass:tests/test_api.py::test_404"
+        )
+    grade: dict[str, Any] = {
+        "id": cid.strip(),
+        "result": "fail" if result == "unverified" else result,
+        "verified": result != "unverified",
+    }
+    if evidence.strip():
+        grade["evidence"] = evidence.strip()
+    return grade
+
+
 def parse_short_form(
-    args: list[str], *, spec: str | None, standards: str | None, note: str | None
+    args: list[str],
+    *,
+    spec: str | None,
+    standards: str | None,
+    note: str | None,
+    criteria: list[str] | None = None,
 ) -> dict[str, Any]:
     """The fields of :func:`record_short_verdict` from the kit's positional form.
 
     The grammar is the kit's documented call (``scripts/pmos-log.sh eval ...``):
-    a judged verdict needs a numeric SCORE and both axes; a SKIPPED one takes a
+    a judged verdict needs a numeric SCORE, the standards axis and either the
+    spec axis or the graded criteria it is derived from; a SKIPPED one takes a
     reason and no axes. EVALUATOR_MODEL defaults to ``$PMOS_EVALUATOR_MODEL``.
     """
+    grades = [parse_criterion(c) for c in criteria or ()]
     if len(args) < 4:
         raise BadInput(f"too few arguments\n{SHORT_FORM_USAGE}")
     run_id, initiative_id, third, fourth, *rest = args
@@ -163,7 +226,9 @@ def parse_short_form(
     if third == SKIPPED:
         if len(rest) > 2:
             raise BadInput(f"too many arguments\n{SHORT_FORM_USAGE}")
-        fields.update(verdict=third, skipped_reason=fourth, spec=spec, standards=standards)
+        fields.update(
+            verdict=third, skipped_reason=fourth, spec=spec, standards=standards, criteria=grades
+        )
         fields["rubric_path"] = rest[0] if rest else None
     else:
         if not rest or len(rest) > 2:
@@ -174,13 +239,19 @@ def parse_short_form(
             raise BadInput(f"SCORE must be a number from 0 to 1, got {third!r}") from None
         if not math.isfinite(score):
             raise BadInput(f"SCORE must be a finite number, got {third!r}")
-        missing = [name for name, v in (("--spec", spec), ("--standards", standards)) if v is None]
+        needed = (("--spec or --criterion", spec or grades), ("--standards", standards))
+        missing = [name for name, v in needed if not v]
         if missing:
             raise BadInput(
                 f"missing {' and '.join(missing)}: declare both axes\n{SHORT_FORM_USAGE}"
             )
         fields.update(
-            verdict=fourth, score=score, rubric_path=rest[0], spec=spec, standards=standards
+            verdict=fourth,
+            score=score,
+            rubric_path=rest[0],
+            spec=spec,
+            standards=standards,
+            criteria=grades,
         )
     fields["evaluator_model"] = rest[1] if len(rest) > 1 else evaluator_model_from_env()
     return fields
@@ -194,7 +265,7 @@ def _record_verdict(
         record["pass_fraction"] = pass_fraction.recent_pass_fraction(
             kit.store, kit.config.pass_fraction_window
         )
-        found = problems + schema_problems("evals", record)
+        found = schema_problems("evals", record)
         rubric = _rubric_of(kit, record, found)
         if not found and rubric is not None and record["verdict"] != SKIPPED:
             check = (
@@ -205,7 +276,7 @@ def _record_verdict(
         if not found:
             run = lookup.find_run(kit.store, record["run_id"])
             found += _check_against_run(record, run)
-        reject_if("evals", found)
+        reject_if("evals", problems + found)
         flags, notes = _verdict_flags(kit, record, run)
         if flags:
             record["flags"] = flags
@@ -252,8 +323,10 @@ def _check_against_run(record: dict[str, Any], run: dict[str, Any] | None) -> li
             )
         )
     contract = run.get("contract")
-    if record["form"] == "full" and "criteria" in record and contract:
-        problems += verdict_rules.check_contract(record["criteria"], contract)
+    if contract and record["verdict"] != SKIPPED:
+        problems += verdict_rules.check_contract(
+            record.get("criteria", []), contract, form=record["form"]
+        )
     return problems
 
 
@@ -293,6 +366,7 @@ def record_acceptance(
     note: str | None = None,
     target: str | Path | None = None,
     only_if_unlabelled: bool = False,
+    signing_key: Any = None,
 ) -> Written | None:
     """Store a PM's acceptance label; it supersedes any earlier label of the run.
 
@@ -306,8 +380,13 @@ def record_acceptance(
     the run already has a label. That check runs under the acceptances lock,
     so concurrent callers (seeding) label a run once; without it the result is
     never None.
+
+    ``signing_key`` (a private key, :func:`pmos.gate.sshsig.load_private_key`)
+    signs the label (:mod:`pmos.gate.signing`). When the kit's pmos.yaml names
+    an allowed-signers file, a signature it does not allow is refused, and with
+    ``signing.required`` so is an unsigned label.
     """
-    from pmos.gate import exemplars
+    from pmos.gate import exemplars, signing
 
     already = "already-labelled"
     # The verdict this label overrides, found under the lock by build().
@@ -346,6 +425,18 @@ def record_acceptance(
             record["gate_verdict"], record["gate_record_id"] = (
                 verdict["verdict"],
                 verdict["record_id"],
+            )
+        # Signed last: the signature covers every content field as stored.
+        if signing_key is not None:
+            record["signature"] = signing.sign_label(record, signing_key)
+        problem = signing.label_signature_problem(kit.config, kit.root, record)
+        if problem is not None:
+            field = "signature" if "signature" in record else "by"
+            reject_if("acceptances", [Violation("label-signature", field, problem)])
+        if "signature" in record and signing.allowed_signers_path(kit.config, kit.root) is None:
+            notes.append(
+                "the label is signed, but pmos.yaml names no signing.allowed_signers file, "
+                "so nothing checks who signed it"
             )
         return Draft([record], notes)
 

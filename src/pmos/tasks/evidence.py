@@ -224,6 +224,9 @@ def build_bundle(
     if rev_range is not None and repo is None:
         raise BadInput("--range needs --repo: the repository whose history the range is in")
     facts = gather_known(kit.store, run_id)
+    repo_from = "option" if repo is not None else None
+    if repo is None:
+        repo, rev_range, repo_from = _default_repository(kit, facts.run)
     git = GitSource.open(Path(repo), rev_range) if repo is not None else None
     log_entries = _agent_logs([Path(p) for p in logs])  # read errors before any work
     groups = [
@@ -238,14 +241,43 @@ def build_bundle(
     ]
     sources = {
         "repo": str(repo) if repo is not None else None,
+        "repo_from": repo_from,
         "range": git.range_label if git else None,
         "logs": [str(p) for p in logs],
     }
     return Bundle(run_id, facts.task_id, sources, groups)
 
 
+def _default_repository(
+    kit: Kit, run: dict[str, Any] | None
+) -> tuple[Path | None, str | None, str | None]:
+    """Where to read history without ``--repo``: the repository and revisions the
+    run record names (``pmos run register --repo --base --head``), else the
+    repository of the working directory. Returns (repo, range, where from)."""
+    from pmos.gate import artifact
+
+    stored = artifact.local_repository(kit.root, run)
+    if stored is not None:
+        return stored, artifact.revision_range(run), "run"
+    current = artifact.current_repository()
+    if current is None:
+        return None, None, None
+    if run is not None and run.get("repo") is not None:
+        # A remote repository: its revisions are read here only if this clone has them.
+        wanted = artifact.revision_range(run)
+        if wanted is not None and GitSource.has_range(current, wanted):
+            return current, wanted, "run"
+    return current, None, "cwd"
+
+
 def _no_repo(name: str) -> Group:
-    return Group(name, notes=["no repository given (--repo), so no git history was read"])
+    return Group(
+        name,
+        notes=[
+            "no repository given (--repo), none in the run record, and the working "
+            "directory is not in one, so no git history was read"
+        ],
+    )
 
 
 def _task_metadata(facts: RunFacts) -> Group:
@@ -608,6 +640,16 @@ class GitSource:
         elif source._run("rev-parse", "--verify", "--quiet", "HEAD^{commit}")[0] != 0:
             raise BadInput(f"--repo {repo} has no commits yet")
         return source
+
+    @classmethod
+    def has_range(cls, repo: Path, rev_range: str) -> bool:
+        """Whether ``repo`` holds every revision of ``rev_range``."""
+        if _RANGE_FORBIDDEN.search(rev_range) or rev_range.startswith("-"):
+            return False
+        return (
+            cls(repo, rev_range)._run("rev-list", "--count", "--end-of-options", rev_range, "--")[0]
+            == 0
+        )
 
     @property
     def range_label(self) -> str:

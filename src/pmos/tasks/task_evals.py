@@ -7,10 +7,11 @@ record is validated against ``task-eval.schema.json`` before it is appended.
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
-from pmos.errors import BadInput
+from pmos.errors import BadInput, RecordRejected, Violation
 from pmos.kit import Kit
 from pmos.store import lookup
 from pmos.store.append import Draft, Written, append, record_meta
@@ -20,16 +21,110 @@ from pmos.tasks.scoring import score_input
 KIND = "task-evals"
 
 
+def from_collect_output(data: Any) -> Any:
+    """``pmos score collect --json`` output as a ``score record`` input; anything else
+    unchanged. The collect output's ``template`` is the input; an ``aiScore``,
+    ``rationale`` or ``evidence`` written beside a category's computed score
+    (under ``categories``) is taken too."""
+    if not (isinstance(data, dict) and isinstance(data.get("template"), dict)):
+        return data
+    template = copy.deepcopy(data["template"])
+    written = data.get("categories")
+    cats = template.get("categories")
+    if isinstance(written, dict) and isinstance(cats, dict):
+        for name, entry in cats.items():
+            extra = written.get(name)
+            if not isinstance(entry, dict) or not isinstance(extra, dict):
+                continue
+            for key in ("aiScore", "rationale", "evidence"):
+                if key in extra and entry.get(key) in (None, "", []):
+                    entry[key] = extra[key]
+    return template
+
+
+def computed_input(kit: Kit, data: Any) -> tuple[Any, dict[str, Any]]:
+    """The input with each category's deterministic score computed from the kit's
+    records (:func:`pmos.tasks.collect.collect`), and the collect result.
+
+    A submitted deterministic score must equal the computed one: the deterministic
+    half of a score is what the kit recorded, never what an author says it was.
+    """
+    from pmos.tasks.collect import collect
+
+    data = from_collect_output(data)
+    if not isinstance(data, dict):
+        return data, {}
+    run_id = data.get("run_id")
+    if not isinstance(run_id, str) or not run_id:
+        raise RecordRejected(
+            "task-eval",
+            [
+                Violation(
+                    "required",
+                    "run_id",
+                    "missing; pmos computes the deterministic scores from the run's records "
+                    "('pmos score collect --run-id R' shows them). To only compute a score "
+                    "from given numbers, use 'pmos score compute'",
+                )
+            ],
+        )
+    computed = collect(kit, run_id)
+    data = copy.deepcopy(data)
+    data.setdefault("task_id", computed["task_id"])
+    problems: list[Violation] = []
+    categories = data.get("categories")
+    if isinstance(categories, dict):
+        for name, basis in computed["categories"].items():
+            entry = categories.get(name)
+            if not isinstance(entry, dict):
+                continue
+            want = basis["deterministicScore"]
+            got = entry.get("deterministicScore")
+            if got is None:
+                entry["deterministicScore"] = want
+            elif got != want or type(got) is not int:
+                problems.append(
+                    Violation(
+                        "deterministic-computed",
+                        f"categories/{name}/deterministicScore",
+                        f"submitted {got!r}, but pmos computes {want} from the kit's records "
+                        f"of run {run_id!r} ({basis['formula']}); leave it out or submit {want}",
+                    )
+                )
+    if problems:
+        raise RecordRejected("task-eval", problems)
+    return data, computed
+
+
+def compute_task_eval(data: Any) -> dict[str, Any]:
+    """The calculator: what ``score record --json`` prints for explicit deterministic
+    and AI scores, computed by the same code and recorded nowhere."""
+    scored = score_input(from_collect_output(data))
+    fields = {**scored.fields}
+    if scored.warnings:
+        fields["warnings"] = list(scored.warnings)
+    return summary(fields)
+
+
 def record_task_eval(kit: Kit, data: Any, *, target: str | Path | None = None) -> Written:
-    """Score ``data`` (the ``pmos score record`` input) and append the result."""
+    """Score ``data`` (the ``pmos score record`` input, or ``score collect --json``
+    output with the AI scores filled in) and append the result; the deterministic
+    scores are computed from the kit's records of the run."""
+    data, computed = computed_input(kit, data)
     scored = score_input(data)
 
     def build() -> Draft:
         record: dict[str, Any] = {**record_meta(KIND), **scored.fields}
         notes = list(scored.warnings)
+        if computed and not computed["complete"]:
+            record["flags"] = ["incomplete-inputs"]
+            notes.append(
+                "some deterministic inputs are missing, so those parts were scored as "
+                "stated (flagged incomplete-inputs): " + "; ".join(computed["missing"])
+            )
         run_id = record.get("run_id")
         if isinstance(run_id, str) and lookup.find_run(kit.store, run_id) is None:
-            record["flags"] = ["unregistered-run"]
+            record["flags"] = [*record.get("flags", []), "unregistered-run"]
             notes.append(
                 f"run {run_id!r} was never registered ('pmos run register'); "
                 "the evaluation is flagged unregistered-run"

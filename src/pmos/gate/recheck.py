@@ -1,0 +1,212 @@
+"""The writers' rules, applied again to a record already in a ledger.
+
+A hash chain proves that a line was appended after the one before it, not that
+a pmos writer accepted it: anyone can append a well-chained line by following
+the recipe. So a stored record is trusted only after the rules its writer
+enforces are applied to it again, every rule that can be checked from the
+record itself or against the kit:
+
+=============  ==============================================================
+kind           rules
+=============  ==============================================================
+every kind     its schema
+evals          rubric (the path resolves to a valid rubric in the kit);
+               judged verdicts: dimensions, weights and axes match the rubric,
+               the score is the weighted sum, ``verified: false`` caps a
+               dimension at 0.5, spec and standards axes as derived, the
+               combine rule, evidence admitting no check has
+               ``verified: false`` (schema_version 2), an unverified criterion
+               is a fail, the criteria grade exactly the registered contract
+               (full form; short form from schema_version 2), and the run's
+               initiative and builder match its registration
+runs           contract criterion ids are unique; one registration per run id
+acceptances    the label's signature (:mod:`pmos.gate.signing`); the verdict it
+               names (``gate_record_id``) exists for the same run and says
+               ``gate_verdict``
+=============  ==============================================================
+
+Not re-checkable: a verdict's ``pass_fraction`` and ``flags`` (what the ledger
+and the config said when it was written), and a task evaluation's
+deterministic scores (computed from records that have grown since). A record of
+schema_version 1 is checked with the rules of version 1: evidence ``unverified``
+(exactly) caps a dimension, no admission check, no contract for the short form.
+
+The readers and ``pmos ledger verify`` call :func:`stored_record_problems`
+with one :class:`Context` per pass, so each ledger a rule needs is read once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pmos.errors import BadInput, Violation
+from pmos.gate import rules as verdict_rules
+from pmos.gate.rubric import Rubric, load_rubric
+from pmos.kit import Kit
+from pmos.store.append import schema_problems
+from pmos.store.read import records
+from pmos.store.vocabulary import SKIPPED
+
+
+class Context:
+    """What rules need from the kit beyond one record, read once and kept.
+
+    ``runs`` (run_id -> its first registration) and ``verdicts`` (record_id ->
+    (run_id, verdict)) are read in full on first use; rubrics are loaded once
+    per path. Make one per verification pass; a kit that grows during the pass
+    is read as it was when each index was first needed.
+    """
+
+    def __init__(self, kit: Kit) -> None:
+        self.kit = kit
+        self._runs: dict[str, dict[str, Any]] | None = None
+        self._verdicts: dict[str, tuple[str, str]] | None = None
+        self._rubrics: dict[str, Rubric | BadInput] = {}
+
+    def run(self, run_id: str) -> dict[str, Any] | None:
+        if self._runs is None:
+            self._runs = {}
+            for record in records(self.kit.store, "runs", plain=True):
+                run = record.get("run_id")
+                if isinstance(run, str):
+                    self._runs.setdefault(run, record)
+        return self._runs.get(run_id)
+
+    def verdict(self, record_id: str) -> tuple[str, str] | None:
+        if self._verdicts is None:
+            self._verdicts = {}
+            for record in records(self.kit.store, "evals", plain=True):
+                rid, run, verdict = (record.get(k) for k in ("record_id", "run_id", "verdict"))
+                if isinstance(rid, str):
+                    self._verdicts.setdefault(rid, (run, verdict))  # type: ignore[arg-type]
+        return self._verdicts.get(record_id)
+
+    def rubric(self, path: str) -> Rubric:
+        found = self._rubrics.get(path)
+        if found is None:
+            try:
+                found = load_rubric(self.kit.root, path)
+            except BadInput as exc:
+                found = exc
+            self._rubrics[path] = found
+        if isinstance(found, BadInput):
+            raise found
+        return found
+
+
+def stored_record_problems(
+    kit: Kit, kind: str, record: Any, *, context: Context | None = None
+) -> list[Violation]:
+    """Every writer rule ``record``, stored in the ``kind`` ledger, breaks (empty: none).
+
+    Never raises for a bad record; a problem of the kit itself (an unreadable
+    ledger) propagates as the readers' errors do.
+    """
+    found = schema_problems(kind, record)
+    if found or not isinstance(record, dict):
+        return found
+    context = context or Context(kit)
+    check = _CHECKS.get(kind)
+    return check(context, record) if check else []
+
+
+# ---------------------------------------------------------------- per kind
+
+
+def _verdict_problems(context: Context, record: dict[str, Any]) -> list[Violation]:
+    from pmos.gate.writers import _check_against_run
+
+    version = record.get("schema_version", 1)
+    problems: list[Violation] = []
+    if version >= 2:
+        problems += verdict_rules.check_verified(record)
+    rubric = None
+    path = record.get("rubric_path")
+    if isinstance(path, str):
+        try:
+            rubric = context.rubric(path)
+        except BadInput as exc:
+            problems.append(Violation("rubric-path", "rubric_path", str(exc)))
+        else:
+            if rubric.path != path:
+                problems.append(
+                    Violation(
+                        "rubric-path",
+                        "rubric_path",
+                        f"{path!r} is not how the writer names it ({rubric.path!r})",
+                    )
+                )
+    judged = record["verdict"] != SKIPPED
+    if judged and rubric is not None:
+        if record["form"] == "full":
+            problems += verdict_rules.check_full(record, rubric)
+        else:
+            problems += verdict_rules.check_short(record, rubric)
+    run = context.run(record["run_id"])
+    if version < 2 and record["form"] == "short":
+        # Version 1 short verdicts graded no criteria: check the run, not the contract.
+        problems += _check_against_run({**record, "verdict": SKIPPED}, run)
+    else:
+        problems += _check_against_run(record, run)
+    return problems
+
+
+def _run_problems(context: Context, record: dict[str, Any]) -> list[Violation]:
+    problems: list[Violation] = []
+    if "contract" in record:
+        problems += verdict_rules.check_contract_ids(record["contract"])
+    first = context.run(record["run_id"])
+    if first is not None and first.get("record_id") != record.get("record_id"):
+        problems.append(
+            Violation(
+                "run-unique",
+                "run_id",
+                f"run {record['run_id']!r} was already registered by {first.get('record_id')}",
+            )
+        )
+    return problems
+
+
+def _label_problems(context: Context, record: dict[str, Any]) -> list[Violation]:
+    from pmos.gate.signing import label_signature_problem
+
+    problems: list[Violation] = []
+    problem = label_signature_problem(context.kit.config, context.kit.root, record)
+    if problem is not None:
+        field = "signature" if "signature" in record else "by"
+        problems.append(Violation("label-signature", field, problem))
+    named = record.get("gate_record_id")
+    if named is not None:
+        found = context.verdict(named)
+        if found is None:
+            problems.append(
+                Violation("gate-record", "gate_record_id", f"no verdict {named!r} in the kit")
+            )
+        elif found[0] != record["run_id"]:
+            problems.append(
+                Violation(
+                    "gate-record",
+                    "gate_record_id",
+                    f"verdict {named!r} judges run {found[0]!r}, not {record['run_id']!r}",
+                )
+            )
+        elif found[1] != record.get("gate_verdict"):
+            problems.append(
+                Violation(
+                    "gate-record",
+                    "gate_verdict",
+                    f"{record.get('gate_verdict')!r}, but verdict {named!r} says {found[1]!r}",
+                )
+            )
+    elif record.get("gate_verdict") is not None:
+        problems.append(
+            Violation("gate-record", "gate_verdict", "names a verdict but no gate_record_id")
+        )
+    return problems
+
+
+_CHECKS = {
+    "evals": _verdict_problems,
+    "runs": _run_problems,
+    "acceptances": _label_problems,
+}

@@ -1,0 +1,195 @@
+"""Signed PM labels: only a PM can write a PM label.
+
+A PM label is the ground truth the gate is calibrated against, so anyone able
+to write one (the evaluator agent included) could grade the gate's homework.
+A kit can therefore require each label to carry the PM's SSH signature, made
+the way git signs commits::
+
+    # pmos.yaml
+    signing:
+      allowed_signers: .pmos/allowed_signers   # OpenSSH format, relative to the kit root
+      required: true
+
+``pmos accept RUN --label pass --by ana@example.com --sign-key ~/.ssh/id_ed25519``
+signs the label's content fields (:func:`signed_payload`) in OpenSSH's SSHSIG
+format under the namespace ``pmos-label``; the signature verifies with
+``ssh-keygen -Y verify -n pmos-label -I ana@example.com -f allowed_signers``.
+A label is accepted when the allowed-signers file lists the signing key for the
+label's ``by`` (the principal) and the namespace. Agents never hold a PM's key:
+they cannot sign, so with ``required: true`` they cannot write a label.
+
+The seed labels of the kit's own known-bad runs (``fail`` by ``seeded``) are
+answer keys shipped with the kit, not a person's judgment; they need no
+signature.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from functools import cache, lru_cache
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from pmos.errors import BadInput, ConfigError
+from pmos.gate import allowed_signers, sshsig
+from pmos.gate.known_bad import LABELLER, is_seeded
+from pmos.kit import Config
+from pmos.paths import resolve_inside
+from pmos.timestamps import parse_instant
+
+NAMESPACE = "pmos-label"
+#: Fields of a stored label that are not its content: the chain's and the signature's.
+UNSIGNED_FIELDS = frozenset({"prev_hash", "hash", "signature"})
+
+
+class Settings(NamedTuple):
+    """pmos.yaml's ``signing`` section; ``allowed_signers`` is None when it has none."""
+
+    allowed_signers: str | None
+    required: bool
+
+
+def settings(config: Config) -> Settings:
+    section = config.raw.get("signing") or {}
+    return Settings(section.get("allowed_signers"), bool(section.get("required", False)))
+
+
+@cache
+def _content_fields() -> frozenset[str]:
+    from pmos.schemas import load_schema
+
+    return frozenset(load_schema("acceptance")["properties"]) - UNSIGNED_FIELDS
+
+
+def signed_payload(record: dict[str, Any]) -> bytes:
+    """The bytes a label's signature covers: its content fields (every field of the
+    acceptance schema but the chain's and the signature itself), as canonical JSON
+    (keys sorted, no spaces, UTF-8). ``record_id`` and ``recorded_at`` are among
+    them, so a signature cannot be moved to another label."""
+    content = {k: v for k, v in record.items() if k in _content_fields()}
+    return json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
+        "utf-8"
+    )
+
+
+def sign_label(record: dict[str, Any], private_key: Any) -> dict[str, Any]:
+    """The ``signature`` field for a label record whose content fields are final."""
+    armored = sshsig.sign(private_key, signed_payload(record), NAMESPACE)
+    key = sshsig.fingerprint(sshsig.public_key_blob(private_key.public_key()))
+    return {"namespace": NAMESPACE, "key": key, "sshsig": armored}
+
+
+def allowed_signers_path(config: Config, root: Path) -> Path | None:
+    configured = settings(config).allowed_signers
+    if configured is None:
+        return None
+    return _resolved(str(root), configured)
+
+
+@lru_cache(maxsize=64)
+def _resolved(root: str, configured: str) -> Path:
+    """Resolved once per process: a reader checks many labels against one file."""
+    try:
+        return resolve_inside(
+            Path(root), configured, what="signing.allowed_signers", for_writing=False
+        )
+    except BadInput as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def exempt(record: dict[str, Any]) -> bool:
+    """A seed label of the kit's own known-bad runs (see the module docstring)."""
+    return (
+        record.get("by") == LABELLER
+        and record.get("label") == "fail"
+        and is_seeded(str(record.get("run_id", "")), record.get("initiative_id"))
+    )
+
+
+def label_signature_problem(config: Config, root: Path, record: dict[str, Any]) -> str | None:
+    """What is wrong with a stored (or about to be stored) label's signature, or None.
+
+    * signing not configured: None, whatever the record holds (nothing to check
+      against);
+    * ``required`` and the label is unsigned (seed labels excepted): a problem;
+    * a signature is present: it must verify over :func:`signed_payload` in the
+      ``pmos-label`` namespace, and the allowed-signers file must list its key
+      for the label's ``by`` at the label's ``recorded_at``.
+
+    Pure apart from reading the allowed-signers file (cached per file version).
+    """
+    rules = settings(config)
+    path = allowed_signers_path(config, root)
+    signature = record.get("signature")
+    if signature is None:
+        if rules.required and not exempt(record):
+            return (
+                "unsigned label: pmos.yaml signing.required is true, so a PM label needs the "
+                "PM's signature (pmos accept --sign-key PATH)"
+            )
+        return None
+    if path is None:
+        return None
+    if not isinstance(signature, dict) or not isinstance(signature.get("sshsig"), str):
+        return "malformed signature field"
+    try:
+        verified = sshsig.verify(signature["sshsig"], signed_payload(record), NAMESPACE)
+    except sshsig.SignatureInvalid as exc:
+        return f"invalid signature: {exc}"
+    if signature.get("key") != verified.fingerprint:
+        return (
+            f"signature key field {signature.get('key')!r} is not the signing key "
+            f"{verified.fingerprint}"
+        )
+    by = str(record.get("by", ""))
+    try:
+        at = parse_instant(str(record.get("recorded_at")))
+    except (ValueError, BadInput):
+        return "the label's recorded_at is not a time; its signature cannot be checked"
+    signers = allowed_signers.load(path)
+    if not any(s.allows(by, NAMESPACE, verified.key_blob, at) for s in signers):
+        return (
+            f"signed by key {verified.fingerprint}, which {rules.allowed_signers} does not "
+            f"allow to sign as {by!r} (namespace {NAMESPACE}) at {record.get('recorded_at')}"
+        )
+    return None
+
+
+# ---------------------------------------------------------------- which key
+
+
+def git_signing_key(cwd: Path | None = None) -> Path | None:
+    """git's ``user.signingkey`` when git signs with SSH (``gpg.format ssh``), as the
+    private key file to sign with; None when git is not set up so."""
+
+    def config(name: str) -> str | None:
+        try:
+            proc = subprocess.run(
+                ["git", "config", "--get", name],
+                capture_output=True,
+                text=True,
+                cwd=cwd,
+                timeout=10,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        value = proc.stdout.strip()
+        return value if proc.returncode == 0 and value else None
+
+    if (config("gpg.format") or "").lower() != "ssh":
+        return None
+    key = config("user.signingkey")
+    if key is None:
+        return None
+    if key.startswith("key::") or key.startswith("ssh-"):
+        raise BadInput(
+            "git's user.signingkey is a literal public key (signed through ssh-agent), which "
+            "pmos cannot use; give the private key file with --sign-key PATH"
+        )
+    path = Path(os.path.expanduser(key))
+    if path.suffix == ".pub" and path.with_suffix("").exists():
+        path = path.with_suffix("")  # git accepts the .pub path; the private key sits beside it
+    return path

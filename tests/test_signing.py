@@ -1,0 +1,375 @@
+"""Signed PM labels (issue 11.5): real keys made by ssh-keygen, checked both ways."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import ledger_bytes
+from pmos.errors import BadInput
+from pmos.gate import allowed_signers, signing, sshsig
+from pmos.kit import open_kit
+
+pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs ssh-keygen")
+
+PM = "ana@example.com"
+
+
+def keygen(folder: Path, name: str, kind: str = "ed25519", passphrase: str = "") -> Path:
+    path = folder / name
+    args = ["ssh-keygen", "-q", "-t", kind, "-N", passphrase, "-C", name, "-f", str(path)]
+    if kind == "rsa":
+        args[4:4] = ["-b", "2048"]
+    subprocess.run(args, check=True, capture_output=True)
+    return path
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The PM's key, a foreign key, keys of the other kinds, an encrypted key: made once."""
+    folder = tmp_path_factory.mktemp("keys")
+    return {
+        "pm": keygen(folder, "pm"),
+        "foreign": keygen(folder, "foreign"),
+        "rsa": keygen(folder, "rsa", "rsa"),
+        "ecdsa": keygen(folder, "ecdsa", "ecdsa"),
+        "encrypted": keygen(folder, "encrypted", passphrase="correct horse"),
+    }
+
+
+def public(key: Path) -> str:
+    kind, blob = key.with_suffix(".pub").read_text().split()[:2]
+    return f"{kind} {blob}"
+
+
+def ssh_verify(tmp_path: Path, armored: str, message: bytes, principal: str, key: Path) -> int:
+    (tmp_path / "sig").write_text(armored)
+    (tmp_path / "allowed").write_text(f"{principal} {public(key)}\n")
+    return subprocess.run(
+        [
+            "ssh-keygen",
+            "-Y",
+            "verify",
+            "-f",
+            str(tmp_path / "allowed"),
+            "-I",
+            principal,
+            "-n",
+            signing.NAMESPACE,
+            "-s",
+            str(tmp_path / "sig"),
+        ],
+        input=message,
+        capture_output=True,
+        check=False,
+    ).returncode
+
+
+# ---------------------------------------------------------------- SSHSIG both ways
+
+
+@pytest.mark.parametrize("kind", ["pm", "rsa", "ecdsa"])
+def test_our_signature_verifies_with_ssh_keygen(keys, tmp_path, kind):
+    message = b'{"label":"pass"}'
+    armored = sshsig.sign(sshsig.load_private_key(keys[kind]), message, signing.NAMESPACE)
+    assert ssh_verify(tmp_path, armored, message, PM, keys[kind]) == 0
+    assert ssh_verify(tmp_path, armored, message + b" ", PM, keys[kind]) != 0
+    assert ssh_verify(tmp_path, armored, message, PM, keys["foreign"]) != 0
+
+
+@pytest.mark.parametrize("kind", ["pm", "rsa", "ecdsa"])
+def test_ssh_keygen_signature_verifies_here(keys, tmp_path, kind):
+    message = tmp_path / "message"
+    message.write_bytes(b"the label's content")
+    subprocess.run(
+        [
+            "ssh-keygen",
+            "-q",
+            "-Y",
+            "sign",
+            "-f",
+            str(keys[kind]),
+            "-n",
+            signing.NAMESPACE,
+            str(message),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    armored = (tmp_path / "message.sig").read_text()
+    verified = sshsig.verify(armored, b"the label's content", signing.NAMESPACE)
+    fingerprint = subprocess.run(
+        ["ssh-keygen", "-l", "-f", str(keys[kind].with_suffix(".pub"))],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()[1]
+    assert verified.fingerprint == fingerprint
+    with pytest.raises(sshsig.SignatureInvalid, match="does not verify"):
+        sshsig.verify(armored, b"the label's content!", signing.NAMESPACE)
+    with pytest.raises(sshsig.SignatureInvalid, match="namespace 'pmos-label', not 'git'"):
+        sshsig.verify(armored, b"the label's content", "git")
+
+
+def test_malformed_signatures_are_refused():
+    for text in ("", "hello", "-----BEGIN SSH SIGNATURE-----\n!!!\n-----END SSH SIGNATURE-----"):
+        with pytest.raises(sshsig.SignatureInvalid):
+            sshsig.verify(text, b"x", signing.NAMESPACE)
+
+
+def test_an_encrypted_key_needs_its_passphrase(keys):
+    with pytest.raises(sshsig.KeyEncrypted, match="is encrypted"):
+        sshsig.load_private_key(keys["encrypted"])
+    assert sshsig.load_private_key(keys["encrypted"], b"correct horse") is not None
+    with pytest.raises(BadInput, match="not a usable private key"):
+        sshsig.load_private_key(keys["pm"].with_suffix(".pub"))
+
+
+# ---------------------------------------------------------------- allowed signers
+
+
+def test_allowed_signers_principals_namespaces_and_validity(keys):
+    from datetime import UTC, datetime
+
+    blob = sshsig.public_key_blob(sshsig.load_private_key(keys["pm"]).public_key())
+    other = sshsig.public_key_blob(sshsig.load_private_key(keys["foreign"]).public_key())
+    text = (
+        "# the PMs\n\n"
+        f'"*@example.com,!bot@example.com" namespaces="pmos-label,git" {public(keys["pm"])} c\n'
+        'bo@example.com valid-after="20260101",valid-before="20261231Z" '
+        f"{public(keys['foreign'])}\n"
+        f"ca@example.com cert-authority {public(keys['rsa'])}\n"
+    )
+    signers = allowed_signers.parse(text)
+    at = datetime(2026, 6, 1, tzinfo=UTC)
+
+    def allowed(principal, key, namespace=signing.NAMESPACE, when=at):
+        return any(s.allows(principal, namespace, key, when) for s in signers)
+
+    assert allowed(PM, blob)
+    assert not allowed("bot@example.com", blob)  # negated pattern
+    assert not allowed(PM, blob, namespace="file")  # namespace not listed
+    assert not allowed(PM, other)  # another principal's key
+    assert allowed("bo@example.com", other)
+    assert not allowed("bo@example.com", other, when=datetime(2025, 12, 31, tzinfo=UTC))
+    assert not allowed("bo@example.com", other, when=datetime(2027, 1, 1, tzinfo=UTC))
+    rsa = sshsig.public_key_blob(sshsig.load_private_key(keys["rsa"]).public_key())
+    assert not allowed("ca@example.com", rsa)  # certificate authorities are not supported
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("ana ssh-ed25519", "expected: principals"),
+        ("ana ssh-dss AAAA", "unknown key type"),
+        ('ana frobnicate="x" ssh-ed25519 AAAA', "unknown option"),
+        ("ana ssh-ed25519 !!notbase64", "not base64"),
+        ('ana valid-after="2026" ssh-ed25519 AAAA', "is not YYYYMMDD"),
+        ('"ana ssh-ed25519 AAAA', "unclosed quote"),
+    ],
+)
+def test_malformed_allowed_signers_lines(line, message):
+    with pytest.raises(BadInput, match=message):
+        allowed_signers.parse(line + "\n", "signers")
+
+
+# ---------------------------------------------------------------- pmos accept
+
+
+def configure(kit_root: Path, keys: dict[str, Path], *, required: bool, signers: str = "") -> None:
+    folder = kit_root / ".pmos"
+    folder.mkdir(exist_ok=True)
+    (folder / "allowed_signers").write_text(signers or f"{PM} {public(keys['pm'])}\n")
+    with (kit_root / "pmos.yaml").open("a", encoding="utf-8") as config:
+        config.write("signing:\n  allowed_signers: .pmos/allowed_signers\n")
+        config.write(f"  required: {str(required).lower()}\n")
+
+
+def judged(cli, run: str = "r1") -> None:
+    result = cli(
+        "eval",
+        "log",
+        run,
+        "i1",
+        "0.9",
+        "PASS",
+        "planning/evals/agent-run-eval-rubric.md",
+        "gpt-5",
+        "--spec",
+        "pass",
+        "--standards",
+        "pass",
+    )
+    assert result.exit_code == 0, result.output
+
+
+def accept(cli, *extra: str, run: str = "r1", by: str = PM):
+    return cli("accept", run, "--label", "pass", "--by", by, *extra, "--json")
+
+
+def test_a_label_signed_by_an_allowed_pm_key_is_stored_and_verifies_with_ssh_keygen(
+    cli, kit_root, keys, tmp_path
+):
+    configure(kit_root, keys, required=True)
+    judged(cli)
+    result = accept(cli, "--sign-key", str(keys["pm"]))
+    assert result.exit_code == 0, result.output
+    stored = json.loads(result.stdout)
+    signature = stored["signature"]
+    assert signature["namespace"] == "pmos-label"
+    assert signature["key"] == sshsig.fingerprint(
+        sshsig.public_key_blob(sshsig.load_private_key(keys["pm"]).public_key())
+    )
+    payload = signing.signed_payload(stored)
+    assert json.loads(payload)["record_id"] == stored["record_id"]
+    assert "signature" not in json.loads(payload) and "hash" not in json.loads(payload)
+    assert ssh_verify(tmp_path, signature["sshsig"], payload, PM, keys["pm"]) == 0
+    kit = open_kit(kit_root)
+    assert signing.label_signature_problem(kit.config, kit.root, stored) is None
+    assert cli("ledger", "verify").exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("key", "by", "message"),
+    [
+        (None, PM, "unsigned label: pmos.yaml signing.required is true"),
+        ("foreign", PM, "does not allow to sign as 'ana@example.com'"),
+        ("pm", "mallory@example.com", "does not allow to sign as 'mallory@example.com'"),
+    ],
+)
+def test_required_signatures_refuse_unsigned_and_foreign_labels(
+    cli, kit_root, keys, key, by, message
+):
+    configure(kit_root, keys, required=True)
+    judged(cli)
+    before = ledger_bytes(kit_root)
+    extra = ("--sign-key", str(keys[key])) if key else ()
+    result = accept(cli, *extra, by=by)
+    assert result.exit_code == 2
+    assert "[label-signature]" in result.stderr and message in result.stderr
+    assert ledger_bytes(kit_root) == before
+
+
+def test_a_foreign_signature_is_refused_even_when_not_required(cli, kit_root, keys):
+    configure(kit_root, keys, required=False)
+    judged(cli)
+    before = ledger_bytes(kit_root)
+    assert accept(cli, "--sign-key", str(keys["foreign"])).exit_code == 2
+    assert ledger_bytes(kit_root) == before
+    assert accept(cli).exit_code == 0  # unsigned is fine while not required
+
+
+def test_without_signing_configured_a_signed_label_is_stored_with_a_warning(cli, keys):
+    judged(cli)
+    result = accept(cli, "--sign-key", str(keys["foreign"]))
+    assert result.exit_code == 0
+    assert "names no signing.allowed_signers" in result.stderr
+
+
+def test_the_signing_key_defaults_to_gits_ssh_signing_key(
+    cli, kit_root, keys, tmp_path, monkeypatch
+):
+    configure(kit_root, keys, required=True)
+    judged(cli)
+    gitconfig = tmp_path / "gitconfig"
+    gitconfig.write_text(f"[gpg]\n\tformat = ssh\n[user]\n\tsigningkey = {keys['pm']}.pub\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    result = accept(cli)
+    assert result.exit_code == 0, result.output
+    assert "signature" in json.loads(result.stdout)
+    gitconfig.write_text("[gpg]\n\tformat = openpgp\n[user]\n\tsigningkey = ABCDEF\n")
+    assert accept(cli).exit_code == 2  # not SSH signing: no default key, unsigned, refused
+
+
+def test_an_encrypted_key_without_a_terminal_is_a_clear_error(cli, kit_root, keys):
+    configure(kit_root, keys, required=True)
+    judged(cli)
+    result = accept(cli, "--sign-key", str(keys["encrypted"]))
+    assert result.exit_code == 2 and "is encrypted" in result.stderr
+
+
+def test_seeding_needs_no_signature(cli, kit_root, keys):
+    configure(kit_root, keys, required=True)
+    result = cli("known-bad", "seed", "--json")
+    assert result.exit_code == 0, result.output
+
+
+def test_a_bad_signing_config_is_refused(cli, kit_root):
+    with (kit_root / "pmos.yaml").open("a", encoding="utf-8") as config:
+        config.write("signing:\n  required: true\n")
+    result = cli("queue")
+    assert result.exit_code == 2 and "allowed_signers" in result.stderr
+
+
+# ---------------------------------------------------------------- checking stored labels
+
+
+def test_label_signature_problem_on_forged_records(cli, kit_root, keys):
+    """What the readers and 'pmos ledger verify' apply to a stored label: a record
+    changed after signing, a signature moved to another record, an unsigned label
+    and a seed label."""
+    configure(kit_root, keys, required=True)
+    judged(cli)
+    stored = json.loads(accept(cli, "--sign-key", str(keys["pm"])).stdout)
+    kit = open_kit(kit_root)
+    problem = lambda record: signing.label_signature_problem(kit.config, kit.root, record)  # noqa: E731
+    assert problem(stored) is None
+    flipped = copy.deepcopy(stored)
+    flipped["label"] = "fail"
+    assert "invalid signature" in problem(flipped)
+    moved = copy.deepcopy(stored)
+    moved["record_id"] = "acc-forged"
+    assert "invalid signature" in problem(moved)
+    wrong_key_field = copy.deepcopy(stored)
+    wrong_key_field["signature"]["key"] = "SHA256:" + "A" * 43
+    assert "is not the signing key" in problem(wrong_key_field)
+    unsigned = {k: v for k, v in stored.items() if k != "signature"}
+    assert "unsigned label" in problem(unsigned)
+    seed = {
+        **unsigned,
+        "run_id": "known-bad-x",
+        "initiative_id": "known-bad",
+        "by": "seeded",
+        "label": "fail",
+    }
+    assert problem(seed) is None
+    assert "unsigned label" in problem({**seed, "label": "pass"})
+    # A key removed from allowed_signers no longer vouches for its old labels.
+    (kit_root / ".pmos/allowed_signers").write_text(f"{PM} {public(keys['foreign'])}\n")
+    os.utime(kit_root / ".pmos/allowed_signers", ns=(1, 1))
+    assert "does not allow" in problem(stored)
+
+
+def test_init_says_how_to_turn_signing_on(cli, tmp_path):
+    result = cli("init", str(tmp_path / "product" / "pmos"))
+    assert result.exit_code == 0
+    assert "signed PM labels are off" in result.stdout and "--sign-key" in result.stdout
+    config = (tmp_path / "product" / "pmos" / "pmos.yaml").read_text(encoding="utf-8")
+    assert "# signing:\n#   allowed_signers: allowed_signers\n#   required: true" in config
+
+
+def test_gits_key_is_not_used_in_a_kit_without_signing(cli, keys, tmp_path, monkeypatch):
+    judged(cli)
+    gitconfig = tmp_path / "gitconfig"
+    gitconfig.write_text(f"[gpg]\n\tformat = ssh\n[user]\n\tsigningkey = {keys['encrypted']}\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
+    result = accept(cli)  # the encrypted key would fail without a terminal if it were used
+    assert result.exit_code == 0, result.output
+    assert "signature" not in json.loads(result.stdout)
+
+
+def test_a_missing_allowed_signers_file_is_a_clear_error(cli, kit_root, keys):
+    configure(kit_root, keys, required=True)
+    (kit_root / ".pmos/allowed_signers").unlink()
+    judged(cli)
+    before = ledger_bytes(kit_root)
+    result = accept(cli, "--sign-key", str(keys["pm"]))
+    assert result.exit_code == 2 and "signing.allowed_signers" in result.stderr
+    assert ledger_bytes(kit_root) == before
