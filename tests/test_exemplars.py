@@ -439,60 +439,28 @@ def test_anchor_count_out_of_range_is_a_usage_error(cli, n):
 # ---------------------------------------------------------------- constant-time logging (11.9)
 
 
-def checked_mark(kit_root):
-    return (kit_root / LOG).with_name(f".{Path(LOG).name}.checked")
-
-
-def test_an_override_leaves_a_checked_mark_of_the_log_it_wrote(cli, kit_root, tmp_path):
-    judge(cli, tmp_path, "run-1", "PASS")
-    label(cli, "run-1", "fail")
-    st = (kit_root / LOG).stat()
-    assert checked_mark(kit_root).read_text() == (
-        f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}\n"
-    )
-    assert ".*.checked" in (kit_root / "planning/evals/.gitignore").read_text()
-
-
-def test_while_the_mark_matches_the_log_is_not_parsed_again(cli, kit_root, tmp_path):
-    """The fast path trusts the mark: a log pmos validated is appended to unparsed.
-    Shown with a malformed log whose mark claims it was validated: accepted; once
-    the mark is gone the whole log is parsed again and the label refused."""
-    judge(cli, tmp_path, "run-1", "PASS")
-    judge(cli, tmp_path, "run-2", "PASS")
-    log = kit_root / LOG
-    log.write_text(log.read_text(encoding="utf-8") + "\n### broken\n", encoding="utf-8")
-    st = log.stat()
-    checked_mark(kit_root).write_text(
-        f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}\n", encoding="ascii"
-    )
-    assert label(cli, "run-1", "fail").exit_code == 0
-    checked_mark(kit_root).unlink()
-    refused = cli("accept", "run-2", "--label", "fail", "--by", "pm-ana")
-    assert refused.exit_code == 2 and "not a valid exemplar log" in refused.stderr
-
-
-def test_a_hand_edit_after_the_mark_is_validated_again(cli, kit_root, tmp_path):
-    for run in ("run-1", "run-2", "run-3"):
+def test_logging_an_override_reads_only_that_runs_entries(cli, kit_root, tmp_path):
+    """The cost of an override does not grow with the log: only the entry files of
+    the labelled run are read. Shown with another run's entry broken on purpose:
+    the override is still logged, while reading the whole log reports the break."""
+    for run in ("run-1", "run-2"):
         judge(cli, tmp_path, run, "PASS")
     label(cli, "run-1", "fail")
-    log = kit_root / LOG
-    text = log.read_text(encoding="utf-8")
-    # A PM writes the lesson: the log changes, stays valid, and the next override goes on.
-    log.write_text(text.replace("lesson: Pending", "lesson: Written by the PM. Was pending"))
+    [first] = (kit_root / OVERRIDES).iterdir()
+    first.write_text("### broken\n", encoding="utf-8")
     assert label(cli, "run-2", "fail").exit_code == 0
-    assert len(log_entries(kit_root)) == 2
-    # A broken edit is caught by the next override, which writes nothing.
-    log.write_text(log.read_text(encoding="utf-8") + "\n### broken\n", encoding="utf-8")
-    before = ledger_bytes(kit_root)
-    refused = cli("accept", "run-3", "--label", "fail", "--by", "pm-ana")
-    assert refused.exit_code == 2 and "not a valid exemplar log" in refused.stderr
-    assert ledger_bytes(kit_root) == before
+    assert len(list((kit_root / OVERRIDES).iterdir())) == 2
+    assert cli("exemplars").exit_code == 2
 
 
-def test_the_same_override_is_still_logged_once_on_the_fast_path(cli, kit_root, tmp_path):
+def test_a_lesson_written_by_the_pm_is_kept_and_the_override_logged_once(cli, kit_root, tmp_path):
     judge(cli, tmp_path, "run-1", "PASS")
     label(cli, "run-1", "fail")
-    assert checked_mark(kit_root).exists()
+    [entry_file] = (kit_root / OVERRIDES).iterdir()
+    text = entry_file.read_text(encoding="utf-8")
+    assert "Pending: the gate said PASS" in text
+    entry_file.write_text(text.replace("Pending: the gate said PASS", "Written by the PM. PASS"))
     again = label(cli, "run-1", "fail")
     assert "already holds this override" in again.stderr
-    assert len(log_entries(kit_root)) == 1
+    [logged] = log_entries(kit_root)
+    assert logged["lesson"].startswith("Written by the PM.")

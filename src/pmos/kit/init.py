@@ -26,7 +26,6 @@ KIT_TEMPLATE_PATHS: list[str] = [
     "skills",
     "planning/evals/calibration-method.md",
     "planning/evals/eval-calibration.md",  # entry-free in the repository: no inherited history
-    "planning/evals/.gitignore",  # keeps the exemplar log's checked mark out of commits
     "planning/evals/known-bad",
     "planning/research",
 ]
