@@ -97,13 +97,22 @@ def test_only_the_store_writes_or_validates_records(module: str, path: Path):
     problems = [
         f"line {line}: imports {target}"
         for line, target in _imports(path)
-        if target.startswith("pmos.store.") and target.split(".")[2].startswith(("chain", "files"))
+        if target.startswith("pmos.store.")
+        and target.split(".")[2].startswith(("chain", "files", "packs", "lines"))
     ]
     for name, node in _calls(tree):
         first = node.args[0] if node.args else None
         if name == "validate" and isinstance(first, ast.Constant) and first.value in RECORD_SCHEMAS:
             problems.append(f"line {node.lineno}: validates a {node.args[0].value} record")
-        if name in ("LedgerWriter", "append_with", "write_record"):
+        if name in (
+            "LedgerWriter",
+            "append_with",
+            "write_record",
+            "write_once",
+            "write_many",
+            "write_pack",
+            "encode_line",
+        ):
             problems.append(f"line {node.lineno}: calls {name}")
     assert not problems, f"{module} writes or validates records outside the store: {problems}"
 

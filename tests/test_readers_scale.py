@@ -1,17 +1,28 @@
-"""Readers stream; writers stay light; the fast read path keeps every chain check."""
+"""Readers stream; writers stay light; the fast read path keeps every check.
+
+Large kits are built the way ``pmos ledger pack`` leaves them: records encoded
+by the store's own encoder into packs (:func:`pmos.store.packs.write_pack`),
+far faster than one file per record.
+"""
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import tracemalloc
 
 import pytest
 
+import ledgerfiles
 from pmos.calibration.metrics import compute_metrics
 from pmos.errors import LedgerCorrupt
-from pmos.store.chain import LedgerWriter, iter_records, parse_line, verify
+from pmos.store import lines
+from pmos.store.packs import key_of, write_pack
+from pmos.store.read import records, stored_bytes
+from pmos.store.rows import row_type
+from pmos.store.verify import verify_kind
 
 RUBRIC = "planning/evals/agent-run-eval-rubric.md"
 
@@ -46,12 +57,23 @@ def _label(i: int, run: str) -> dict:
     }
 
 
+def _pack(kit, kind: str, made) -> None:
+    entries = []
+    for record in made:
+        line, digest = lines.encode(record)
+        entries.append((key_of(record), digest, line))
+    entries.sort(key=lambda e: (e[0], e[1]))
+    write_pack(kit.store.folder(kind), kind, entries)
+
+
 def _fill(kit, runs: int, per_run: int) -> None:
-    evals = LedgerWriter(kit.store.path("evals"), "evals")
-    accepts = LedgerWriter(kit.store.path("acceptances"), "acceptances")
+    """One pack of verdicts and one of labels, replacing what the ledgers held."""
+    for kind in ("evals", "acceptances"):
+        for path in ledgerfiles.pack_files(kit.root, kind):
+            path.unlink()
     total = runs * per_run
-    evals.append_many(_verdict(i, f"run-{i % runs}") for i in range(total))
-    accepts.append_many(_label(i, f"run-{i % runs}") for i in range(total))
+    _pack(kit, "evals", (_verdict(i, f"run-{i % runs}") for i in range(total)))
+    _pack(kit, "acceptances", (_label(i, f"run-{i % runs}") for i in range(total)))
 
 
 def _peak(kit) -> int:
@@ -63,12 +85,16 @@ def _peak(kit) -> int:
         tracemalloc.stop()
 
 
-def test_memory_grows_with_runs_not_records(kit):
+def test_memory_grows_with_runs_not_records(kit, monkeypatch):
+    from pmos.calibration import metrics as calibration
+
     pytest.importorskip("sklearn.metrics")  # imported before measuring: a one-off cost
+    monkeypatch.setattr(calibration, "PARALLEL_MIN_BYTES", 1 << 62)  # measure this process
     compute_metrics(kit)
-    _fill(kit, runs=50, per_run=4)
+    # Packs are read in buffers of about 1 MiB: both ledgers here are several of them.
+    _fill(kit, runs=50, per_run=300)
     few_records = _peak(kit)
-    _fill(kit, runs=50, per_run=60)  # the same 50 runs, 16x the records
+    _fill(kit, runs=50, per_run=1200)  # the same 50 runs, 4x the records
     many_records = _peak(kit)
     assert many_records < few_records * 1.5, (few_records, many_records)
 
@@ -99,59 +125,100 @@ print(heavy)
 
 def test_fast_read_path_keeps_every_check(kit, kit_root):
     _fill(kit, runs=3, per_run=2)
-    path = kit.store.path("evals")
-    original = path.read_bytes()
-    lines = original.splitlines(keepends=True)
-    assert len(list(iter_records(path, "evals"))) == 6
+    (pack,) = ledgerfiles.pack_files(kit_root, "evals")
+    original = pack.read_bytes()
+    rows = original.splitlines(keepends=True)  # a header, then six record lines
+    fast = row_type("evals", ("run_id", "verdict"))
+    assert len(list(records(kit.store, "evals"))) == 6
+    assert len(list(records(kit.store, "evals", row=fast))) == 6
 
     cases = {
-        "edited": (lines[2].replace(b'"init-1"', b'"init-2"'), "line 3", "was edited"),
-        "no hash": (lines[2][: -(75 + 1)] + b"}\n", "line 3", "no chain hash"),
-        "upper-case hash": (
-            lines[2][:-67] + lines[2][-67:-3].upper() + b'"}\n',
-            "line 3",
-            "no chain hash",
+        "edited": (rows[2].replace(b'"init-1"', b'"init-2"'), "does not match its digest"),
+        "no digest": (rows[2][: -(lines.TAIL_LEN + 1)] + b"}\n", "carries no digest"),
+        "upper-case digest": (
+            rows[2][:-67] + rows[2][-67:-3].upper() + b'"}\n',
+            "does not match its digest",
         ),
-        "not json": (b"{not json\n", "line 3", "not valid JSON"),
+        "not json": (b"{not json\n", "carries no digest"),
     }
-    for name, (replacement, where, message) in cases.items():
-        path.write_bytes(b"".join([*lines[:2], replacement, *lines[3:]]))
-        with pytest.raises(LedgerCorrupt) as caught:
-            list(iter_records(path, "evals"))
-        assert f":{where.split()[1]}:" in str(caught.value) and message in str(caught.value), name
-        report = verify(path, "evals")
-        assert report.problems[0].line == 3 and message in report.problems[0].problem, name
-    # A deleted line breaks the link of the next one.
-    path.write_bytes(b"".join([*lines[:2], *lines[3:]]))
-    with pytest.raises(LedgerCorrupt, match=":3: prev_hash does not match"):
-        list(iter_records(path, "evals"))
-    # A line moved in from another ledger kind fails at the genesis link.
-    path.write_bytes(original)
-    with pytest.raises(LedgerCorrupt, match=":1: prev_hash"):
-        list(iter_records(path, "acceptances"))
-    # parse_line (no newline) agrees with the stream reader.
-    assert parse_line(lines[0][:-1]) == json.loads(lines[0])
+    for name, (replacement, message) in cases.items():
+        pack.write_bytes(b"".join([*rows[:2], replacement, *rows[3:]]))
+        for row in (None, fast):  # the whole-record reader and the hot readers' rows
+            with pytest.raises(LedgerCorrupt) as caught:
+                list(records(kit.store, "evals", row=row))
+            assert caught.value.path == str(pack), name
+        with pytest.raises(LedgerCorrupt):
+            compute_metrics(kit)
+        report = verify_kind(kit.store, "evals")
+        assert any(p.line == 3 and message in p.problem for p in report.problems), (
+            name,
+            report.problems,
+        )
+    # A deleted line: each line is sound, the pack is not.
+    pack.write_bytes(b"".join([*rows[:2], *rows[3:]]))
+    with pytest.raises(LedgerCorrupt, match="does not match its name"):
+        list(records(kit.store, "evals", row=fast))
+    # A pack moved in from another ledger kind fails at its header.
+    pack.write_bytes(original)
+    shutil.copy(pack, ledgerfiles.folder(kit_root, "acceptances"))
+    with pytest.raises(LedgerCorrupt, match="not a acceptances pack header"):
+        list(records(kit.store, "acceptances"))
+    # Each record line is the record's canonical JSON with its digest last.
+    first = json.loads(rows[1])
+    digest = first.pop("digest")
+    assert lines.check(rows[1][:-1]) == (
+        lines.encode(first)[0][: -(lines.TAIL_LEN + 1)] + b"}",
+        digest,
+    )
 
 
-def test_parallel_read_gives_the_same_report(kit, monkeypatch):
-    from pmos.calibration import metrics as calibration
+FORKS = """
+import json, sys
+from pmos.calibration import metrics
+from pmos.kit import open_kit
 
+forks = []
+sys.addaudithook(lambda event, args: forks.append(event) if event == "os.fork" else None)
+kit = open_kit()
+reports = {}
+for name, threshold in (("serial", 1 << 62), ("default", metrics.PARALLEL_MIN_BYTES)):
+    metrics.PARALLEL_MIN_BYTES = threshold
+    before = len(forks)
+    found = [metrics.compute_metrics(kit), metrics.compute_metrics(kit, model="gpt-5", window=5)]
+    reports[name] = {"forks": len(forks) - before, "reports": found}
+print(json.dumps(reports, default=str))
+"""
+
+
+def _forks(kit_root) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-c", FORKS], capture_output=True, text=True, cwd=kit_root, timeout=600
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_a_large_eval_ledger_is_read_in_a_second_process_with_the_same_report(kit, kit_root):
+    from pmos.calibration.metrics import PARALLEL_MIN_BYTES
+
+    # Over the threshold as stored (about 400 bytes a verdict), in two packs and loose files.
+    _fill(kit, runs=400, per_run=110)
+    _pack(kit, "evals", (_verdict(i, f"run-{i % 400}") for i in range(44_000, 46_000)))
+    for i in range(46_000, 46_010):
+        ledgerfiles.forge(kit_root, "evals", _verdict(i, f"run-{i % 400}"))
+    assert stored_bytes(kit.store, "evals") >= PARALLEL_MIN_BYTES
+    found = _forks(kit_root)
+    assert found["serial"]["forks"] == 0
+    assert found["default"]["forks"] == 2  # one reader process per report
+    assert found["default"]["reports"] == found["serial"]["reports"]
+    assert found["serial"]["reports"][0]["pairs"] == 400
+
+
+def test_a_small_eval_ledger_is_read_in_this_process(kit, kit_root):
     _fill(kit, runs=40, per_run=3)
-    serial = [compute_metrics(kit), compute_metrics(kit, model="gpt-5", window=5)]
-    from pmos.store import forked
-
-    started = []
-
-    class Spy(forked.ForkedCall):
-        def __init__(self, *args, **options):
-            started.append(args[0].__name__)
-            super().__init__(*args, **options)
-
-    monkeypatch.setattr(forked, "ForkedCall", Spy)
-    monkeypatch.setattr(calibration, "PARALLEL_MIN_BYTES", 0)
-    parallel = [compute_metrics(kit), compute_metrics(kit, model="gpt-5", window=5)]
-    assert started == ["_read_verdicts_and_pair", "_read_verdicts_and_pair"]
-    assert parallel == serial
+    found = _forks(kit_root)
+    assert found["default"]["forks"] == 0
+    assert found["default"]["reports"] == found["serial"]["reports"]
 
 
 @pytest.mark.parametrize("kind", ["evals", "acceptances"])
@@ -161,14 +228,14 @@ def test_parallel_read_reports_a_corrupt_ledger_and_leaves_no_process(kit, monke
     from pmos.calibration import metrics as calibration
 
     _fill(kit, runs=5, per_run=2)
-    path = kit.store.path(kind)
-    lines = path.read_bytes().splitlines(keepends=True)
-    lines[3] = lines[3].replace(b'"run-3"', b'"run-4"')
-    path.write_bytes(b"".join(lines))
+    (pack,) = ledgerfiles.pack_files(kit.root, kind)
+    rows = pack.read_bytes().splitlines(keepends=True)
+    rows[3] = rows[3].replace(b'"run-2"', b'"run-4"')
+    pack.write_bytes(b"".join(rows))
     monkeypatch.setattr(calibration, "PARALLEL_MIN_BYTES", 0)
     with pytest.raises(LedgerCorrupt) as caught:
         compute_metrics(kit)
-    assert caught.value.line == 4 and caught.value.path == str(path)
+    assert caught.value.path == str(pack) and "does not match its name" in caught.value.problem
     with pytest.raises(ChildProcessError):
         os.waitpid(-1, os.WNOHANG)  # the reader process was reaped
 
