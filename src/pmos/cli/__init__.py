@@ -39,6 +39,7 @@ COMMAND_MODULES: dict[str, str] = {
     "assess": "assesscmds",
     "metrics": "metricscmds",
     "queue": "metricscmds",
+    "stats": "statscmds",
     "exemplars": "skillcmds",
     "known-bad": "skillcmds",
     "skill": "skillcmds",
