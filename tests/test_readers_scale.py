@@ -134,7 +134,7 @@ def test_fast_read_path_keeps_every_check(kit, kit_root):
 
 
 def test_parallel_read_gives_the_same_report(kit, monkeypatch):
-    from pmos.calibration import metrics as calibration
+    from pmos.calibration import pairs
 
     _fill(kit, runs=40, per_run=3)
     serial = [compute_metrics(kit), compute_metrics(kit, model="gpt-5", window=5)]
@@ -148,7 +148,7 @@ def test_parallel_read_gives_the_same_report(kit, monkeypatch):
             super().__init__(*args, **options)
 
     monkeypatch.setattr(forked, "ForkedCall", Spy)
-    monkeypatch.setattr(calibration, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(pairs, "PARALLEL_MIN_BYTES", 0)
     parallel = [compute_metrics(kit), compute_metrics(kit, model="gpt-5", window=5)]
     assert started == ["_read_verdicts_and_pair", "_read_verdicts_and_pair"]
     assert parallel == serial
@@ -158,14 +158,14 @@ def test_parallel_read_gives_the_same_report(kit, monkeypatch):
 def test_parallel_read_reports_a_corrupt_ledger_and_leaves_no_process(kit, monkeypatch, kind):
     import os
 
-    from pmos.calibration import metrics as calibration
+    from pmos.calibration import pairs
 
     _fill(kit, runs=5, per_run=2)
     path = kit.store.path(kind)
     lines = path.read_bytes().splitlines(keepends=True)
     lines[3] = lines[3].replace(b'"run-3"', b'"run-4"')
     path.write_bytes(b"".join(lines))
-    monkeypatch.setattr(calibration, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(pairs, "PARALLEL_MIN_BYTES", 0)
     with pytest.raises(LedgerCorrupt) as caught:
         compute_metrics(kit)
     assert caught.value.line == 4 and caught.value.path == str(path)

@@ -50,7 +50,8 @@ _CHUNK = 64
 KAPPA_CI_METHOD = (
     "Dirichlet posterior of the four cell probabilities, union of the central 95% "
     f"intervals under the Jeffreys (1/2) and Perks (1/4) priors, {KAPPA_DRAWS} Monte "
-    f"Carlo draws each (seed {KAPPA_SEED}; the same draws for the same counts)"
+    f"Carlo draws each (seed {KAPPA_SEED}; the same draws for the same counts), "
+    "stretched to hold the estimate"
 )
 WILSON_METHOD = "Wilson score interval (Wilson 1927)"
 AUC_CI_METHOD = (
@@ -101,10 +102,12 @@ def kappa_intervals(tables: Sequence[tuple[int, int, int, int]]) -> list[tuple[f
     For each prior a in :data:`KAPPA_PRIORS`, the cell probabilities have the
     posterior Dirichlet(tp + a, fn + a, fp + a, tn + a); kappa is computed for
     each of :data:`KAPPA_DRAWS` draws and the 2.5th and 97.5th percentiles
-    taken. The interval reported is the union of the two: the Jeffreys prior
-    alone pulls kappa towards 0 and misses high true kappas at n = 20, the
-    Perks prior alone is too sure of perfect agreement at n = 50; together
-    they cover at least 93% over the grid in calibration-method.md.
+    taken. The interval reported is the union of the two, stretched to hold the
+    table's own kappa where no draw reaches it (at perfect agreement the draws
+    stay below 1). The union matters: the Jeffreys prior alone pulls kappa
+    towards 0 and misses high true kappas at n = 20, the Perks prior alone is
+    too sure of perfect agreement at n = 50; together they cover at least 93%
+    over the grid in calibration-method.md.
 
     The draws of a table depend on its counts only (:func:`_gamma_draws`), so
     its interval is the same alone or in any batch, and ten thousand tables
@@ -124,7 +127,10 @@ def kappa_intervals(tables: Sequence[tuple[int, int, int, int]]) -> list[tuple[f
         shapes = np.asarray(chunk, dtype=float)[:, None, :] + priors  # (tables, priors, cells)
         kappas = kappa_of_cells(_gamma_draws(shapes))  # (tables, priors, draws)
         ends = np.quantile(kappas, [0.025, 0.975], axis=2)  # (2, tables, priors)
-        low, high = ends[0].min(axis=1), ends[1].max(axis=1)
+        # The estimate itself always belongs: at perfect agreement no draw reaches 1.
+        estimate = np.nan_to_num(kappa_of_cells(np.asarray(chunk, dtype=float)), nan=0.0)
+        low = np.minimum(ends[0].min(axis=1), estimate)
+        high = np.maximum(ends[1].max(axis=1), estimate)
         for table, lo, hi in zip(chunk, low.tolist(), high.tolist(), strict=True):
             found[table] = (max(-1.0, lo), min(1.0, hi))
     return [found[t] for t in tables]

@@ -8,19 +8,21 @@ statistics never see a record. The pairing rule (calibration-method.md,
   their position in a file;
 * a run's latest label judges the verdict whose ``record_id`` its
   ``gate_record_id`` names, if that is a judged (non-SKIPPED) verdict of the
-  run; a label that names none (recorded before any judgement, or by an
-  older writer) judges the run's latest judged verdict recorded up to it;
-* that verdict and the label are the run's pair. When a newer judged verdict
-  exists, the label is *superseded*: it still pairs with what the PM saw,
-  never with the newer verdict, and the run is in acceptance debt until the
-  PM labels it again (``labels_superseded``). A label that judged nothing
-  while the run now has a judged verdict pairs with nothing.
+  run; a label that names none (recorded before any judgement, by an older
+  writer, or against a SKIPPED verdict) judges the run's latest judged
+  verdict if that was recorded before it, and nothing otherwise;
+* that verdict and the label are the run's pair, dated by the label (when
+  the PM judged). When a newer judged verdict exists, the label is
+  *superseded*: it still pairs with what the PM saw, never with the newer
+  verdict, and the run is in acceptance debt until the PM labels it again
+  (``labels_superseded``). A label that judged nothing while the run now has
+  a judged verdict pairs with nothing.
 
 Both ledgers are streamed once (on a large kit the eval ledger in a child
 process while this one reads the labels). Per run the readers keep the latest
-label, the latest judged verdict and, for the labels that name an earlier one,
-the run's earlier judged verdicts; the child returns one compact column per
-field of the pairs, not records.
+label and the latest judged verdict; of each superseded verdict only four
+numbers are kept (:class:`History`), so memory grows with runs, not records.
+The child returns one compact column per field of the pairs, not records.
 """
 
 from __future__ import annotations
@@ -103,91 +105,61 @@ LABEL_FIELDS = ("run_id", "label", "record_id", "recorded_at", "gate_record_id")
 #: A report filtered by initiative also needs each record's initiative.
 FILTER_FIELDS = ("initiative_id",)
 
-# A judged verdict is kept as (recorded_at key, record_id, code, score, initiative)
-# with code = model index * 4 + 2 * (form is full) + (gate passed): one small int.
-_AT, _ID, _CODE, _SCORE, _INITIATIVE = range(5)
+# A judged verdict is kept as (recorded_at key, record_id, code, score, initiative,
+# run number) with code = model index * 4 + 2 * (form is full) + (gate passed).
+_AT, _ID, _CODE, _SCORE, _INITIATIVE, _RUN = range(6)
 # A label is kept as (recorded_at key, PM passed, gate_record_id, initiative).
 _PM, _GATE_ID, _LABEL_INITIATIVE = 1, 2, 3
 
 
 class History:
-    """Judged verdicts that a later verdict of the same run superseded, kept compactly.
+    """What is kept of the judged verdicts a later verdict of the same run superseded.
 
-    A label may name any earlier verdict of its run, so none can be dropped;
-    but most never will be named, and as tuples of strings they would cost
-    about 300 bytes each. Every :data:`BATCH` of them is packed into a few
-    joined strings and arrays (about 90 bytes each); :meth:`select` unpacks
-    only the ones a pairing asks for.
+    A label may name any earlier verdict of its run, so none can be forgotten,
+    but memory must grow with runs, not records: per superseded verdict this
+    keeps four machine numbers (about 32 bytes), never its strings. The record
+    id is kept as its 64-bit hash, matched together with the run's number, so
+    two ids are confused only if two verdicts of one run share a 64-bit hash.
+    A filtered report also keeps each one's time and initiative (its scope).
     """
 
-    BATCH = 1 << 15
-    _SEP = "\x00"  # identifiers never hold control characters (common.schema.json)
+    def __init__(self, detailed: bool) -> None:
+        self.runs = array("q")
+        self.ids = array("q")
+        self.codes = array("q")
+        self.scores = array("d")
+        self.ats: list[str] | None = [] if detailed else None
+        self.initiatives: list[Any] | None = [] if detailed else None
 
-    def __init__(self) -> None:
-        self.packed: list[tuple[str, str, str, array[int], array[float], list[Any]]] = []
-        self.loose: list[tuple[str, tuple[Any, ...]]] = []
+    def add(self, entry: tuple[Any, ...]) -> None:
+        self.runs.append(entry[_RUN])
+        self.ids.append(hash(entry[_ID]))
+        self.codes.append(entry[_CODE])
+        score = entry[_SCORE]
+        self.scores.append(math.nan if score is None else score)
+        if self.ats is not None:
+            self.ats.append(entry[_AT])
+            self.initiatives.append(entry[_INITIATIVE])  # type: ignore[union-attr]
 
-    def pack(self, pending: list[Any]) -> None:
-        """Pack ``pending`` = [run, entry, run, entry, ...]."""
-        runs: list[str] = pending[0::2]
-        entries: list[tuple[Any, ...]] = pending[1::2]
-        sep = self._SEP
-        run_text = sep.join(runs)
-        id_text = sep.join([e[_ID] for e in entries])
-        at_text = "".join([e[_AT] for e in entries])
-        separators = len(entries) - 1
-        if (
-            run_text.count(sep) != separators
-            or id_text.count(sep) != separators
-            or len(at_text) != 27 * len(entries)
-        ):  # a hand-made identifier with a NUL, or a stamp of another layout: keep as is
-            self.loose.extend(zip(runs, entries, strict=True))
-            return
-        nan = math.nan
-        self.packed.append(
-            (
-                run_text,
-                id_text,
-                at_text,
-                array("q", [e[_CODE] for e in entries]),
-                array("d", [nan if e[_SCORE] is None else e[_SCORE] for e in entries]),
-                [e[_INITIATIVE] for e in entries],
-            )
-        )
-
-    def select(
-        self, ids: dict[str, str], runs: set[str]
-    ) -> tuple[dict[str, tuple[Any, ...]], dict[str, list[tuple[Any, ...]]]]:
-        """The kept verdicts named in ``ids`` (record id -> its run), by id, and all kept
-        verdicts of the runs in ``runs``, by run."""
-        by_id: dict[str, tuple[Any, ...]] = {}
-        by_run: dict[str, list[tuple[Any, ...]]] = {}
-
-        def take(run: str, entry: tuple[Any, ...]) -> None:
-            if ids.get(entry[_ID]) == run:
-                by_id[entry[_ID]] = entry
-            if run in runs:
-                by_run.setdefault(run, []).append(entry)
-
-        if not ids and not runs:
-            return by_id, by_run
-        for run_text, id_text, at_text, codes, scores, initiatives in self.packed:
-            for j, (run, record_id) in enumerate(
-                zip(run_text.split(self._SEP), id_text.split(self._SEP), strict=True)
-            ):
-                if record_id in ids or run in runs:
-                    score = scores[j]
-                    entry = (
-                        at_text[27 * j : 27 * j + 27],
-                        record_id,
-                        codes[j],
-                        None if score != score else score,  # NaN stood for None
-                        initiatives[j],
-                    )
-                    take(run, entry)
-        for run, entry in self.loose:
-            take(run, entry)
-        return by_id, by_run
+    def select(self, wanted: dict[tuple[int, int], str]) -> dict[str, tuple[Any, ...]]:
+        """The kept verdicts named in ``wanted`` ((run number, hash of record id) -> record
+        id), as entries keyed by record id (time and initiative None unless kept)."""
+        found: dict[str, tuple[Any, ...]] = {}
+        if not wanted:
+            return found
+        for j, key in enumerate(zip(self.runs, self.ids, strict=True)):
+            record_id = wanted.get(key)
+            if record_id is not None:
+                score = self.scores[j]
+                found[record_id] = (
+                    None if self.ats is None else self.ats[j],
+                    record_id,
+                    self.codes[j],
+                    None if score != score else score,  # NaN stood for None
+                    None if self.initiatives is None else self.initiatives[j],
+                    key[0],
+                )
+        return found
 
 
 @dataclass
@@ -242,16 +214,14 @@ def read_verdicts(store: Store, scope: Scope, window: int) -> Verdicts:
     models: list[str] = []
     bases: dict[str, int] = {}
     latest: dict[str, tuple[Any, ...]] = {}
-    history = History()
-    pending: list[Any] = []
-    push = pending.append
-    batch = 2 * History.BATCH
     skips: dict[str, tuple[str | None, str | None, str]] = {}
     recent: deque[str] = deque(maxlen=window)
     recent_by_model: list[deque[str]] = []
     pass_side = PASS_SIDE
     wanted = _wanted(scope)
     detailed = wanted is not None
+    history = History(detailed)
+    demote = history.add
     fields = VERDICT_FIELDS + FILTER_FIELDS if detailed else VERDICT_FIELDS
     path = lambda: str(store.path("evals"))  # noqa: E731
     for row in records(store, "evals", row=row_type("evals", fields)):
@@ -276,30 +246,21 @@ def read_verdicts(store: Store, scope: Scope, window: int) -> Verdicts:
             base = bases[model] = len(models) << 2
             models.append(model)
             recent_by_model.append(deque(maxlen=window))
-        entry = (
-            at,
-            row.record_id,
-            base | (row.form == "full") << 1 | (verdict in pass_side),
-            row.score,
-            initiative,
-        )
+        code = base | (row.form == "full") << 1 | (verdict in pass_side)
         current = latest.get(run)
-        latest[run] = entry
-        if current is not None:
-            if at < current[0] or (at == current[0] and entry[1] < current[1]):
-                latest[run] = current  # out of time order: the earlier record stays latest
-                current = entry
-            push(run)
-            push(current)
-            if len(pending) >= batch:
-                history.pack(pending)
-                pending.clear()
+        if current is None:
+            latest[run] = (at, row.record_id, code, row.score, initiative, len(latest))
+        else:
+            entry = (at, row.record_id, code, row.score, initiative, current[5])
+            if at > current[0] or (at == current[0] and entry[1] > current[1]):
+                latest[run] = entry
+                demote(current)
+            else:  # out of time order: the record already kept stays the latest
+                demote(entry)
         if detailed and not wanted(model, initiative, at):  # type: ignore[misc]
             continue
         recent.append(verdict)
         recent_by_model[base >> 2].append(verdict)
-    if pending:
-        history.pack(pending)
     return Verdicts(
         models,
         latest,
@@ -393,35 +354,32 @@ def pair(
     skipped = [0] * len(models)
     superseded = [0] * len(models)
     latest = judged.latest
-    # The earlier verdicts a pairing may need: those the labels name, and, for a
-    # label that names none of its run's judged verdicts, all of its run's.
-    named_ids = {
-        label[_GATE_ID]: run
-        for run, label in labelled.latest.items()
-        if label[_GATE_ID] is not None and run in latest and latest[run][_ID] != label[_GATE_ID]
-    }
-    by_id, _ = judged.earlier.select(named_ids, set())
-    unresolved = {
-        run
-        for run, label in labelled.latest.items()
-        if run in latest and label[_GATE_ID] != latest[run][_ID] and label[_GATE_ID] not in by_id
-    }
-    _, by_run = judged.earlier.select({}, unresolved)
-    ats: list[str] = []
-    ids: list[str] = []
+    labels = labelled.latest
+    # The superseded verdicts the labels name: found by (run number, hash of id).
+    named = {}
+    for run, label in labels.items():
+        current = latest.get(run)
+        gate_id = label[_GATE_ID]
+        if current is not None and gate_id is not None and gate_id != current[_ID]:
+            named[(current[_RUN], hash(gate_id))] = gate_id
+    by_id = judged.earlier.select(named)
+    times: list[str] = []
     runs: list[str] = []
-    for run, label in labelled.latest.items():
+    for run, label in labels.items():
         current = latest.get(run)
         if current is None:
             continue  # counted below with the labels that have no verdict
-        named = label[_GATE_ID]
-        if named is not None and current[_ID] == named:
+        gate_id = label[_GATE_ID]
+        if gate_id is not None and current[_ID] == gate_id:
             paired = current
         else:
-            paired = by_id.get(named) if named is not None else None  # type: ignore[arg-type]
-            if paired is None:
-                up_to = [v for v in (current, *by_run.get(run, ())) if v[_AT] <= label[_AT]]
-                paired = max(up_to, key=lambda v: (v[_AT], v[_ID]), default=None)
+            paired = by_id.get(gate_id) if gate_id is not None else None  # type: ignore[arg-type]
+            if paired is not None and paired[_RUN] != current[_RUN]:
+                paired = None
+            if paired is None and current[_AT] <= label[_AT]:
+                # The label names no judged verdict of its run (an older writer, or
+                # a SKIPPED one): it judged the latest, if that came before it.
+                paired = current
         subject = current if paired is None else paired
         code = subject[_CODE]
         if wanted is not None and not wanted(
@@ -440,11 +398,8 @@ def pair(
         out.pm.append(int(label[_PM]))
         out.full.append(code >> 1 & 1)
         out.score.append(paired[_SCORE])
-        ats.append(paired[_AT])
-        ids.append(paired[_ID])
-        if with_runs:
-            runs.append(run)
-    labels = labelled.latest
+        times.append(label[_AT])
+        runs.append(run)
     for run, current in latest.items():
         if run in labels:
             continue
@@ -476,7 +431,7 @@ def pair(
         out.labels_without_verdict += 1
     out.unlabelled, out.unlabelled_pass = unlabelled, unlabelled_pass
     out.skipped, out.superseded = skipped, superseded
-    out.period, out.periods = assign_periods(ats, ids, by or "month")
+    out.period, out.periods = assign_periods(times, runs, by or "month")
     out.run_ids = runs if with_runs else None
     out.pass_fraction = judged.pass_fraction
     out.pass_fraction_by_model = judged.pass_fraction_by_model

@@ -1,10 +1,10 @@
 """Periods for the calibration trend: ISO weeks, calendar months, or runs of N pairs.
 
-A pair belongs to the period of its verdict's ``recorded_at`` (UTC): agreement
-is a property of the gate that judged, and the verdict's time says which model
-and rubric were judging. ``runs of N`` cuts the pairs, ordered by that time,
-into consecutive groups of N (the last may be shorter), for a kit whose
-labels come too unevenly for calendar periods.
+A pair belongs to the period of its label's ``recorded_at`` (UTC): the moment
+the PM judged the gate's verdict, known for every pair without keeping the
+time of every superseded verdict. ``runs of N`` cuts the pairs, ordered by
+that time, into consecutive groups of N (the last may be shorter), for a kit
+whose labels come too unevenly for calendar periods.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ class Period(NamedTuple):
     """One period: its name, and where it starts and ends (RFC 3339, UTC).
 
     Calendar periods run from their first instant to the first instant of the
-    next one; a period of N runs from its first pair's verdict time to its last's.
+    next one; a period of N runs from its first pair's label time to its last's.
     """
 
     name: str
@@ -59,9 +59,9 @@ def _month(month_text: str) -> tuple[str, str, str]:
 def assign_periods(ats: list[str], ids: list[str], by: By) -> tuple[list[int], list[Period]]:
     """Each pair's period index and the periods, oldest first.
 
-    ``ats`` are the pairs' verdict times in the writers' layout
+    ``ats`` are the pairs' times (their labels') in the writers' layout
     (``YYYY-MM-DDTHH:MM:SS.ffffffZ``, see :func:`pmos.calibration.pairs.instant_key`)
-    and ``ids`` their verdicts' record ids, which break ties in time.
+    and ``ids`` break ties in time (the run ids).
     """
     if isinstance(by, bool) or (isinstance(by, int) and by < 1):
         raise ValueError(f"a period needs at least one pair; got {by!r}")

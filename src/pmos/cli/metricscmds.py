@@ -33,7 +33,7 @@ def metrics(
             "--by",
             metavar="week|month|N",
             help="Also report each period, oldest first: ISO weeks, calendar months, or "
-            "groups of N pairs in verdict-time order.",
+            "groups of N pairs, each pair dated by its PM label.",
         ),
     ] = None,
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated, Any
 
 import typer
@@ -45,7 +46,7 @@ def agreement(
     parsed = parse_tables(read_input(tables, what="tables file"), source=source)
     reports = table_reports([c for _, c in parsed], Rule())
     if json_output:
-        out = typer.get_binary_stream("stdout")
+        out = sys.stdout.buffer
         for (number, _), report in zip(parsed, reports, strict=True):
             out.write(orjson.dumps({"line": number, **report}) + b"\n")
         out.flush()
