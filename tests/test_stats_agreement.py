@@ -24,9 +24,8 @@ def test_agrees_with_metrics_on_the_same_table(cli, kit, cells):
     tp, fn, fp, tn = cells
     seed_table(kit, tp, fn, fp, tn)
     report = metrics(cli)
-    [line] = lines_of(
-        agreement(cli, json.dumps(dict(zip(("tp", "fn", "fp", "tn"), cells, strict=False))))
-    )
+    table = json.dumps(dict(zip(("tp", "fn", "fp", "tn"), cells, strict=True)))
+    [line] = lines_of(agreement(cli, table, "--json"))
     assert list(line) == ["line", *TABLE_KEYS]
     for key in TABLE_KEYS:
         if key == "undefined":
