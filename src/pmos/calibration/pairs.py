@@ -221,7 +221,9 @@ def read_verdicts(store: Store, scope: Scope, window: int) -> Verdicts:
     wanted = _wanted(scope)
     detailed = wanted is not None
     history = History(detailed)
-    demote = history.add
+    history_runs, history_ids = history.runs.append, history.ids.append
+    history_codes, history_scores = history.codes.append, history.scores.append
+    nan = math.nan
     fields = VERDICT_FIELDS + FILTER_FIELDS if detailed else VERDICT_FIELDS
     path = lambda: str(store.path("evals"))  # noqa: E731
     for row in records(store, "evals", row=row_type("evals", fields)):
@@ -250,13 +252,22 @@ def read_verdicts(store: Store, scope: Scope, window: int) -> Verdicts:
         current = latest.get(run)
         if current is None:
             latest[run] = (at, row.record_id, code, row.score, initiative, len(latest))
+            older = None
         else:
-            entry = (at, row.record_id, code, row.score, initiative, current[5])
-            if at > current[0] or (at == current[0] and entry[1] > current[1]):
-                latest[run] = entry
-                demote(current)
-            else:  # out of time order: the record already kept stays the latest
-                demote(entry)
+            older = (at, row.record_id, code, row.score, initiative, current[5])
+            if at > current[0] or (at == current[0] and older[1] > current[1]):
+                latest[run] = older
+                older = current
+            # else: out of time order, the record already kept stays the latest
+        if older is not None:  # History.add, inlined: this runs for most records
+            history_runs(older[5])
+            history_ids(hash(older[1]))
+            history_codes(older[2])
+            score = older[3]
+            history_scores(nan if score is None else score)
+            if detailed:
+                history.ats.append(older[0])  # type: ignore[union-attr]
+                history.initiatives.append(older[4])  # type: ignore[union-attr]
         if detailed and not wanted(model, initiative, at):  # type: ignore[misc]
             continue
         recent.append(verdict)
