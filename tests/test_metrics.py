@@ -7,13 +7,12 @@ from a publication), never by calling the code under test.
 from __future__ import annotations
 
 import json
-import math
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 import ledgerfiles
-from pmos.calibration.stats import Z95
+from pmos.calibration.metrics import REPORT_KEYS
 from pmos.gate import pass_fraction
 from pmos.gate.writers import record_acceptance, record_short_verdict
 
@@ -67,7 +66,8 @@ def metrics(cli, *args):
     return json.loads(result.stdout)
 
 
-KEYS = [
+#: The keys of the report before issue 12: every one must stay (additive changes only).
+OLD_KEYS = [
     "pairs",
     "short_form_pairs",
     "confusion",
@@ -92,13 +92,63 @@ KEYS = [
     "by_model",
     "undefined",
 ]
+KEYS = [
+    "pairs",
+    "confusion",
+    "observed_agreement",
+    "kappa",
+    "kappa_ci95",
+    "kappa_ci_method",
+    "kappa_point_meets_threshold",
+    "tpr",
+    "tpr_ci95",
+    "tnr",
+    "tnr_ci95",
+    "pabak",
+    "ac1",
+    "pass_fraction",
+    "pass_fraction_window",
+    "goodhart_alarm",
+    "kappa_threshold",
+    "min_per_class",
+    "min_tnr",
+    "calibration_rule",
+    "calibrated",
+    "calibration_reason",
+    "labels_needed",
+    "skipped",
+    "unlabeled_verdicts",
+    "labels_without_verdict",
+    "labels_superseded",
+    "corrected_pass_rate",
+    "score_pairs",
+    "score_auc",
+    "score_auc_ci95",
+    "score_auc_ci_method",
+    "brier",
+    "youden_threshold",
+    "kappa_at_youden_threshold",
+    "rubric_threshold",
+    "periods",
+    "drift",
+    "drift_basis",
+    "by_model",
+    "undefined",
+]
+
+
+def test_every_earlier_key_is_kept_in_its_order():
+    assert [k for k in KEYS if k in OLD_KEYS] == OLD_KEYS
+    assert list(REPORT_KEYS) == KEYS
+
 
 # (tp, fn, fp, tn) -> hand-computed p_o, kappa, TPR, TNR, PABAK, AC1, calibrated.
 # p_e = (gate_pass * pm_pass + gate_fail * pm_fail) / n^2; AC1 uses
 # pi = (gate_pass + pm_pass) / 2n and p_e = 2 pi (1 - pi); PABAK = 2 p_o - 1.
 CASES = {
     # p_o 18/20, p_e (10*10 + 10*10)/400 = .5, kappa .4/.5; pi .5 so AC1 = kappa.
-    "balanced": ((9, 1, 1, 9), 0.9, 0.8, 0.9, 0.9, 0.8, 0.8, True),
+    # Not calibrated: kappa .8 over 20 pairs has a lower 95% bound far below .6.
+    "balanced": ((9, 1, 1, 9), 0.9, 0.8, 0.9, 0.9, 0.8, 0.8, False),
     # Feinstein & Cicchetti 1990, second table: p_o .85, p_e (90*85 + 10*15)/1e4
     # = .78, kappa .07/.22 (published 0.32); TPR 80/85, TNR 5/15; pi = 175/200,
     # AC1 p_e = 2 * .875 * .125 = .21875, AC1 = .63125/.78125.
@@ -113,7 +163,11 @@ CASES = {
         False,
     ),
     # p_o 1, p_e (12*12 + 8*8)/400 = .52, kappa 1; AC1 (1 - .48)/(1 - .48) = 1.
-    "perfect agreement": ((12, 0, 0, 8), 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, True),
+    # Not calibrated: only 8 PM fail labels, min_per_class is 10.
+    "perfect agreement": ((12, 0, 0, 8), 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, False),
+    # p_o 1, p_e (10*10 + 10*10)/400 = .5, kappa 1: calibrated, since kappa's
+    # interval has a lower end (above .6) even at perfect agreement.
+    "perfect agreement, ten each": ((10, 0, 0, 10), 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, True),
     # p_o 0, p_e (5*5 + 5*5)/100 = .5, kappa -.5/.5 = -1; AC1 pi .5: -1.
     "perfect disagreement": ((0, 5, 5, 0), 0.0, -1.0, 0.0, 0.0, -1.0, -1.0, False),
     # Every verdict and label pass: kappa and TNR undefined; AC1 pi 1, p_e 0: 1.
@@ -129,7 +183,7 @@ CASES = {
         45 / 54,
         0.7,
         0.35125 / 0.50125,
-        True,
+        False,  # kappa .70 over 100 pairs: its lower 95% bound is below .6
     ),
     # Only the gate is constant (passes everything): p_o 15/20, p_e (20*15 + 0*5)/400
     # = .75 = p_o, kappa exactly 0 (defined); TNR 0/5; pi 35/40 = .875, AC1
@@ -158,11 +212,17 @@ def test_hand_computed_ledgers(cli, kit, name):
     assert r["ac1"] == approx_or_none(ac1)
     assert r["calibrated"] is calibrated
     assert r["kappa_threshold"] == 0.6
-    assert "Fleiss, Cohen & Everitt" in r["kappa_ci_method"]
+    assert "Dirichlet posterior" in r["kappa_ci_method"]
+    assert r["kappa_point_meets_threshold"] is (None if kappa is None else kappa >= 0.6)
+    if kappa is not None:  # the interval exists wherever kappa does, perfect agreement too
+        low, high = r["kappa_ci95"]
+        assert -1.0 <= low <= kappa + 1e-6 and kappa - 1e-6 <= high <= 1.0
     # The same pairs, one model: by_model repeats the statistics.
     assert list(r["by_model"]) == ["gpt-5"]
     per_model = r["by_model"]["gpt-5"]
-    for key in ("pairs", "confusion", "kappa", "tpr", "tnr", "pabak", "ac1", "calibrated"):
+    for key in ("pairs", "confusion", "kappa", "kappa_ci95", "tpr", "tpr_ci95", "tnr", "tnr_ci95"):
+        assert per_model[key] == r[key]
+    for key in ("pabak", "ac1", "calibrated", "calibration_reason", "labels_needed"):
         assert per_model[key] == r[key]
     text = json.dumps(r)
     assert "NaN" not in text and "Infinity" not in text
@@ -186,33 +246,42 @@ def test_all_pass_names_every_undefined_statistic(cli, kit):
     assert "only 6 pair(s), at least 20 are needed" in r["calibration_reason"]
 
 
-def test_balanced_interval_by_hand(cli, kit):
-    # SE^2 = .018 for tp=tn=9, fn=fp=1 (worked out in tests/test_stats.py).
+def test_balanced_table_is_not_calibrated_on_its_point_estimate(cli, kit):
     seed_table(kit, 9, 1, 1, 9)
     r = metrics(cli)
-    assert r["kappa_ci95"] == [pytest.approx(0.8 - Z95 * math.sqrt(0.018), abs=1e-6), 1.0]
-    assert r["calibration_reason"].startswith("kappa 0.800 >= 0.60 over 20 pairs")
+    low, high = r["kappa_ci95"]
+    assert low < 0.6 < 0.8 < high  # kappa .8, but 20 pairs cannot pin it above .6
+    assert r["kappa_point_meets_threshold"] is True and r["calibrated"] is False
+    assert r["calibration_reason"] == (
+        f"the lower end of kappa's 95% interval, {low:.3f}, is below the threshold 0.60 "
+        "(kappa 0.800)."
+    )
 
 
 def test_perfect_disagreement_cannot_be_corrected(cli, kit):
     seed_table(kit, 0, 5, 5, 0)
     judge(kit, "unlabelled-1", "PASS")
     r = metrics(cli)
-    # The large-sample SE is 0 at kappa = -1: no zero-width interval is claimed.
-    assert r["kappa_ci95"] is None
-    assert "standard error is 0" in r["undefined"]["kappa_ci95"]
+    # The posterior interval exists at kappa = -1 too, and is not zero-width.
+    low, high = r["kappa_ci95"]
+    assert low == -1.0 < high < 0.0
     assert r["unlabeled_verdicts"] == 1
     assert r["corrected_pass_rate"] is None
     assert "TPR + TNR = 0 <= 1" in r["undefined"]["corrected_pass_rate"]
-    assert "kappa -1.000 is below the threshold 0.60" in r["calibration_reason"]
+    assert "the lower end of kappa's 95% interval, -1.000, is below" in r["calibration_reason"]
+    assert r["labels_needed"] is None
+    assert "cannot at the current agreement: kappa -1.000" in r["undefined"]["labels_needed"]
 
 
-def test_one_constant_side_gives_kappa_zero_but_no_interval(cli, kit):
+def test_one_constant_side_gives_kappa_zero_with_an_interval(cli, kit):
     seed_table(kit, 15, 0, 5, 0)  # the gate passes everything
     judge(kit, "open-1", "PASS")
     r = metrics(cli)
-    assert r["kappa"] == 0.0 and r["kappa_ci95"] is None
-    assert "one side all one class" in r["undefined"]["kappa_ci95"]
+    assert r["kappa"] == 0.0
+    low, high = r["kappa_ci95"]
+    assert low < 0.0 < high
+    # TNR 0/5: Wilson gives [0, 1.96^2/(5 + 1.96^2)] = [0, 0.434482].
+    assert r["tnr_ci95"] == [0.0, pytest.approx(3.841459 / 8.841459, abs=1e-6)]
     # TNR is 0 and TPR 1: TPR + TNR = 1, a gate that separates nothing.
     assert "TPR + TNR = 1 <= 1" in r["undefined"]["corrected_pass_rate"]
 
@@ -305,15 +374,23 @@ def test_skipped_verdicts_do_not_count_in_the_pass_fraction(cli, kit):
 # ---------------------------------------------------------------- per model and filters
 
 
-def test_by_model_follows_the_latest_verdict(cli, kit):
+def test_by_model_follows_the_verdict_the_label_judged(cli, kit):
     seed_table(kit, 3, 1, 0, 2, model="gpt-5", prefix="g")
     seed_table(kit, 2, 0, 2, 0, model="claude-opus-4", prefix="c")
-    judge(kit, "g-tp-0", "FAIL", model="claude-opus-4")  # re-judged by the other model
+    judge(kit, "g-tp-0", "FAIL", model="claude-opus-4")  # re-judged after the PM's label
+    r = metrics(cli)
+    gpt, claude = r["by_model"]["gpt-5"], r["by_model"]["claude-opus-4"]
+    # The label judged gpt-5's PASS: it stays paired with it, superseded.
+    assert gpt["confusion"] == {"tp": 3, "fn": 1, "fp": 0, "tn": 2}
+    assert gpt["labels_superseded"] == 1 and claude["labels_superseded"] == 0
+    assert r["labels_superseded"] == 1
+    label(kit, "g-tp-0", "pass")  # the PM labels the new verdict: now claude's pair
     r = metrics(cli)
     gpt, claude = r["by_model"]["gpt-5"], r["by_model"]["claude-opus-4"]
     assert gpt["confusion"] == {"tp": 2, "fn": 1, "fp": 0, "tn": 2}
     assert claude["confusion"] == {"tp": 2, "fn": 1, "fp": 2, "tn": 0}
     assert r["confusion"] == {"tp": 4, "fn": 2, "fp": 2, "tn": 2}
+    assert r["labels_superseded"] == 0
     # gpt-5: p_o 4/5, p_e (2*3 + 3*2)/25 = .48, kappa .32/.52
     assert gpt["kappa"] == pytest.approx(0.32 / 0.52, abs=1e-6)
     # claude: TNR 0/2; p_o 2/5, p_e (4*3 + 1*2)/25 = .56, kappa -.16/.44
@@ -412,7 +489,7 @@ def test_human_output_has_banner_until_calibrated(cli, kit):
     assert "ADVISORY" in result.stdout and "no negative class yet" in result.stdout
     assert "tp 3" in result.stdout and "evaluator model" in result.stdout
     assert "kappa: every verdict and every PM label is pass" in result.stdout
-    seed_table(kit, 6, 1, 1, 9, prefix="more")
+    seed_table(kit, 27, 0, 0, 12, prefix="more")
     calibrated = cli("metrics")
     assert "ADVISORY" not in calibrated.stdout
     assert "calibrated" in calibrated.stdout

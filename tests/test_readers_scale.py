@@ -174,7 +174,7 @@ def test_fast_read_path_keeps_every_check(kit, kit_root):
 
 FORKS = """
 import json, sys
-from pmos.calibration import metrics
+from pmos.calibration import metrics, pairs
 from pmos.kit import open_kit
 
 forks = []
@@ -182,7 +182,7 @@ sys.addaudithook(lambda event, args: forks.append(event) if event == "os.fork" e
 kit = open_kit()
 reports = {}
 for name, threshold in (("serial", 1 << 62), ("default", metrics.PARALLEL_MIN_BYTES)):
-    metrics.PARALLEL_MIN_BYTES = threshold
+    pairs.PARALLEL_MIN_BYTES = threshold
     before = len(forks)
     found = [metrics.compute_metrics(kit), metrics.compute_metrics(kit, model="gpt-5", window=5)]
     reports[name] = {"forks": len(forks) - before, "reports": found}
@@ -225,14 +225,14 @@ def test_a_small_eval_ledger_is_read_in_this_process(kit, kit_root):
 def test_parallel_read_reports_a_corrupt_ledger_and_leaves_no_process(kit, monkeypatch, kind):
     import os
 
-    from pmos.calibration import metrics as calibration
+    from pmos.calibration import pairs
 
     _fill(kit, runs=5, per_run=2)
     (pack,) = ledgerfiles.pack_files(kit.root, kind)
     rows = pack.read_bytes().splitlines(keepends=True)
     rows[3] = rows[3].replace(b'"run-2"', b'"run-4"')
     pack.write_bytes(b"".join(rows))
-    monkeypatch.setattr(calibration, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(pairs, "PARALLEL_MIN_BYTES", 0)
     with pytest.raises(LedgerCorrupt) as caught:
         compute_metrics(kit)
     assert caught.value.path == str(pack) and "does not match its name" in caught.value.problem

@@ -1,53 +1,99 @@
-"""Pairing the gate's verdicts with the PM's labels, and the calibration report.
+"""The calibration report: the gate's verdicts measured against the PM's labels.
 
 The review gate is advisory until its verdicts agree with the PM's labels well
-enough, measured like a classifier: pass is the positive class, each run is
-one pair (its latest non-SKIPPED verdict against its latest PM label), and the
-agreement is reported overall and per evaluator model, since swapping the
-model behind the gate resets what its past agreement says.
+enough, measured like a classifier: pass is the positive class, each labelled
+run is one pair (its label and the verdict that label judged, see
+:mod:`pmos.calibration.pairs`), and the agreement is reported overall, per
+evaluator model (swapping the model behind the gate resets what its past
+agreement says) and, on request, per period.
 
-Both ledgers are streamed once through the chain-checked reader (on a large
-kit, the eval ledger in a child process while this one reads the labels);
-what is kept is one small entry per distinct run, so memory grows with runs,
-not records. The statistics themselves live in :mod:`pmos.stats`.
+Reading and pairing live in :mod:`pmos.calibration.pairs`; each table's
+statistics, intervals and decision in :mod:`pmos.calibration.agreement`
+(shared with ``pmos stats agreement``); the score statistics in
+:mod:`pmos.calibration.scores`. This module assembles them.
 """
 
 from __future__ import annotations
 
-import os
-from collections import Counter, deque
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
 
 from pmos.calibration import stats
-from pmos.errors import BadInput, LedgerCorrupt
+from pmos.calibration.agreement import pair_of, rounded, table_reports
+from pmos.calibration.decision import Rule
+from pmos.calibration.pairs import PARALLEL_MIN_BYTES, Paired, Scope, ScoredPair, read_and_pair
+from pmos.calibration.periods import MONTH, WEEK, By
+from pmos.calibration.scores import score_report
+from pmos.errors import BadInput
 from pmos.gate.pass_fraction import MAX_WINDOW, PassFraction
 from pmos.kit import Kit
-from pmos.store.layout import Store
-from pmos.store.read import records, stored_bytes
-from pmos.store.rows import row_type
-from pmos.store.vocabulary import PASS_SIDE, SKIPPED
-from pmos.timestamps import parse_instant
 
-#: Float outputs are rounded to this many decimals (the pass fraction on records uses 6 too).
-DIGITS = 6
+__all__ = [
+    "PARALLEL_MIN_BYTES",
+    "REPORT_KEYS",
+    "ScoredPair",
+    "compute_metrics",
+    "parse_since",
+    "scored_pairs",
+]
 
-
-@dataclass(frozen=True)
-class Scope:
-    """Which runs a report covers. Filters apply to runs after pairing, so a
-    run re-evaluated by another model counts for the model of its latest
-    verdict only, exactly as in ``by_model``."""
-
-    initiative: str | None = None
-    model: str | None = None
-    since: datetime | None = None
-
-    @property
-    def everything(self) -> bool:
-        return self.initiative is None and self.model is None and self.since is None
+#: Keys of the whole report, in output order; each ``by_model`` entry has
+#: :data:`GROUP_KEYS`, the same less the settings and the kit-wide counts.
+REPORT_KEYS = (
+    "pairs",
+    "short_form_pairs",
+    "confusion",
+    "observed_agreement",
+    "kappa",
+    "kappa_ci95",
+    "kappa_ci_method",
+    "kappa_point_meets_threshold",
+    "tpr",
+    "tpr_ci95",
+    "tnr",
+    "tnr_ci95",
+    "pabak",
+    "ac1",
+    "pass_fraction",
+    "pass_fraction_window",
+    "goodhart_alarm",
+    "kappa_threshold",
+    "min_per_class",
+    "min_tnr",
+    "calibration_rule",
+    "calibrated",
+    "calibration_reason",
+    "labels_needed",
+    "skipped",
+    "unlabeled_verdicts",
+    "labels_without_verdict",
+    "labels_superseded",
+    "corrected_pass_rate",
+    "score_pairs",
+    "score_auc",
+    "score_auc_ci95",
+    "score_auc_ci_method",
+    "brier",
+    "youden_threshold",
+    "kappa_at_youden_threshold",
+    "rubric_threshold",
+    "periods",
+    "drift",
+    "drift_basis",
+    "by_model",
+    "undefined",
+)
+_KIT_WIDE = (
+    "pass_fraction_window",
+    "kappa_threshold",
+    "min_per_class",
+    "min_tnr",
+    "calibration_rule",
+    "labels_without_verdict",
+    "by_model",
+)
+GROUP_KEYS = tuple(key for key in REPORT_KEYS if key not in _KIT_WIDE)
 
 
 def parse_since(text: str) -> datetime:
@@ -66,212 +112,24 @@ def parse_since(text: str) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-# ---------------------------------------------------------------- reading
+def _check_by(by: Any) -> By | None:
+    if by is None or by in (WEEK, MONTH):
+        return by
+    if isinstance(by, int) and not isinstance(by, bool) and by >= 1:
+        return by
+    raise BadInput(f"by: expected week, month or a whole number of pairs (at least 1); got {by!r}")
 
 
 @dataclass
-class Verdicts:
-    """What the eval-ledger reader keeps: the latest verdicts per run.
+class _Columns:
+    """The pairs as numpy columns, and what each group of them is."""
 
-    ``latest`` maps a run to ``model code * 2 + (1 if the gate passed it)`` for
-    its latest non-SKIPPED verdict, ``models[code]`` naming the evaluator
-    model: a small int per run is the cheapest value to keep and to replace
-    a million times. ``details`` (run -> initiative_id, recorded_at of that
-    verdict) is kept only when a filter needs it. ``skips`` holds the latest
-    SKIPPED verdict per run as (evaluator_model, initiative_id, recorded_at),
-    the last two None unless a filter needs them.
-    """
-
-    models: list[str]
-    latest: dict[str, int]
-    details: dict[str, tuple[str, str]] | None
-    skips: dict[str, tuple[str | None, str | None, str | None]]
-    pass_fraction: PassFraction
-    pass_fraction_by_model: dict[str, PassFraction]
-    #: Runs whose latest non-SKIPPED verdict is of the short form.
-    short: set[str] = field(default_factory=set)
-
-
-@dataclass
-class Labels:
-    """The latest PM label per run (True for pass); ``details`` (run ->
-    initiative_id or None, recorded_at) only when a filter needs it."""
-
-    latest: dict[str, bool]
-    details: dict[str, tuple[str | None, str]] | None
-
-
-#: The fields each reader decodes (see :mod:`pmos.rows`); a filtered report also
-#: needs where and when, which an unfiltered one does not pay for.
-VERDICT_FIELDS = ("run_id", "verdict", "evaluator_model", "form")
-LABEL_FIELDS = ("run_id", "label")
-FILTER_FIELDS = ("initiative_id", "recorded_at")
-
-
-def read_verdicts(store: Store, scope: Scope, window: int) -> Verdicts:
-    """Stream the eval ledger once; a later verdict of a run supersedes an earlier one.
-
-    This loop runs once per record of the largest file pmos has, so it keeps
-    to plain dict, list and deque operations; the pass fraction only needs the
-    last ``window`` judged verdicts in scope, which are buffered and handed to
-    :class:`PassFraction` (the one definition of the rule) at the end.
-    """
-    models: list[str] = []
-    codes: dict[str, int] = {}
-    latest: dict[str, int] = {}
-    details: dict[str, tuple[str, str]] | None = None if scope.everything else {}
-    skips: dict[str, tuple[str | None, str | None, str | None]] = {}
-    recent: deque[str] = deque(maxlen=window)
-    recent_by_model: list[deque[str]] = []
-    short: set[str] = set()
-    pass_side = PASS_SIDE
-    wanted = _record_filter(scope)
-    fields = VERDICT_FIELDS if wanted is None else VERDICT_FIELDS + FILTER_FIELDS
-    for row in records(store, "evals", row=row_type("evals", fields)):
-        verdict = row.verdict
-        run = row.run_id
-        model = row.evaluator_model
-        if verdict == SKIPPED:
-            skips[run] = (
-                (model, None, None)
-                if wanted is None
-                else (model, row.initiative_id, row.recorded_at)
-            )
-            continue
-        code = codes.get(model)  # type: ignore[arg-type]
-        if code is None:
-            if model is None:  # the schema requires it of every judged verdict
-                raise LedgerCorrupt(
-                    store.display("evals"),
-                    None,
-                    f"a {verdict} verdict of run {run} names no evaluator_model",
-                )
-            code = codes[model] = len(models)
-            models.append(model)
-            recent_by_model.append(deque(maxlen=window))
-        latest[run] = code * 2 + (verdict in pass_side)
-        if row.form == "short":
-            short.add(run)
-        else:
-            short.discard(run)
-        if wanted is not None:
-            initiative, at = row.initiative_id, row.recorded_at
-            details[run] = (initiative, at)  # type: ignore[index]
-            if not wanted(model, initiative, at):
-                continue
-        recent.append(verdict)
-        recent_by_model[code].append(verdict)
-    return Verdicts(
-        models,
-        latest,
-        details,
-        skips,
-        PassFraction.of(recent, window),
-        {
-            models[code]: PassFraction.of(buffer, window)
-            for code, buffer in enumerate(recent_by_model)
-            if buffer
-        },
-        short,
-    )
-
-
-def read_labels(store: Store, detailed: bool) -> Labels:
-    """Stream the acceptance ledger once; a later label of a run supersedes an earlier one."""
-    latest: dict[str, bool] = {}
-    if not detailed:
-        for row in records(store, "acceptances", row=row_type("acceptances", LABEL_FIELDS)):
-            latest[row.run_id] = row.label == "pass"
-        return Labels(latest, None)
-    details: dict[str, tuple[str | None, str]] = {}
-    detailed_row = row_type("acceptances", LABEL_FIELDS + FILTER_FIELDS)
-    for row in records(store, "acceptances", row=detailed_row):
-        run = row.run_id
-        latest[run] = row.label == "pass"
-        details[run] = (row.initiative_id, row.recorded_at)
-    return Labels(latest, details)
-
-
-def _record_filter(scope: Scope) -> Callable[[str | None, str | None, str], bool] | None:
-    """Predicate (model, initiative, recorded_at) for a scope; None when it takes all."""
-    if scope.everything:
-        return None
-
-    def wanted(model: str | None, initiative: str | None, recorded_at: str) -> bool:
-        if scope.model is not None and model != scope.model:
-            return False
-        if scope.initiative is not None and initiative != scope.initiative:
-            return False
-        return scope.since is None or parse_instant(recorded_at) >= scope.since
-
-    return wanted
-
-
-#: An eval ledger at least this large is read in a child process while this
-#: process reads the acceptances (and loads scikit-learn): two cores, about half
-#: the wall time. Below it a fork costs more than it saves.
-PARALLEL_MIN_BYTES = 16 << 20
-
-
-def _read_and_pair(kit: Kit, scope: Scope, window: int) -> Paired:
-    store = kit.store
-    detailed = not scope.everything
-    size = stored_bytes(store, "evals")
-    if size < PARALLEL_MIN_BYTES or not hasattr(os, "fork"):
-        return _pair(read_verdicts(store, scope, window), read_labels(store, detailed), scope)
-    from pmos.store.forked import ForkedCall
-
-    # The child reads the larger ledger, receives the labels read here, pairs
-    # and sends back only the counts; this process loads scikit-learn meanwhile.
-    child = ForkedCall(_read_verdicts_and_pair, store, scope, window, inbox=True)
-    try:
-        child.send(read_labels(store, detailed))
-        stats.preload()
-        return child.result()
-    finally:
-        child.cancel()
-
-
-def _read_verdicts_and_pair(
-    receive: Callable[[], Labels], store: Store, scope: Scope, window: int
-) -> Paired:
-    judged = read_verdicts(store, scope, window)
-    return _pair(judged, receive(), scope)
-
-
-# ---------------------------------------------------------------- pairing
-
-
-class _Tally:
-    """Counts for one group of runs (all, or one evaluator model)."""
-
-    __slots__ = ("fn", "fp", "skipped", "tn", "tp", "unlabelled", "unlabelled_pass")
-
-    def __init__(self) -> None:
-        self.tp = self.fn = self.fp = self.tn = 0
-        self.unlabelled = self.unlabelled_pass = self.skipped = 0
-
-    def pair(self, gate_pass: int, pm_pass: bool, n: int = 1) -> None:
-        if pm_pass:
-            if gate_pass:
-                self.tp += n
-            else:
-                self.fn += n
-        elif gate_pass:
-            self.fp += n
-        else:
-            self.tn += n
-
-    def confusion(self) -> stats.Confusion:
-        return stats.Confusion(tp=self.tp, fn=self.fn, fp=self.fp, tn=self.tn)
-
-
-@dataclass
-class Settings:
-    kappa_threshold: float
-    min_pairs: int
-    window: int
-    alarm: float
+    model: Any
+    gate: Any
+    pm: Any
+    full: Any
+    score: Any
+    period: Any
 
 
 def compute_metrics(
@@ -281,8 +139,13 @@ def compute_metrics(
     initiative: str | None = None,
     model: str | None = None,
     since: datetime | None = None,
+    by: By | None = None,
 ) -> dict[str, Any]:
-    """The calibration report (see the README's "Calibration metrics" for every key)."""
+    """The calibration report (see the README's "Calibration metrics" for every key).
+
+    ``by`` (``"week"``, ``"month"`` or a number of pairs N) adds ``periods``,
+    oldest first; without it ``periods`` is None and ``drift`` compares months.
+    """
     config = kit.config
     if window is None:
         window = config.pass_fraction_window
@@ -290,223 +153,261 @@ def compute_metrics(
         raise BadInput(
             f"window: must be a whole number of verdicts from 1 to {MAX_WINDOW:,}; got {window!r}"
         )
-    settings = Settings(config.kappa_threshold, config.min_pairs, window, config.goodhart_alarm)
-    scope = Scope(initiative, model, since)
-    paired = _read_and_pair(kit, scope, window)
-
-    report = _group_report(paired.total, paired.pass_fraction, settings)
-    report["kappa_threshold"] = settings.kappa_threshold
+    by = _check_by(by)
+    rule = Rule.from_config(config)
+    paired = read_and_pair(kit, Scope(initiative, model, since), window, by)
+    rubric_threshold, rubric_problem = _rubric_threshold(kit)
+    groups = _Groups(paired, rule, window, config.goodhart_alarm, by)
+    report: dict[str, Any] = groups.report(None, rubric_threshold, rubric_problem)
     report["pass_fraction_window"] = window
+    report["kappa_threshold"] = rule.kappa_threshold
+    report["min_per_class"] = rule.min_per_class
+    report["min_tnr"] = rule.min_tnr
+    report["calibration_rule"] = str(rule.rule)
     report["labels_without_verdict"] = paired.labels_without_verdict
-    report["short_form_pairs"] = paired.short_form_pairs
     report["by_model"] = {
-        name: _group_report(
-            tally,
-            paired.pass_fraction_by_model.get(name) or PassFraction(window),
-            settings,
+        name: groups.report(i, rubric_threshold, rubric_problem)
+        for i, name in sorted(enumerate(paired.models), key=lambda item: item[1])
+        if _in_scope(paired, i)
+    }
+    return {key: report[key] for key in REPORT_KEYS}
+
+
+def _in_scope(paired: Paired, i: int) -> bool:
+    """Whether evaluator model ``i`` has anything in scope: a pair, a run, a skip or a
+    verdict in its pass-fraction window."""
+    return (
+        i in paired.model
+        or any(column[i] for column in (paired.unlabelled, paired.skipped, paired.superseded))
+        or paired.models[i] in paired.pass_fraction_by_model
+    )
+
+
+def scored_pairs(
+    kit: Kit,
+    *,
+    initiative: str | None = None,
+    model: str | None = None,
+    since: datetime | None = None,
+) -> list[ScoredPair]:
+    """Every labelled run in scope as its judged verdict (the one its label judges)
+    and the label: the input of the score statistics, for readers such as a
+    score histogram. Ordered by run id."""
+    paired = read_and_pair(
+        kit, Scope(initiative, model, since), kit.config.pass_fraction_window, None, with_runs=True
+    )
+    assert paired.run_ids is not None
+    found = [
+        ScoredPair(
+            run,
+            paired.models[m],
+            score,
+            bool(gate),
+            bool(pm),
+            "full" if full else "short",
         )
-        for name, tally in sorted(paired.per_model.items())
-    }
-    order = [
-        "pairs",
-        "short_form_pairs",
-        "confusion",
-        "observed_agreement",
-        "kappa",
-        "kappa_ci95",
-        "kappa_ci_method",
-        "tpr",
-        "tnr",
-        "pabak",
-        "ac1",
-        "pass_fraction",
-        "pass_fraction_window",
-        "goodhart_alarm",
-        "kappa_threshold",
-        "calibrated",
-        "calibration_reason",
-        "skipped",
-        "unlabeled_verdicts",
-        "labels_without_verdict",
-        "corrected_pass_rate",
-        "by_model",
-        "undefined",
+        for run, m, score, gate, pm, full in zip(
+            paired.run_ids,
+            paired.model,
+            paired.score,
+            paired.gate,
+            paired.pm,
+            paired.full,
+            strict=True,
+        )
     ]
-    return {key: report[key] for key in order}
+    return sorted(found, key=lambda p: p.run_id)
 
 
-@dataclass
-class Paired:
-    """What the report is computed from: the overall tally, one tally per
-    evaluator model (a model appears when any run, skip or pass-fraction
-    verdict in scope is its), the number of labelled runs without a
-    non-SKIPPED verdict, and the pass fractions."""
+def _rubric_threshold(kit: Kit) -> tuple[float | None, str | None]:
+    from pmos.gate.rubric import load_rubric
 
-    total: _Tally
-    per_model: dict[str, _Tally]
-    labels_without_verdict: int
-    pass_fraction: PassFraction
-    pass_fraction_by_model: dict[str, PassFraction]
-    #: Pairs whose verdict is of the short form (no dimensions, criteria optional).
-    short_form_pairs: int = 0
+    try:
+        return load_rubric(kit.root, kit.config.default_rubric).threshold, None
+    except BadInput as exc:
+        return None, f"the default rubric cannot be read: {exc}"
 
 
-def _pair(judged: Verdicts, labelled: Labels, scope: Scope) -> Paired:
-    """Count every run in scope: its pair, or why it has none."""
-    wanted = _record_filter(scope)
-    total = _Tally()
-    per_model: dict[str, _Tally] = {}
+class _Groups:
+    """The report of every group of pairs (all, or one evaluator model), with the
+    kappa intervals of all their tables computed in one batch."""
 
-    def tally_of(name: str) -> _Tally:
-        found = per_model.get(name)
-        if found is None:
-            found = per_model[name] = _Tally()
-        return found
+    def __init__(self, paired: Paired, rule: Rule, window: int, alarm: float, by: By | None):
+        import numpy as np
 
-    models = judged.models
-    labels = labelled.latest
-    in_scope = judged.latest
-    if wanted is not None:
-        details = judged.details
-        in_scope = {
-            run: code
-            for run, code in in_scope.items()
-            if wanted(models[code >> 1], *details[run])  # type: ignore[index]
+        self.paired, self.rule, self.window, self.alarm, self.by = paired, rule, window, alarm, by
+        self.columns = _Columns(
+            np.asarray(paired.model, dtype=np.int64),
+            np.asarray(paired.gate, dtype=bool),
+            np.asarray(paired.pm, dtype=bool),
+            np.asarray(paired.full, dtype=bool),
+            np.asarray([np.nan if s is None else s for s in paired.score], dtype=float),
+            np.asarray(paired.period, dtype=np.int64),
+        )
+        groups: list[int | None] = [None, *range(len(paired.models))]
+        tables: list[stats.Confusion] = []
+        self.where: dict[tuple[Any, ...], int] = {}
+
+        def add(key: tuple[Any, ...], mask: Any) -> None:
+            self.where[key] = len(tables)
+            tables.append(_confusion(self.columns, mask))
+
+        for group in groups:
+            mask = self._mask(group)
+            add(("all", group), mask)
+            present = sorted(set(self.columns.period[mask].tolist()))
+            for p in present:
+                add(("period", group, p), mask & (self.columns.period == p))
+            if len(present) >= 2:
+                add(("earlier", group), mask & (self.columns.period < present[-1]))
+        self.reports = table_reports(tables, rule)
+
+    def _mask(self, group: int | None) -> Any:
+        import numpy as np
+
+        if group is None:
+            return np.ones(len(self.columns.model), dtype=bool)
+        return self.columns.model == group
+
+    def _table(self, *key: Any) -> dict[str, Any]:
+        return self.reports[self.where[key]]
+
+    def report(
+        self, group: int | None, rubric_threshold: float | None, rubric_problem: str | None
+    ) -> dict[str, Any]:
+        """Every statistic of one group; undefined ones are None with a reason."""
+        paired = self.paired
+        table = self._table("all", group)
+        undefined = dict(table["undefined"])
+        report = {k: v for k, v in table.items() if k != "undefined"}
+        if group is None:
+            fraction = paired.pass_fraction or PassFraction(self.window)
+            skipped = sum(paired.skipped) + paired.skipped_unknown_model
+            unlabelled, unlabelled_pass = sum(paired.unlabelled), sum(paired.unlabelled_pass)
+            superseded = sum(paired.superseded)
+        else:
+            name = paired.models[group]
+            fraction = paired.pass_fraction_by_model.get(name) or PassFraction(self.window)
+            skipped = paired.skipped[group]
+            unlabelled, unlabelled_pass = paired.unlabelled[group], paired.unlabelled_pass[group]
+            superseded = paired.superseded[group]
+        pass_fraction = fraction.value
+        if pass_fraction is None:
+            undefined["pass_fraction"] = "no non-SKIPPED verdict in scope yet"
+        report["pass_fraction"] = pass_fraction
+        report["goodhart_alarm"] = (
+            pass_fraction is not None and fraction.full and pass_fraction >= self.alarm
+        )
+        # Pairs whose judged verdict is of the short form (no dimensions): they count
+        # in agreement like any other, and are told apart here (issue 11).
+        report["short_form_pairs"] = int((self._mask(group) & ~self.columns.full).sum())
+        report["skipped"] = skipped
+        report["unlabeled_verdicts"] = unlabelled
+        report["labels_superseded"] = superseded
+        report["corrected_pass_rate"] = _corrected(
+            unlabelled_pass, unlabelled, _table_confusion(table), undefined
+        )
+        mask = self._mask(group) & self.columns.full & ~_isnan(self.columns.score)
+        report.update(
+            score_report(
+                self.columns.pm[mask],
+                self.columns.score[mask],
+                rubric_threshold,
+                undefined,
+                rubric_problem,
+            )
+        )
+        report["periods"] = self._periods(group) if self.by is not None else None
+        report["drift"], report["drift_basis"] = self._drift(group, undefined)
+        report["undefined"] = undefined
+        return {key: report[key] for key in GROUP_KEYS}
+
+    def _present(self, group: int | None) -> list[int]:
+        return sorted(set(self.columns.period[self._mask(group)].tolist()))
+
+    def _periods(self, group: int | None) -> list[dict[str, Any]]:
+        out = []
+        for p in self._present(group):
+            table = self._table("period", group, p)
+            span = self.paired.periods[p]
+            c = table["confusion"]
+            pairs = table["pairs"]
+            out.append(
+                {
+                    "period": span.name,
+                    "start": span.start,
+                    "end": span.end,
+                    "pairs": pairs,
+                    "kappa": table["kappa"],
+                    "kappa_ci95": table["kappa_ci95"],
+                    "tpr": table["tpr"],
+                    "tnr": table["tnr"],
+                    "pass_fraction": rounded((c["tp"] + c["fp"]) / pairs) if pairs else None,
+                }
+            )
+        return out
+
+    def _drift(
+        self, group: int | None, undefined: dict[str, str]
+    ) -> tuple[bool | None, dict[str, Any] | None]:
+        """Whether the latest period's kappa interval lies entirely below the interval
+        of all earlier periods' pairs pooled."""
+        by = self.by or MONTH
+        present = self._present(group)
+        unit = f"runs-of-{by}" if isinstance(by, int) else by
+        if len(present) < 2:
+            undefined["drift"] = f"fewer than two periods ({unit}) with pairs"
+            return None, None
+        latest = self._table("period", group, present[-1])
+        earlier = self._table("earlier", group)
+        basis = {
+            "by": by,
+            "latest_period": self.paired.periods[present[-1]].name,
+            "latest_pairs": latest["pairs"],
+            "latest_kappa_ci95": latest["kappa_ci95"],
+            "earlier_pairs": earlier["pairs"],
+            "earlier_kappa_ci95": earlier["kappa_ci95"],
         }
-    # One count per (model code and gate side, PM label or None): a few dozen
-    # keys however many runs, counted in C rather than a Python loop per run.
-    counts = Counter(zip(in_scope.values(), map(labels.get, in_scope), strict=True))
-    for (code, label), n in counts.items():
-        gate_pass = code & 1
-        for t in (total, tally_of(models[code >> 1])):
-            if label is None:
-                t.unlabelled += n
-                t.unlabelled_pass += gate_pass * n
-            else:
-                t.pair(gate_pass, label, n)
-    for run, (skip_model, skip_initiative, at) in judged.skips.items():
-        if run in judged.latest:
-            continue
-        if wanted is not None and not wanted(skip_model, skip_initiative, at):
-            continue
-        total.skipped += 1
-        if skip_model is not None:
-            tally_of(skip_model).skipped += 1
-    unpaired = labels.keys() - judged.latest.keys()
-    labels_without_verdict = len(unpaired)
-    if wanted is not None:
-        for run in unpaired:
-            label_initiative, at = labelled.details[run]  # type: ignore[index]
-            skip = judged.skips.get(run)
-            label_model = skip[0] if skip else None
-            initiative_of = label_initiative or (skip[1] if skip else None)
-            labels_without_verdict -= not wanted(label_model, initiative_of, at)
-    for name in judged.pass_fraction_by_model:
-        tally_of(name)
-    short_form_pairs = sum(1 for run in judged.short if run in in_scope and run in labels)
-    return Paired(
-        total,
-        per_model,
-        labels_without_verdict,
-        judged.pass_fraction,
-        judged.pass_fraction_by_model,
-        short_form_pairs,
+        for name, table in (("the latest period", latest), ("the earlier periods", earlier)):
+            if table["kappa_ci95"] is None:
+                why = table["undefined"].get("kappa", "no interval")
+                undefined["drift"] = f"{name} has no kappa interval: {why}"
+                return None, basis
+        return latest["kappa_ci95"][1] < earlier["kappa_ci95"][0], basis
+
+
+def _isnan(values: Any) -> Any:
+    import numpy as np
+
+    return np.isnan(values)
+
+
+def _confusion(columns: _Columns, mask: Any) -> stats.Confusion:
+    gate, pm = columns.gate[mask], columns.pm[mask]
+    return stats.Confusion(
+        tp=int((gate & pm).sum()),
+        fn=int((~gate & pm).sum()),
+        fp=int((gate & ~pm).sum()),
+        tn=int((~gate & ~pm).sum()),
     )
 
 
-def _rounded(value: float) -> float:
-    return round(value, DIGITS) + 0.0  # + 0.0 turns -0.0 into 0.0
+def _table_confusion(table: dict[str, Any]) -> stats.Confusion:
+    return stats.Confusion(**table["confusion"])
 
 
-def _group_report(tally: _Tally, fraction: PassFraction, settings: Settings) -> dict[str, Any]:
-    """Every statistic of one group of runs; undefined ones are None with a reason."""
-    c = tally.confusion()
-    undefined: dict[str, str] = {}
-
-    def attempt(name: str, compute: Callable[[], Any]) -> Any:
-        try:
-            return compute()
-        except stats.Undefined as exc:
-            undefined[name] = str(exc)
-            return None
-
-    kappa = attempt("kappa", lambda: stats.cohen_kappa(c))
-    ci = None
-    if kappa is None:
-        undefined["kappa_ci95"] = "kappa is undefined"
-    else:
-        interval = attempt("kappa_ci95", lambda: stats.kappa_ci95(c, kappa))
-        ci = None if interval is None else [_rounded(v) for v in interval]
-    observed = attempt("observed_agreement", lambda: stats.observed_agreement(c))
-    tpr = attempt("tpr", lambda: stats.tpr(c))
-    tnr = attempt("tnr", lambda: stats.tnr(c))
-    pabak = attempt("pabak", lambda: stats.pabak(c))
-    ac1 = attempt("ac1", lambda: stats.gwet_ac1(c))
-    corrected = attempt(
-        "corrected_pass_rate",
-        lambda: stats.corrected_pass_rate(tally.unlabelled_pass, tally.unlabelled, c),
-    )
-    pass_fraction = fraction.value
-    if pass_fraction is None:
-        undefined["pass_fraction"] = "no non-SKIPPED verdict in scope yet"
-    alarm = pass_fraction is not None and fraction.full and pass_fraction >= settings.alarm
-    calibrated, reason = _calibration(c, kappa, settings)
+def _corrected(
+    unlabelled_pass: int, unlabelled: int, c: stats.Confusion, undefined: dict[str, str]
+) -> dict[str, Any] | None:
+    try:
+        corrected = stats.corrected_pass_rate(unlabelled_pass, unlabelled, c)
+    except stats.Undefined as exc:
+        undefined["corrected_pass_rate"] = str(exc)
+        return None
     return {
-        "pairs": c.n,
-        "confusion": c.as_dict(),
-        "observed_agreement": _maybe(observed),
-        "kappa": _maybe(kappa),
-        "kappa_ci95": ci,
-        "kappa_ci_method": stats.KAPPA_CI_METHOD,
-        "tpr": _maybe(tpr),
-        "tnr": _maybe(tnr),
-        "pabak": _maybe(pabak),
-        "ac1": _maybe(ac1),
-        "pass_fraction": pass_fraction,
-        "goodhart_alarm": alarm,
-        "calibrated": calibrated,
-        "calibration_reason": reason,
-        "skipped": tally.skipped,
-        "unlabeled_verdicts": tally.unlabelled,
-        "corrected_pass_rate": None
-        if corrected is None
-        else {
-            "value": _rounded(corrected.value),
-            "ci95": [_rounded(v) for v in corrected.ci95],
-            "apparent_pass_rate": _rounded(corrected.apparent),
-            "unlabeled_runs": tally.unlabelled,
-            "method": stats.corrected_rate_method(),
-        },
-        "undefined": undefined,
+        "value": rounded(corrected.value),
+        "ci95": pair_of(corrected.ci95),
+        "apparent_pass_rate": rounded(corrected.apparent),
+        "unlabeled_runs": unlabelled,
+        "method": stats.corrected_rate_method(),
     }
-
-
-def _maybe(value: float | None) -> float | None:
-    return None if value is None else _rounded(value)
-
-
-def _calibration(c: stats.Confusion, kappa: float | None, s: Settings) -> tuple[bool, str]:
-    """The gate is calibrated only when kappa >= threshold, both PM classes occur
-    and there are at least min_pairs pairs; otherwise say every condition that fails."""
-    failing: list[str] = []
-    if c.n == 0:
-        failing.append("no labelled pairs yet")
-    else:
-        if c.pm_fail == 0:
-            failing.append(
-                "no negative class yet: TNR is undefined (every PM label among the pairs is pass)"
-            )
-        if c.pm_pass == 0:
-            failing.append(
-                "no positive class yet: TPR is undefined (every PM label among the pairs is fail)"
-            )
-        if c.n < s.min_pairs:
-            failing.append(f"only {c.n} pair(s), at least {s.min_pairs} are needed")
-        if kappa is not None and kappa < s.kappa_threshold:
-            failing.append(f"kappa {kappa:.3f} is below the threshold {s.kappa_threshold:.2f}")
-    if failing:
-        return False, "; ".join(failing) + "."
-    return True, (
-        f"kappa {kappa:.3f} >= {s.kappa_threshold:.2f} over {c.n} pairs with both pass and "
-        "fail PM labels."
-    )

@@ -11,8 +11,9 @@ A statistic whose denominator is zero raises :class:`Undefined` carrying the
 reason, instead of returning NaN or a silent 0: a gate that has never faced a
 failing run has no measurable TNR, and saying "0" would read as a verdict.
 
-scikit-learn and numpy are imported inside the functions that need them, so
-importing this module stays cheap and no writer ever loads them.
+numpy is imported inside the functions that need it, so importing this
+module stays cheap and no writer ever loads it. The intervals reported beside
+these statistics live in :mod:`pmos.calibration.intervals`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 
 #: z for a two-sided 95% normal interval.
 Z95 = 1.959963984540054
-#: Defaults of the Rogan-Gladen bootstrap; the seed makes the interval reproducible.
+#: Draws behind the corrected pass rate's interval; the seed makes it reproducible.
 BOOTSTRAP_SEED = 20260101
 BOOTSTRAP_REPLICATES = 2000
 
@@ -110,38 +111,35 @@ def preload() -> None:
 def cohen_kappa(c: Confusion) -> float:
     """Cohen's kappa, kappa = (p_o - p_e) / (1 - p_e) (Cohen 1960, Educ Psychol Meas 20:37-46).
 
-    Computed by scikit-learn's ``cohen_kappa_score`` on the four cells as
-    weighted samples. Undefined when p_e = 1 (every verdict and label the same
-    class). When only one side is constant, p_e = p_o and kappa is exactly 0.
+    Computed by the 2x2 identity kappa = 2 (tp tn - fn fp) / ((tp + fp)(fp + tn) +
+    (tp + fn)(fn + tn)), in exact integer arithmetic up to the final division:
+    the same number as scikit-learn's ``cohen_kappa_score`` (the tests check it),
+    at a cost that lets ``pmos stats agreement`` answer for ten thousand tables.
+    Undefined when p_e = 1 (every verdict and label the same class). When only
+    one side is constant, p_e = p_o and kappa is exactly 0.
     """
     _kappa_denominator(c)
-    from sklearn.metrics import cohen_kappa_score
-
-    gate = [1, 0, 1, 0]  # tp, fn, fp, tn: gate pass, gate fail, gate pass, gate fail
-    pm = [1, 1, 0, 0]
-    value = float(
-        cohen_kappa_score(gate, pm, labels=[0, 1], sample_weight=[c.tp, c.fn, c.fp, c.tn])
-    )
-    if not math.isfinite(value):  # pragma: no cover - excluded by the check above
-        raise Undefined("kappa is not a finite number for these counts")
-    return value
+    numerator = 2 * (c.tp * c.tn - c.fn * c.fp)
+    denominator = c.gate_pass * c.pm_fail + c.pm_pass * c.gate_fail
+    return numerator / denominator + 0.0
 
 
-def kappa_ci95(c: Confusion, kappa: float) -> tuple[float, float]:
-    """95% interval kappa +/- 1.96 SE, clipped to [-1, 1].
+def large_sample_kappa_ci95(c: Confusion, kappa: float) -> tuple[float, float]:
+    """The large-sample 95% interval kappa +/- 1.96 SE, clipped to [-1, 1]: the
+    interval pmos reported before the posterior one, kept for comparison
+    (``benchmarks/calibration_sim.py`` prints its coverage beside the new one's).
 
-    SE is the large-sample (asymptotic, non-null) standard error of Fleiss,
-    Cohen & Everitt (1969, Psychol Bull 72:323-327), for cell proportions p_ij
-    (i gate, j PM), row marginals r_i and column marginals c_j::
+    SE is the asymptotic, non-null standard error of Fleiss, Cohen & Everitt
+    (1969, Psychol Bull 72:323-327), for cell proportions p_ij (i gate, j PM),
+    row marginals r_i and column marginals c_j::
 
         A = sum_i p_ii * (1 - (r_i + c_i) * (1 - kappa))^2
         B = (1 - kappa)^2 * sum_{i != j} p_ij * (c_i + r_j)^2
         C = (kappa - p_e * (1 - kappa))^2
         SE^2 = (A + B - C) / (n * (1 - p_e)^2)
 
-    With few pairs the normal approximation is rough; the interval says how
-    little the kappa of a small sample pins down, not more. Where SE is 0 (the
-    edges of the table) there is no interval: :class:`Undefined`.
+    Where SE is 0 (the edges of the table) there is no interval: :class:`Undefined`.
+    That is where it fails a gate most: at perfect agreement it has no lower end.
     """
     denominator = _kappa_denominator(c)
     n = c.n
@@ -156,21 +154,12 @@ def kappa_ci95(c: Confusion, kappa: float) -> tuple[float, float]:
     cc = (kappa - p_e * (1 - kappa)) ** 2
     variance = (a + b - cc) / (n * denominator**2)
     if variance <= 1e-15:
-        # Happens at the edges: perfect (dis)agreement, or one side all one class
-        # (kappa is then 0 by construction). A zero-width interval would claim a
-        # certainty that n pairs cannot give.
         raise Undefined(
             "the large-sample standard error is 0 for this table (perfect agreement or "
             "disagreement, or one side all one class), so it gives no interval"
         )
     se = math.sqrt(variance)
     return max(-1.0, kappa - Z95 * se), min(1.0, kappa + Z95 * se)
-
-
-KAPPA_CI_METHOD = (
-    "large-sample standard error (Fleiss, Cohen & Everitt 1969): kappa +/- 1.96 SE, "
-    "clipped to [-1, 1]"
-)
 
 
 def tpr(c: Confusion) -> float:
@@ -249,15 +238,17 @@ def corrected_pass_rate(
     seed: int = BOOTSTRAP_SEED,
     replicates: int = BOOTSTRAP_REPLICATES,
 ) -> CorrectedRate:
-    """Rogan-Gladen corrected pass rate of unlabelled runs, with a seeded bootstrap 95% CI.
+    """Rogan-Gladen corrected pass rate of unlabelled runs, with a seeded 95% interval.
 
-    The three inputs are independent binomial samples: the gate's passes among
-    the ``unlabelled`` runs, its passes among the PM-pass pairs (TPR) and its
-    fails among the PM-fail pairs (TNR). Each replicate redraws all three
-    (resampling each group with replacement is a binomial draw of its count),
-    applies the clipped estimator, and the interval is the 2.5th and 97.5th
-    percentiles. Replicates whose redrawn TPR + TNR <= 1 have no estimate and
-    are left out; ``replicates_used`` says how many remained.
+    The three inputs are independent binomial proportions: the gate's passes
+    among the ``unlabelled`` runs, its passes among the PM-pass pairs (TPR) and
+    its fails among the PM-fail pairs (TNR). Each replicate draws all three
+    from their Jeffreys posteriors, Beta(x + 1/2, n - x + 1/2), applies the
+    clipped estimator, and the interval is the 2.5th and 97.5th percentiles.
+    A percentile bootstrap redraws a rate of 0 or 1 as exactly 0 or 1, which
+    collapsed the interval to a point (``[1, 1]`` from one unlabelled run);
+    the posterior draws do not. Replicates whose drawn TPR + TNR <= 1 have no
+    estimate and are left out; ``replicates_used`` says how many remained.
     """
     if unlabelled <= 0:
         raise Undefined("no unlabelled runs with a verdict: nothing to correct")
@@ -273,13 +264,17 @@ def corrected_pass_rate(
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    app = rng.binomial(unlabelled, apparent, replicates) / unlabelled
-    sens = rng.binomial(c.pm_pass, sensitivity, replicates) / c.pm_pass
-    spec = rng.binomial(c.pm_fail, specificity, replicates) / c.pm_fail
+
+    def posterior(hits: int, total: int) -> np.ndarray:
+        return rng.beta(hits + 0.5, total - hits + 0.5, replicates)
+
+    app = posterior(unlabelled_pass, unlabelled)
+    sens = posterior(c.tp, c.pm_pass)
+    spec = posterior(c.tn, c.pm_fail)
     youden = sens + spec - 1.0
     keep = youden > 0
     if not keep.any():
-        raise Undefined("no bootstrap replicate had TPR + TNR > 1: the interval is undefined")
+        raise Undefined("no replicate had TPR + TNR > 1: the interval is undefined")
     estimates = np.clip((app[keep] + spec[keep] - 1.0) / youden[keep], 0.0, 1.0)
     low, high = np.percentile(estimates, [2.5, 97.5])
     return CorrectedRate(value, (float(low), float(high)), apparent, int(keep.sum()))
@@ -287,6 +282,6 @@ def corrected_pass_rate(
 
 def corrected_rate_method(seed: int = BOOTSTRAP_SEED, replicates: int = BOOTSTRAP_REPLICATES):
     return (
-        f"Rogan-Gladen, clipped to [0, 1]; 95% interval: percentile bootstrap, "
-        f"{replicates} replicates, seed {seed}"
+        "Rogan-Gladen, clipped to [0, 1]; 95% interval: percentiles of the estimate over "
+        f"{replicates} draws of the three rates from their Jeffreys Beta posteriors, seed {seed}"
     )

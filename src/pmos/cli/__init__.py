@@ -40,6 +40,7 @@ COMMAND_MODULES: dict[str, str] = {
     "metrics": "metricscmds",
     "queue": "metricscmds",
     "board": "boardcmds",
+    "stats": "statscmds",
     "exemplars": "skillcmds",
     "known-bad": "skillcmds",
     "skill": "skillcmds",

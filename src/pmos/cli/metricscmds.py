@@ -27,20 +27,36 @@ def metrics(
     since: str | None = typer.Option(
         None, "--since", help="Only verdicts recorded at or after DATE (YYYY-MM-DD or RFC 3339)."
     ),
+    by: Annotated[
+        str | None,
+        typer.Option(
+            "--by",
+            metavar="week|month|N",
+            help="Also report each period, oldest first: ISO weeks, calendar months, or "
+            "groups of N pairs, each pair dated by its PM label.",
+        ),
+    ] = None,
 ) -> None:
     """Calibration of the review gate against PM labels: kappa, TPR/TNR, pass fraction.
 
-    The gate stays advisory until kappa reaches the threshold over enough pairs
-    with both pass and fail PM labels.
+    The gate stays advisory until the lower end of kappa's 95% interval reaches
+    the threshold, with enough pairs of each PM label class (pmos.yaml).
     """
     from pmos.calibration.metrics import compute_metrics, parse_since
+    from pmos.calibration.periods import parse_by
+    from pmos.errors import BadInput
 
+    try:
+        period = parse_by(by) if by is not None else None
+    except ValueError as exc:
+        raise BadInput(f"--by: {exc}") from None
     report = compute_metrics(
         kit(),
         window=window,
         initiative=initiative,
         model=model,
         since=parse_since(since) if since is not None else None,
+        by=period,
     )
     if json_output:
         emit_json(report)
@@ -60,6 +76,29 @@ def _num(value: Any) -> str:
 
 def _interval(pair: list[float] | None) -> str:
     return "" if pair is None else f"[{pair[0]:.3f}, {pair[1]:.3f}]"
+
+
+def _threshold_note(r: dict[str, Any]) -> str:
+    """'your rubric threshold 0.70 vs the PM-optimal 0.78' when both are known."""
+    rubric, youden = r["rubric_threshold"], r["youden_threshold"]
+    if rubric is None or youden is None:
+        return ""
+    return (
+        f"rubric threshold {rubric:.2f} vs the PM-optimal {youden:.2f} "
+        f"(a gate at {youden:.2f} would have kappa {_num(r['kappa_at_youden_threshold'])})"
+    )
+
+
+def _drift_line(r: dict[str, Any]) -> str:
+    basis = r["drift_basis"]
+    if r["drift"] is None:
+        return f"drift: undefined ({r['undefined'].get('drift', 'no periods')})"
+    word = "YES" if r["drift"] else "no"
+    return (
+        f"drift ({basis['by']}): {word}: latest period {basis['latest_period']} kappa "
+        f"{_interval(basis['latest_kappa_ci95'])} vs earlier periods "
+        f"{_interval(basis['earlier_kappa_ci95'])}"
+    )
 
 
 def render_metrics(r: dict[str, Any]) -> str:
@@ -82,12 +121,13 @@ def render_metrics(r: dict[str, Any]) -> str:
     )
     lines.append("")
     crp = r["corrected_pass_rate"]
+    needed = r["labels_needed"]
     rows = [
         ["pairs", r["pairs"], ""],
         ["observed agreement", _num(r["observed_agreement"]), ""],
         ["kappa", _num(r["kappa"]), _interval(r["kappa_ci95"])],
-        ["TPR (pass recall)", _num(r["tpr"]), ""],
-        ["TNR (fail recall)", _num(r["tnr"]), ""],
+        ["TPR (pass recall)", _num(r["tpr"]), _interval(r["tpr_ci95"])],
+        ["TNR (fail recall)", _num(r["tnr"]), _interval(r["tnr_ci95"])],
         ["PABAK", _num(r["pabak"]), ""],
         ["Gwet AC1", _num(r["ac1"]), ""],
         [
@@ -100,13 +140,44 @@ def render_metrics(r: dict[str, Any]) -> str:
             _num(crp["value"] if crp else None),
             _interval(crp["ci95"]) if crp else "",
         ],
-        ["kappa threshold", _num(r["kappa_threshold"]), ""],
+        ["kappa threshold", _num(r["kappa_threshold"]), f"rule: {r['calibration_rule']}"],
+        ["kappa point >= threshold", _num(r["kappa_point_meets_threshold"]), ""],
         ["calibrated", _num(r["calibrated"]), ""],
+        [
+            "labels needed",
+            _num(needed),
+            "" if needed is not None else r["undefined"].get("labels_needed", ""),
+        ],
+        ["score AUC (full verdicts)", _num(r["score_auc"]), _interval(r["score_auc_ci95"])],
+        ["Brier score", _num(r["brier"]), f"{r['score_pairs']} scored pair(s)"],
+        ["PM-optimal threshold", _num(r["youden_threshold"]), _threshold_note(r)],
         ["skipped runs", r["skipped"], ""],
         ["unlabelled verdicts", r["unlabeled_verdicts"], ""],
         ["labels without verdict", r["labels_without_verdict"], ""],
+        ["labels superseded", r["labels_superseded"], "a newer verdict awaits a label"],
     ]
     lines.append(table(["statistic", "value", "95% interval / note"], rows))
+    lines.append("")
+    lines.append(_drift_line(r))
+    if r["periods"]:
+        lines.append("")
+        lines.append(
+            table(
+                ["period", "pairs", "kappa", "kappa 95%", "TPR", "TNR", "pass frac"],
+                [
+                    [
+                        p["period"],
+                        p["pairs"],
+                        _num(p["kappa"]),
+                        _interval(p["kappa_ci95"]),
+                        _num(p["tpr"]),
+                        _num(p["tnr"]),
+                        _num(p["pass_fraction"]),
+                    ]
+                    for p in r["periods"]
+                ],
+            )
+        )
     if r["undefined"]:
         lines.append("")
         lines.append("undefined:")
@@ -118,10 +189,12 @@ def render_metrics(r: dict[str, Any]) -> str:
                 name,
                 m["pairs"],
                 _num(m["kappa"]),
+                _interval(m["kappa_ci95"]),
                 _num(m["tpr"]),
                 _num(m["tnr"]),
                 _num(m["ac1"]),
                 _num(m["pass_fraction"]),
+                _num(m["score_auc"]),
                 _num(m["calibrated"]),
             ]
             for name, m in r["by_model"].items()
@@ -132,10 +205,12 @@ def render_metrics(r: dict[str, Any]) -> str:
                     "evaluator model",
                     "pairs",
                     "kappa",
+                    "kappa 95%",
                     "TPR",
                     "TNR",
                     "AC1",
                     "pass frac",
+                    "score AUC",
                     "calibrated",
                 ],
                 model_rows,

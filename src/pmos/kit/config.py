@@ -37,6 +37,13 @@ class Config(NamedTuple):
     pass_fraction_window: int = 20
     goodhart_alarm: float = 0.90
     min_pairs: int = 20
+    #: Calibration needs at least this many pairs of each PM label class.
+    min_per_class: int = 10
+    #: The lower end of TNR's 95% interval must reach this (0 turns the check off).
+    min_tnr: float = 0.50
+    #: interval (default): kappa's lower 95% bound must reach the threshold;
+    #: point: the earlier rule on kappa's point estimate.
+    calibration_rule: str = "interval"
     model_families: Mapping[str, list[str]] = DEFAULT_FAMILIES
     #: The whole parsed file, for sections that belong to other modules.
     raw: Mapping[str, Any] = {}
@@ -67,7 +74,7 @@ def load_config(path: Path) -> Config:
         raise ConfigError(
             f"{path}: unknown ledger kind(s) {', '.join(unknown)}; known: {', '.join(LEDGER_KINDS)}"
         )
-    for key in ("pass_fraction_window", "min_pairs"):
+    for key in ("pass_fraction_window", "min_pairs", "min_per_class"):
         if key in data and type(data[key]) is not int:
             raise ConfigError(f"{path}: {key} must be a whole number, got {data[key]!r}")
     ledgers = {k.name: k.default_path for k in LEDGER_KINDS.values()}

@@ -1,0 +1,268 @@
+"""Simulation: does kappa's interval cover, and how often is a weak gate called calibrated?
+
+Measures, with the code ``pmos metrics`` runs (:mod:`pmos.calibration.agreement`):
+
+* **coverage** of the 95% kappa interval for true kappa in {0.5, 0.8, 0.9},
+  prevalence of PM pass in {0.5, 0.8} and n in {20, 50, 200} (target: at
+  least 93% in every cell), beside the large-sample (Fleiss-Cohen-Everitt)
+  interval pmos reported before. At n = 20 and 50 every possible table is
+  enumerated and weighted by its multinomial probability, so those figures are
+  exact for the method; at n = 200 they come from ``--reps`` seeded draws;
+* **false calibration**: the probability that the default rule (interval)
+  calls a gate with true kappa 0.50 calibrated at n = 20 and 50 (target: at
+  most 5%), beside the earlier point-estimate rule, and how often each rule
+  calibrates gates that are good (true kappa 0.8 and 0.9);
+* cells outside the target grid (other kappas and prevalences, a lenient gate
+  whose pass rate exceeds the PM's), printed for information;
+* the wall time of ``pmos stats agreement --json`` on 10,000 random tables, as
+  a real process (target: at most 60 s).
+
+The true table has cell probabilities with the given kappa, PM pass rate
+``prev`` and gate pass rate ``gate`` (``prev`` unless given):
+p_e = prev gate + (1 - prev)(1 - gate), p_o = kappa (1 - p_e) + p_e,
+tp = (p_o - 1 + gate + prev) / 2, fn = prev - tp, fp = gate - tp, tn = 1 - gate - prev + tp.
+Coverage is over the tables for which pmos reports an interval (a table whose
+kappa is undefined has none; their share is printed).
+
+Usage::
+
+    python benchmarks/calibration_sim.py [--reps 2000] [--quick] [--no-timing] [--check]
+
+``--quick`` measures n = 20 only (the reduced run the test suite uses);
+``--check`` exits 1 when a target is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from scipy.special import gammaln
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from pmos.calibration import intervals, stats  # noqa: E402
+from pmos.calibration.agreement import table_reports  # noqa: E402
+from pmos.calibration.decision import CalibrationRule, Rule  # noqa: E402
+from pmos.calibration.stats import Confusion, Undefined  # noqa: E402
+
+KAPPAS = (0.5, 0.8, 0.9)
+PREVALENCES = (0.5, 0.8)
+SIZES = (20, 50, 200)
+#: Sizes at which every table is enumerated (the number of tables grows as n^3 / 6).
+EXACT_UP_TO = 50
+COVERAGE_TARGET = 0.93
+FALSE_CALIBRATION_TARGET = 0.05
+TIMING_TABLES = 10_000
+TIMING_TARGET_S = 60.0
+#: Outside the target grid: (kappa, prevalence, gate pass rate or None).
+EXTRA = (
+    (0.3, 0.5, None),
+    (0.6, 0.7, None),
+    (0.7, 0.9, None),
+    (0.95, 0.5, None),
+    (0.6, 0.6, 0.7),
+    (0.8, 0.6, 0.65),
+    (0.5, 0.8, 0.9),
+)
+
+
+def cells(kappa: float, prev: float, gate: float | None = None) -> np.ndarray:
+    """True (tp, fn, fp, tn) probabilities for a kappa, PM pass rate and gate pass rate."""
+    g = prev if gate is None else gate
+    chance = prev * g + (1 - prev) * (1 - g)
+    observed = kappa * (1 - chance) + chance
+    tp = (observed - 1 + g + prev) / 2
+    p = np.array([tp, prev - tp, g - tp, 1 - g - prev + tp])
+    if (p < -1e-12).any():
+        raise SystemExit(f"no table has kappa {kappa}, prevalence {prev} and gate rate {g}")
+    return np.clip(p, 0.0, None)
+
+
+def all_tables(n: int) -> np.ndarray:
+    """Every (tp, fn, fp, tn) with n pairs."""
+    out = [
+        (a, b, c, n - a - b - c)
+        for a in range(n + 1)
+        for b in range(n + 1 - a)
+        for c in range(n + 1 - a - b)
+    ]
+    return np.asarray(out, dtype=np.int64)
+
+
+def probabilities(tables: np.ndarray, p: np.ndarray) -> np.ndarray:
+    n = tables.sum(axis=1)
+    with np.errstate(divide="ignore"):
+        logp = np.log(p)
+    terms = np.where(tables > 0, tables * logp, 0.0)
+    return np.exp(gammaln(n + 1) - gammaln(tables + 1).sum(axis=1) + terms.sum(axis=1))
+
+
+class Measured:
+    """Reports of tables computed once and looked up by their counts."""
+
+    def __init__(self, rule: Rule) -> None:
+        self.rule = rule
+        self.reports: dict[tuple[int, ...], dict] = {}
+
+    def of(self, tables: np.ndarray) -> list[dict]:
+        keys = [tuple(int(v) for v in t) for t in tables]
+        todo = sorted({k for k in keys if k not in self.reports})
+        for k, report in zip(
+            todo, table_reports([Confusion(*k) for k in todo], self.rule), strict=True
+        ):
+            self.reports[k] = report
+        return [self.reports[k] for k in keys]
+
+
+def large_sample(t: tuple[int, ...]) -> tuple[float, float] | None:
+    c = Confusion(*t)
+    try:
+        return stats.large_sample_kappa_ci95(c, stats.cohen_kappa(c))
+    except Undefined:
+        return None
+
+
+def weighted_tables(
+    n: int, p: np.ndarray, reps: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """The tables of size n and their weights: all of them, or ``reps`` draws."""
+    if n <= EXACT_UP_TO:
+        tables = all_tables(n)
+        return tables, probabilities(tables, p)
+    drawn = rng.multinomial(n, p, size=reps)
+    return drawn, np.full(len(drawn), 1.0 / reps)
+
+
+def coverage(measured: Measured, kappa, prev, gate, n, reps, rng) -> tuple[float, float, float]:
+    """(pmos coverage, large-sample coverage, share of weight without a kappa)."""
+    tables, weight = weighted_tables(n, cells(kappa, prev, gate), reps, rng)
+    keep = weight > 1e-15
+    tables, weight = tables[keep], weight[keep]
+    reports = measured.of(tables)
+    has = np.array([r["kappa_ci95"] is not None for r in reports])
+    hit = np.array(
+        [ci is not None and ci[0] <= kappa <= ci[1] for ci in (r["kappa_ci95"] for r in reports)]
+    )
+    old = []
+    for t in tables:
+        ci = large_sample(tuple(int(v) for v in t))
+        old.append(ci is not None and ci[0] <= kappa <= ci[1])
+    total = weight[has].sum()
+    return (
+        float(weight[hit].sum() / total),
+        float(weight[np.asarray(old) & has].sum() / total),
+        float(1.0 - total / weight.sum()),
+    )
+
+
+def calibrated_share(measured: Measured, point: Measured, kappa, prev, n, reps, rng):
+    """P(calibrated) under the default (interval) rule and the point rule."""
+    tables, weight = weighted_tables(n, cells(kappa, prev), reps, rng)
+    keep = weight > 1e-15
+    tables, weight = tables[keep], weight[keep]
+    new = np.array([r["calibrated"] for r in measured.of(tables)])
+    old = np.array([r["calibrated"] for r in point.of(tables)])
+    return float(weight[new].sum() / weight.sum()), float(weight[old].sum() / weight.sum())
+
+
+def time_stats_command() -> float:
+    rng = np.random.default_rng(7)
+    n = rng.integers(10, 400, TIMING_TABLES)
+    p = rng.dirichlet([4, 1, 1, 3], TIMING_TABLES)
+    lines = []
+    for size, probs in zip(n, p, strict=True):
+        tp, fn, fp, tn = (int(v) for v in rng.multinomial(size, probs))
+        lines.append(f'{{"tp": {tp}, "fn": {fn}, "fp": {fp}, "tn": {tn}}}')
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "tables.jsonl"
+        path.write_text("\n".join(lines) + "\n")
+        env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+        start = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-m", "pmos", "stats", "agreement", "--tables", str(path), "--json"],
+            capture_output=True,
+            env=env,
+            cwd=folder,
+        )
+        seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"pmos stats agreement exited {done.returncode}: {done.stderr.decode()}")
+    if done.stdout.count(b"\n") != TIMING_TABLES:
+        raise SystemExit("pmos stats agreement did not print one line per table")
+    return seconds
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=2000, help="draws per cell at n = 200")
+    parser.add_argument("--quick", action="store_true", help="n = 20 only")
+    parser.add_argument("--no-timing", action="store_true", help="skip the 10,000-table timing")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    args = parser.parse_args()
+    sizes = (20,) if args.quick else SIZES
+    rng = np.random.default_rng(20260101)
+    measured = Measured(Rule())
+    point = Measured(Rule(rule=CalibrationRule.POINT))
+    missed = 0
+    started = time.perf_counter()
+
+    print(f"kappa interval: {intervals.KAPPA_CI_METHOD}")
+    print(f"coverage of the 95% interval (exact at n <= 50, else {args.reps} draws per cell)")
+    print(f"  {'kappa':>5} {'prev':>5} {'n':>4}  {'pmos':>6}  {'large-sample':>12}  no kappa")
+    for kappa in KAPPAS:
+        for prev in PREVALENCES:
+            for n in sizes:
+                new, old, none = coverage(measured, kappa, prev, None, n, args.reps, rng)
+                ok = new >= COVERAGE_TARGET
+                missed += not ok
+                mark = "ok" if ok else "MISSED"
+                row = f"{kappa:5.2f} {prev:5.2f} {n:4d}  {new:6.3f}  {old:12.3f}  {none:8.4f}"
+                print(f"  {row}  {mark}")
+    print(f"  target: pmos >= {COVERAGE_TARGET} in every cell")
+
+    if not args.quick:
+        print("\noutside the target grid (information only; gate = the gate's pass rate)")
+        print(f"  {'kappa':>5} {'prev':>5} {'gate':>5} {'n':>4}  {'pmos':>6}  {'large-sample':>12}")
+        for kappa, prev, gate in EXTRA:
+            for n in sizes:
+                new, old, _ = coverage(measured, kappa, prev, gate, n, args.reps, rng)
+                shown = "=prev" if gate is None else f"{gate:5.2f}"
+                print(f"  {kappa:5.2f} {prev:5.2f} {shown:>5} {n:4d}  {new:6.3f}  {old:12.3f}")
+
+    print("\nP(calibrated) with the default settings (threshold 0.60, min_per_class 10, ")
+    print("min_tnr 0.50, min_pairs 20), exact at n <= 50")
+    print(f"  {'kappa':>5} {'prev':>5} {'n':>4}  {'interval rule':>13}  {'point rule':>10}")
+    for kappa in (0.5, 0.8, 0.9):
+        for prev in PREVALENCES:
+            for n in sizes:
+                new, old = calibrated_share(measured, point, kappa, prev, n, args.reps, rng)
+                note = ""
+                if kappa == 0.5 and n in (20, 50):
+                    ok = new <= FALSE_CALIBRATION_TARGET
+                    missed += not ok
+                    note = "  false calibration " + ("ok" if ok else "MISSED")
+                print(f"  {kappa:5.2f} {prev:5.2f} {n:4d}  {new:13.4f}  {old:10.4f}{note}")
+    print(f"  target: interval rule <= {FALSE_CALIBRATION_TARGET} at true kappa 0.50, n 20 and 50")
+    print(f"\nsimulation time {time.perf_counter() - started:.0f}s")
+
+    if not args.no_timing:
+        seconds = time_stats_command()
+        ok = seconds <= TIMING_TARGET_S
+        missed += not ok
+        print(
+            f"pmos stats agreement --json, {TIMING_TABLES:,} tables: {seconds:.1f}s "
+            f"(target <= {TIMING_TARGET_S:.0f}s)  {'ok' if ok else 'MISSED'}"
+        )
+    return 1 if missed and args.check else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

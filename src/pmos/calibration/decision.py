@@ -1,0 +1,220 @@
+"""When the review gate counts as calibrated, and how many more labels it needs.
+
+The old rule declared a gate calibrated when the point estimate of kappa over
+20 pairs reached 0.60; in simulation a gate whose true kappa is 0.50 passed
+that rule 31% of the time at n = 20. The default rule here asks the lower end
+of kappa's 95% interval to reach the threshold, each PM label class to have
+``min_per_class`` pairs, and the lower end of TNR's Wilson interval to reach
+``min_tnr``: its measured false-calibration rate is in calibration-method.md.
+The point rule stays available as ``calibration_rule: point`` for a team that
+chooses it, never by default.
+
+Both functions work on the numbers as reported (rounded), so a reader can
+redo every decision and every ``labels_needed`` by hand from the JSON.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from pmos.calibration.stats import Confusion, Undefined
+
+
+class CalibrationRule(StrEnum):
+    """``calibration_rule`` in pmos.yaml."""
+
+    INTERVAL = "interval"
+    POINT = "point"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """The settings the decision reads from pmos.yaml (these are its defaults)."""
+
+    kappa_threshold: float = 0.60
+    min_pairs: int = 20
+    min_per_class: int = 10
+    min_tnr: float = 0.50
+    rule: CalibrationRule = CalibrationRule.INTERVAL
+
+    @classmethod
+    def from_config(cls, config: Any) -> Rule:
+        return cls(
+            kappa_threshold=config.kappa_threshold,
+            min_pairs=config.min_pairs,
+            min_per_class=config.min_per_class,
+            min_tnr=config.min_tnr,
+            rule=CalibrationRule(config.calibration_rule),
+        )
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the decision is made from, as reported (None where undefined)."""
+
+    c: Confusion
+    kappa: float | None
+    kappa_ci: tuple[float, float] | None
+    tnr: float | None
+    tnr_ci: tuple[float, float] | None
+    #: Why kappa is undefined, when it is.
+    kappa_undefined: str | None = None
+
+
+def decide(rule: Rule, e: Evidence) -> tuple[bool, str]:
+    """(calibrated, calibration_reason): the reason names every condition that fails,
+    or, when none does, the figures that met them."""
+    if rule.rule is CalibrationRule.POINT:
+        return _point_rule(rule, e)
+    return _interval_rule(rule, e)
+
+
+def _class_presence(c: Confusion) -> list[str]:
+    failing = []
+    if c.pm_fail == 0:
+        failing.append(
+            "no negative class yet: TNR is undefined (every PM label among the pairs is pass)"
+        )
+    if c.pm_pass == 0:
+        failing.append(
+            "no positive class yet: TPR is undefined (every PM label among the pairs is fail)"
+        )
+    return failing
+
+
+def _point_rule(rule: Rule, e: Evidence) -> tuple[bool, str]:
+    """The earlier rule: kappa >= threshold, both classes, at least min_pairs pairs."""
+    c, kappa = e.c, e.kappa
+    if c.n == 0:
+        return False, "no labelled pairs yet."
+    failing = _class_presence(c)
+    if c.n < rule.min_pairs:
+        failing.append(f"only {c.n} pair(s), at least {rule.min_pairs} are needed")
+    if kappa is not None and kappa < rule.kappa_threshold:
+        failing.append(f"kappa {kappa:.3f} is below the threshold {rule.kappa_threshold:.2f}")
+    if failing:
+        return False, "; ".join(failing) + "."
+    return True, (
+        f"kappa {kappa:.3f} >= {rule.kappa_threshold:.2f} over {c.n} pairs with both pass and "
+        "fail PM labels (point rule: the estimate, not its interval)."
+    )
+
+
+def _interval_rule(rule: Rule, e: Evidence) -> tuple[bool, str]:
+    c = e.c
+    if c.n == 0:
+        return False, "no labelled pairs yet."
+    t = rule.kappa_threshold
+    failing = _class_presence(c)
+    for name, count in (("PM pass", c.pm_pass), ("PM fail", c.pm_fail)):
+        if 0 < count < rule.min_per_class:
+            failing.append(
+                f"only {count} {name} label(s) among the pairs, at least "
+                f"{rule.min_per_class} of each class are needed"
+            )
+    if c.n < rule.min_pairs:
+        failing.append(f"only {c.n} pair(s), at least {rule.min_pairs} are needed")
+    if e.kappa is None:
+        if e.kappa_undefined and c.pm_fail and c.pm_pass:
+            failing.append(f"kappa is undefined: {e.kappa_undefined}")
+    elif e.kappa_ci is None or e.kappa_ci[0] < t:
+        low = "undefined" if e.kappa_ci is None else f"{e.kappa_ci[0]:.3f}"
+        failing.append(
+            f"the lower end of kappa's 95% interval, {low}, is below the threshold {t:.2f} "
+            f"(kappa {e.kappa:.3f})"
+        )
+    if rule.min_tnr > 0 and e.tnr_ci is not None and e.tnr_ci[0] < rule.min_tnr:
+        failing.append(
+            f"the lower end of TNR's 95% interval, {e.tnr_ci[0]:.3f}, is below min_tnr "
+            f"{rule.min_tnr:.2f} (TNR {e.tnr:.3f})"
+        )
+    if failing:
+        return False, "; ".join(failing) + "."
+    assert e.kappa is not None and e.kappa_ci is not None
+    tnr_part = (
+        f"; TNR's lower end {e.tnr_ci[0]:.3f} >= min_tnr {rule.min_tnr:.2f}"
+        if rule.min_tnr > 0 and e.tnr_ci is not None
+        else ""
+    )
+    return True, (
+        f"the lower end of kappa's 95% interval, {e.kappa_ci[0]:.3f}, reaches the threshold "
+        f"{t:.2f} (kappa {e.kappa:.3f}) over {c.n} pairs, {c.pm_pass} PM pass and "
+        f"{c.pm_fail} PM fail (at least {rule.min_per_class} each){tnr_part}."
+    )
+
+
+def point_meets_threshold(rule: Rule, kappa: float | None) -> bool | None:
+    """Whether the point estimate alone reaches the threshold (None when kappa is undefined)."""
+    return None if kappa is None else kappa >= rule.kappa_threshold
+
+
+def _ceil_ratio(numerator: float, denominator: float) -> int:
+    return math.ceil(numerator / denominator - 1e-9)
+
+
+def _grown(size: int, estimate: float, low: float, target: float) -> int:
+    """The size at which an interval's lower end, now ``low`` at ``size``, reaches
+    ``target``, if its distance below the estimate shrinks as 1/sqrt(size):
+    ceil(size * ((estimate - low) / (estimate - target))^2); ``size`` when it already does."""
+    if low >= target:
+        return size
+    return _ceil_ratio(size * ((estimate - low) / (estimate - target)) ** 2, 1.0)
+
+
+def labels_needed(rule: Rule, e: Evidence) -> int:
+    """How many more labelled pairs, in the current proportions, the interval rule needs.
+
+    With n pairs now, kappa k and its interval's lower end L, TNR r with lower
+    end R over f PM fail labels and p PM pass labels, the projected size is the
+    largest of:
+
+    * kappa: ceil(n ((k - L) / (k - threshold))^2) (n when L already reaches it);
+    * classes: ceil(min_per_class * n / p) and ceil(min_per_class * n / f);
+    * TNR (when min_tnr > 0): ceil(f' * n / f) with f' = ceil(f ((r - R) / (r - min_tnr))^2)
+      (f when R already reaches min_tnr);
+    * min_pairs;
+
+    and ``labels_needed`` is that size minus n (0 when the rule already holds).
+    It assumes an interval's distance below its estimate shrinks as 1/sqrt(n),
+    as it does for large n; the exact posterior interval at the projected size
+    is checked against it in the tests. Raises :class:`Undefined` (the reason)
+    when no number of pairs in the current proportions could do it.
+    """
+    c = e.c
+    if c.n == 0:
+        raise Undefined("no labelled pairs: there is no agreement to project")
+    if e.kappa is None:
+        raise Undefined("kappa is undefined, so there is no agreement to project")
+    t = rule.kappa_threshold
+    if e.kappa <= t:
+        raise Undefined(
+            f"cannot at the current agreement: kappa {e.kappa:.3f} is not above the threshold "
+            f"{t:.2f}; more pairs narrow its interval around it but do not raise it"
+        )
+    if c.pm_fail == 0 or c.pm_pass == 0:
+        missing = "fail" if c.pm_fail == 0 else "pass"
+        raise Undefined(
+            f"cannot at the current class balance: there is no PM {missing} label among the "
+            f"pairs, and more pairs in the same balance would add none"
+        )
+    if e.kappa_ci is None:
+        raise Undefined("kappa has no interval to project")
+    sizes = [
+        _grown(c.n, e.kappa, e.kappa_ci[0], t),
+        _ceil_ratio(rule.min_per_class * c.n, c.pm_pass),
+        _ceil_ratio(rule.min_per_class * c.n, c.pm_fail),
+        rule.min_pairs,
+    ]
+    if rule.min_tnr > 0:
+        assert e.tnr is not None and e.tnr_ci is not None
+        if e.tnr <= rule.min_tnr:
+            raise Undefined(
+                f"cannot at the current agreement: TNR {e.tnr:.3f} is not above min_tnr "
+                f"{rule.min_tnr:.2f}; more pairs narrow its interval but do not raise it"
+            )
+        fails = _grown(c.pm_fail, e.tnr, e.tnr_ci[0], rule.min_tnr)
+        sizes.append(_ceil_ratio(fails * c.n, c.pm_fail))
+    return max(sizes) - c.n

@@ -1,0 +1,127 @@
+"""The pairing rule: a label judges the verdict it names (issue 11, item 4).
+
+Records come from the real writers. The store may hand records over in any
+order (a packed layout need not be chronological), so one test feeds the
+reader the same real records newest first: the pairs must not change.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pmos.calibration import pairs
+from pmos.calibration.metrics import compute_metrics, scored_pairs
+from pmos.gate.writers import record_verdict
+from test_metrics import judge, label, metrics, seed_table
+
+
+def test_a_label_stays_with_the_verdict_it_judged(cli, kit):
+    # The issue's reproduction: labelled fail against a FAIL, then given a later PASS.
+    first = judge(kit, "r1", "FAIL")
+    stored = label(kit, "r1", "fail")
+    assert stored["gate_record_id"] == first["record_id"]
+    judge(kit, "r1", "PASS")
+    r = metrics(cli)
+    assert r["confusion"] == {"tp": 0, "fn": 0, "fp": 0, "tn": 1}  # not a false positive
+    assert r["labels_superseded"] == 1
+    assert r["unlabeled_verdicts"] == 0
+    label(kit, "r1", "pass")  # the PM judges the new verdict
+    r = metrics(cli)
+    assert r["confusion"] == {"tp": 1, "fn": 0, "fp": 0, "tn": 0}
+    assert r["labels_superseded"] == 0
+
+
+def test_a_label_given_before_any_judgement_judges_nothing(cli, kit):
+    stored = label(kit, "r1", "pass")
+    assert stored["gate_record_id"] is None
+    assert metrics(cli)["labels_without_verdict"] == 1
+    judge(kit, "r1", "PASS")
+    r = metrics(cli)
+    assert r["pairs"] == 0 and r["labels_without_verdict"] == 0
+    assert r["labels_superseded"] == 1 and r["unlabeled_verdicts"] == 1
+
+
+def test_a_skip_after_the_label_changes_nothing(cli, kit):
+    judge(kit, "r1", "PASS")
+    label(kit, "r1", "pass")
+    judge(kit, "r1", "SKIPPED")
+    r = metrics(cli)
+    assert r["confusion"]["tp"] == 1 and r["labels_superseded"] == 0
+
+
+def test_records_in_any_order_give_the_same_pairs(kit, monkeypatch):
+    seed_table(kit, 3, 1, 1, 3)
+    judge(kit, "r-tp-0", "FAIL")  # superseded
+    label(kit, "late", "fail")
+    judge(kit, "late", "PASS")  # judges nothing
+    in_order = compute_metrics(kit)
+    real = pairs.records
+
+    def newest_first(store, kind, **options):
+        return reversed(list(real(store, kind, **options)))
+
+    monkeypatch.setattr(pairs, "records", newest_first)
+    shuffled = compute_metrics(kit)
+    for key in ("confusion", "labels_superseded", "unlabeled_verdicts", "kappa", "kappa_ci95"):
+        assert shuffled[key] == in_order[key], key
+    assert in_order["labels_superseded"] == 2
+
+
+def _judged(latest, *earlier):
+    history = pairs.History(detailed=False)
+    for entry in earlier:
+        history.add(entry)
+    return pairs.Verdicts(["gpt-5"], {"r1": latest}, history, {}, None, {})  # type: ignore[arg-type]
+
+
+EARLY = ("2026-01-01T00:00:00.000000Z", "ev-1", 1, 0.9, None, 0)  # PASS, score .9
+LATE = ("2026-01-03T00:00:00.000000Z", "ev-2", 0, 0.3, None, 0)  # FAIL, score .3
+
+
+def test_a_label_naming_an_earlier_verdict_pairs_with_it():
+    named = pairs.Labels({"r1": ("2026-01-04T00:00:00.000000Z", False, "ev-1", None)})
+    paired = pairs.pair(_judged(LATE, EARLY), named, pairs.Scope(), None)
+    assert paired.gate == [1] and paired.pm == [0] and paired.score == [0.9]
+    assert paired.superseded == [1]
+
+
+def test_a_label_naming_no_judged_verdict_judges_the_latest_before_it():
+    """An older writer's label (no gate_record_id) or one naming a SKIPPED verdict."""
+    judged = _judged(LATE, EARLY)
+    after = pairs.Labels({"r1": ("2026-01-04T00:00:00.000000Z", True, None, None)})
+    paired = pairs.pair(judged, after, pairs.Scope(), None)
+    assert paired.gate == [0] and paired.superseded == [0]
+    skip = pairs.Labels({"r1": ("2026-01-04T00:00:00.000000Z", True, "ev-skip", None)})
+    assert pairs.pair(judged, skip, pairs.Scope(), None).gate == [0]
+    before = pairs.Labels({"r1": ("2026-01-02T00:00:00.000000Z", True, None, None)})
+    paired = pairs.pair(judged, before, pairs.Scope(), None)
+    assert paired.gate == [] and paired.superseded == [1] and paired.unlabelled == [1]
+
+
+def test_history_keeps_numbers_not_strings():
+    history = pairs.History(detailed=False)
+    history.add(EARLY)
+    assert history.ats is None
+    assert history.select({(0, hash("ev-1")): "ev-1"}) == {"ev-1": (None, "ev-1", 1, 0.9, None, 0)}
+    assert history.select({(1, hash("ev-1")): "ev-1"}) == {}  # another run's number
+
+
+def test_scored_pairs_are_the_judged_verdicts(kit, verdict):
+    record_verdict(kit, verdict)  # full form, score 0.9, PASS, run-1
+    label(kit, "run-1", "pass")
+    judge(kit, "r2", "FAIL")
+    label(kit, "r2", "pass")
+    judge(kit, "r2", "PASS")  # superseded: r2's pair stays the FAIL
+    found = scored_pairs(kit)
+    assert [(p.run_id, p.form, p.score, p.gate_pass, p.pm_pass) for p in found] == [
+        ("r2", "short", 0.3, False, True),
+        ("run-1", "full", 0.9, True, True),
+    ]
+    assert {p.evaluator_model for p in found} == {"gpt-5"}
+    assert scored_pairs(kit, model="nobody") == []
+
+
+@pytest.mark.parametrize("stamp", ["2026-01-01T00:00:00+00:00", "2026-01-01t00:00:00z"])
+def test_other_rfc3339_layouts_are_ordered_as_instants(stamp):
+    assert pairs.instant_key(stamp) == "2026-01-01T00:00:00.000000Z"
+    assert pairs.instant_key("2026-01-01T01:00:00+01:00") == "2026-01-01T00:00:00.000000Z"
