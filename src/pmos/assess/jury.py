@@ -26,7 +26,6 @@ weighted score equal to the threshold passes.
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import re
