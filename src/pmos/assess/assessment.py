@@ -78,7 +78,8 @@ def check_writable(kit: Kit) -> None:
         pass
     except OSError as exc:
         raise BadInput(_unwritable(target, exc.strerror or str(exc))) from None
-    if not os.access(folder, os.W_OK | os.X_OK):
+    effective = os.access in os.supports_effective_ids
+    if not os.access(folder, os.W_OK | os.X_OK, effective_ids=effective):
         raise BadInput(_unwritable(folder, "no permission to create files in it"))
 
 
