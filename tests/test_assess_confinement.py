@@ -74,13 +74,18 @@ def test_a_check_swapping_a_folder_for_a_link_never_leaks_the_outside_file(cli, 
     prompts = tmp_path / "prompts"
     prompts.mkdir()
     reviews = 30
+    # A reviewer answers only once the swapper runs, so every wave of reviews
+    # after the first gathers its evidence while the folder is being swapped.
+    command = reviewer(tmp_path, "a", scores=scores(4), prompt_dir=str(prompts))
+    wait = "while [ ! -e started ]; do sleep 0.01; done; "
     set_config(
         tmp_path / "kit",
-        review=jury(tmp_path, {"a": {"scores": scores(4), "prompt_dir": str(prompts)}}),
+        review={"jury": [{"name": "a", "model": "m", "command": wait + command}]},
     )
-    # Swap until every review has written its prompt (bounded at 60 s).
+    # Swap until every review has written its prompt (bounded at 120 s).
     swapper = (
-        f"while [ $(ls {prompts} | wc -l) -lt {reviews} ] && [ $SECONDS -lt 60 ]; do\n"
+        "n=0; touch started\n"
+        f"while [ $(ls {prompts} | wc -l) -lt {reviews} ] && [ $SECONDS -lt 120 ]; do\n"
         "  mv sub sub.real && ln -s ../outside sub && rm sub && mv sub.real sub\n"
         "  n=$((n+1))\n"
         "done\n"
@@ -339,7 +344,7 @@ def test_setsid_and_double_forked_processes_are_stopped_and_reported(tmp_path, w
     done = pmos_process("assess", str(spec), "--cwd", str(work), "--task-id", "t", "--json")
     assert done.returncode == 0, done.stderr
     pids = [int((work / name).read_text()) for name in ("s.pid", "d.pid")]
-    assert all(_wait_dead(pid, 0.5) for pid in pids)
+    assert all(_wait_dead(pid) for pid in pids)
     (check,) = json.loads(done.stdout)["checks"]
     assert check["passed"] is True and check["left_running"] == 2
     assert (
@@ -359,7 +364,7 @@ def test_a_timed_out_command_is_stopped_with_what_it_setsid_started(tmp_path, wo
     assert done.returncode == 1, done.stderr
     (check,) = json.loads(done.stdout)["checks"]
     assert check["timed_out"] is True and "left_running" not in check
-    assert _wait_dead(int((work / "s.pid").read_text()), 0.5)
+    assert _wait_dead(int((work / "s.pid").read_text()))
 
 
 def test_processes_are_stopped_when_pmos_itself_is_killed(tmp_path, work):

@@ -54,16 +54,19 @@ def register_run(
     }
     if contract is not None:
         record["contract"] = contract
+    # Everything that does not depend on the ledger is checked before its lock
+    # is taken, so a large contract never holds up other writers.
+    problems = schema_problems("runs", record)
+    if not problems and contract is not None:
+        problems += verdict_rules.check_contract_ids(contract)
+    reject_if("runs", problems)
 
     def build() -> Draft:
-        problems = schema_problems("runs", record)
-        if not problems and contract is not None:
-            problems += verdict_rules.check_contract_ids(contract)
-        if not problems and lookup.find_run(kit.store, run_id) is not None:
-            problems.append(
-                Violation("run-unique", "run_id", f"run {run_id!r} is already registered")
+        if lookup.find_run(kit.store, run_id) is not None:
+            reject_if(
+                "runs",
+                [Violation("run-unique", "run_id", f"run {run_id!r} is already registered")],
             )
-        reject_if("runs", problems)
         return Draft([record])
 
     return append(kit.store, "runs", build, target=target)
