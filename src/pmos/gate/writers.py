@@ -10,8 +10,8 @@ that ledger's lock, so concurrent writers cannot both pass them.
 
 from __future__ import annotations
 
-import math
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -150,6 +150,22 @@ SHORT_FORM_USAGE = (
 )
 
 
+#: A plain decimal: ASCII digits, optionally a point and more digits. Python's
+#: float() also takes "0.8_2", "1e-1", " 0.8", "nan", "infinity" and other
+#: scripts' digits, none of which a score typed on a command line should be.
+_PLAIN_DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+
+
+def parse_plain_decimal(text: str, what: str) -> float:
+    """``text`` as a number when it is a plain decimal such as 0.82; else bad input."""
+    if not _PLAIN_DECIMAL.fullmatch(text):
+        raise BadInput(
+            f"{what} must be a plain decimal number from 0 to 1 (digits, optionally a point "
+            f"and more digits, e.g. 0.82), got {text!r}"
+        )
+    return float(text)
+
+
 def parse_short_form(
     args: list[str], *, spec: str | None, standards: str | None, note: str | None
 ) -> dict[str, Any]:
@@ -171,12 +187,7 @@ def parse_short_form(
     else:
         if not rest or len(rest) > 2:
             raise BadInput(f"expected RUBRIC_PATH and at most EVALUATOR_MODEL\n{SHORT_FORM_USAGE}")
-        try:
-            score = float(third)
-        except ValueError:
-            raise BadInput(f"SCORE must be a number from 0 to 1, got {third!r}") from None
-        if not math.isfinite(score):
-            raise BadInput(f"SCORE must be a finite number, got {third!r}")
+        score = parse_plain_decimal(third, "SCORE")
         missing = [name for name, v in (("--spec", spec), ("--standards", standards)) if v is None]
         if missing:
             raise BadInput(
