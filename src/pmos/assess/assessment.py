@@ -137,15 +137,22 @@ def task_records(kit: Kit, task_id: str) -> list[dict[str, Any]]:
 class TaskHistory(NamedTuple):
     """A task's current assessment and the ones before it, newest first."""
 
-    latest: dict[str, Any] | None
+    latest: dict[str, Any]
     earlier: list[dict[str, Any]]
 
 
 def task_history(kit: Kit, task_id: str) -> TaskHistory:
-    """The latest record of a task is its current assessment; the rest its history."""
+    """The latest record of a task is its current assessment; the rest its history.
+
+    A task with no assessment is bad input (exit 2), as an unknown id is
+    everywhere in pmos: a typo must not read as "nothing wrong here".
+    """
     records = task_records(kit, task_id)
     if not records:
-        return TaskHistory(None, [])
+        raise BadInput(
+            f"no assessment recorded for task {task_id!r} (assess it: pmos assess SPEC "
+            "--task-id TASK)"
+        )
     return TaskHistory(records[-1], list(reversed(records[:-1])))
 
 
