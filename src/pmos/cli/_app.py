@@ -63,9 +63,12 @@ def neutral_streams() -> Iterator[None]:
     finally:
         sys.stdout, sys.stderr = saved
         for neutral in wrapped:
+            # The buffer belongs to the stream it came from: detach, never close
+            # it (a closed pipe, as in 'pmos metrics | head', has nothing to save).
             with contextlib.suppress(OSError, ValueError):
                 neutral.flush()
-            neutral.detach()  # the buffer belongs to the stream it came from
+            with contextlib.suppress(OSError, ValueError):
+                neutral.detach()
 
 
 class PmosGroup(TyperGroup):
