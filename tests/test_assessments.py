@@ -11,6 +11,7 @@ import yaml
 
 from assess_support import jury, scores, set_config, write_spec
 from conftest import ledger_bytes, write_json
+from pmos.errors import BadInput
 
 
 @pytest.fixture
@@ -103,11 +104,12 @@ def test_history_human_output(cli, fixable, work):
     assert "check 0" in result.stdout
 
 
-def test_history_of_an_unknown_task(cli):
-    result = cli("assess", "history", "nobody", "--json")
-    assert result.exit_code == 0
-    assert json.loads(result.stdout) == {"task_id": "nobody", "latest": None, "history": []}
-    assert "no assessment recorded" in cli("assess", "history", "nobody").stdout
+@pytest.mark.parametrize("args", [(), ("--json",)])
+def test_history_of_an_unknown_task_is_bad_input(cli, args):
+    """Issue 16 item 17: an unknown id exits 2, as `score show UNKNOWN` does."""
+    result = cli("assess", "history", "nobody", *args)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "no assessment recorded for task 'nobody'" in result.stderr
 
 
 def test_bad_trigger_or_task_id_runs_and_writes_nothing(cli, tmp_path, work, kit_root):
@@ -472,7 +474,8 @@ def test_spec_to_assess_chooses_spec_or_run_contract(kit, cli, tmp_path):
 def test_task_history_splits_latest_from_earlier(kit, cli, fixable, work):
     from pmos.assess.assessment import task_history
 
-    assert task_history(kit, "t1") == (None, [])
+    with pytest.raises(BadInput, match="no assessment recorded for task 't1'"):
+        task_history(kit, "t1")
     for _ in range(3):
         run_assess(cli, fixable, work)
     latest, earlier = task_history(kit, "t1")

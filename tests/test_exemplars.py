@@ -250,6 +250,26 @@ def test_the_same_override_is_logged_once(cli, kit_root, tmp_path):
     assert len(log_entries(kit_root)) == 1
 
 
+@pytest.mark.parametrize(
+    "note",
+    ["first\u2028second", "one\x85two", "para\u2029graph", "cr\rand\x0bvt\x1cfs\x0cff", "plain"],
+    ids=["line-separator", "nel", "paragraph-separator", "other-breaks", "plain"],
+)
+def test_an_override_note_with_any_line_break_is_logged_once(cli, kit_root, tmp_path, note):
+    """Issue 16 item 13: a note holding U+2028 or U+0085 was never logged, and
+    each retry stored another label. It is logged, exactly, the first time."""
+    judge(cli, tmp_path, "run-1", "PASS")
+    first = label(cli, "run-1", "fail", note=note)
+    assert "logged to planning/evals/eval-calibration.md as case" in first.stderr, first.stderr
+    [logged] = log_entries(kit_root)
+    assert logged["lesson"] == note
+    again = label(cli, "run-1", "fail", note=note)
+    assert "already holds this override" in again.stderr
+    assert len(log_entries(kit_root)) == 1
+    text = (kit_root / LOG).read_text(encoding="utf-8")
+    assert not set("\u2028\u2029\x85\r\x0b\x0c\x1c") & set(text)
+
+
 def test_a_malformed_log_refuses_the_label_and_writes_nothing(cli, kit_root, tmp_path):
     judge(cli, tmp_path, "run-1", "PASS")
     (kit_root / LOG).write_text("### broken\n", encoding="utf-8")

@@ -547,39 +547,65 @@ def test_review_files_resolving_outside_cwd_are_refused(cli, tmp_path, work, kit
     assert ledger_bytes(kit_root) == before
 
 
-def test_review_files_linking_inside_cwd_are_shown(cli, tmp_path, work, kit_root):
+def test_review_files_reached_through_a_link_inside_cwd_are_refused(cli, tmp_path, work, kit_root):
+    # Even a link that stays inside is refused: the reviewers are shown files
+    # reached without links, so no command of the assessment can redirect them.
+    (work / "sub").mkdir()
+    (work / "sub" / "real.txt").write_text("inside\n")
+    (work / "link.txt").symlink_to(work / "sub" / "real.txt")
+    (work / "linked").symlink_to("sub")
+    set_config(kit_root, review=jury(tmp_path, {"a": {"scores": scores(4)}}))
+    before = ledger_bytes(kit_root)
+    result, _, _ = review(cli, tmp_path, work, {"files": ["link.txt", "linked/real.txt"]})
+    assert result.exit_code == 2
+    assert "files[0] 'link.txt' is a symbolic link or passes through one" in result.stderr
+    assert "files[1] 'linked/real.txt' is a symbolic link or passes through one" in result.stderr
+    assert calls(tmp_path, "a") == 0 and ledger_bytes(kit_root) == before
+
+
+def test_review_files_without_links_are_shown(cli, tmp_path, work, kit_root):
     prompts = tmp_path / "prompts"
     prompts.mkdir()
     (work / "sub").mkdir()
     (work / "sub" / "real.txt").write_text("inside\n")
-    (work / "link.txt").symlink_to(work / "sub" / "real.txt")
     set_config(
         kit_root, review=jury(tmp_path, {"a": {"scores": scores(4), "prompt_dir": str(prompts)}})
     )
-    result, _, _ = review(cli, tmp_path, work, {"files": ["link.txt", "sub/../a.txt"]})
+    result, _, _ = review(cli, tmp_path, work, {"files": ["sub/real.txt", "sub/../a.txt"]})
     assert result.exit_code == 0, result.output
     (prompt,) = [p.read_text() for p in prompts.iterdir()]
-    assert "=== file link.txt ===\ninside" in prompt
+    assert "=== file sub/real.txt ===\ninside" in prompt
     assert "=== file sub/../a.txt ===\nhello" in prompt
 
 
 def test_evidence_is_checked_again_when_it_is_read(tmp_path, work):
     # A command of the assessment itself may plant a link after the pre-run check.
+    from pmos.assess.beneath import open_dir
     from pmos.assess.spec import parse_spec
 
     (tmp_path / "secret.txt").write_text("private\n")
+    (tmp_path / "secret-dir").mkdir()
+    (tmp_path / "secret-dir" / "x.txt").write_text("private too\n")
+    (work / "d").mkdir()
+    (work / "d" / "x.txt").write_text("fine\n")
+    files = ["a.txt", "late", "d/x.txt"]
     spec = parse_spec(
-        {"expectations": [{"type": "llm_review", "criteria": "c", "files": ["a.txt", "late"]}]},
-        source="s",
+        {"expectations": [{"type": "llm_review", "criteria": "c", "files": files}]}, source="s"
     )
     (exp,) = spec.expectations
-    assert jury_lib.outside_files(spec.expectations, work) == []
-    (work / "late").symlink_to(tmp_path / "secret.txt")
-    assert jury_lib.evidence_path(work, "late") is None
-    assert jury_lib.evidence_path(work, "a.txt") == (work / "a.txt").resolve()
-    evidence = jury_lib.gather_evidence(exp, work.resolve())
+    fd = open_dir(work)
+    try:
+        assert jury_lib.unshowable_files(spec.expectations, work.resolve(), fd) == []
+        (work / "late").symlink_to(tmp_path / "secret.txt")
+        (work / "d").rename(work / "d.real")
+        (work / "d").symlink_to(tmp_path / "secret-dir")
+        context = jury_lib.ReviewContext(work.resolve(), cwd_fd=fd)
+        evidence = jury_lib.gather_evidence(exp, context)
+    finally:
+        os.close(fd)
     assert "private" not in evidence
-    assert "=== file late ===\n(not shown: it resolves outside" in evidence
+    assert "=== file late ===\n(not shown: it is a symbolic link" in evidence
+    assert "=== file d/x.txt ===\n(not shown: it is a symbolic link" in evidence
     assert "=== file a.txt ===\nhello" in evidence
 
 

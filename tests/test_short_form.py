@@ -98,6 +98,42 @@ def test_short_form_usage_errors(cli, kit_root, args):
     assert ledger_bytes(kit_root) == before
 
 
+@pytest.mark.parametrize(
+    "score",
+    ["0.8_2", "1e-1", " 0.8", "0.8 ", "+0.8", ".5", "5.", "infinity", "0x1", "\u0660.\u0668"],
+)
+def test_score_is_a_plain_decimal(cli, kit_root, score):
+    """Issue 16 item 14: float() read "0.8_2" as 0.82; only plain decimals are scores."""
+    before = ledger_bytes(kit_root)
+    result = cli(
+        "eval",
+        "log",
+        "r1",
+        "i1",
+        score,
+        "PASS",
+        RUBRIC,
+        "m",
+        "--spec",
+        "pass",
+        "--standards",
+        "pass",
+    )
+    assert result.exit_code == 2
+    assert "SCORE must be a plain decimal number from 0 to 1" in result.stderr
+    assert repr(score) in result.stderr
+    assert ledger_bytes(kit_root) == before
+
+
+@pytest.mark.parametrize(("score", "stored"), [("0.82", 0.82), ("1", 1.0), ("0.80", 0.8)])
+def test_plain_decimal_scores_are_accepted(cli, score, stored):
+    result = log(
+        cli, "r1", "i1", score, "PASS", RUBRIC, "m", "--spec", "pass", "--standards", "pass"
+    )
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["score"] == stored
+
+
 def test_evaluator_model_from_the_environment(cli, monkeypatch):
     monkeypatch.setenv("PMOS_EVALUATOR_MODEL", "gemini-2.5-pro")
     result = log(cli, "r1", "i1", "0.9", "PASS", RUBRIC, "--spec", "pass", "--standards", "pass")

@@ -426,6 +426,19 @@ def test_contract_criterion_ids_are_unique(kit, cli, tmp_path):
     assert register_with(cli, tmp_path, ["c1", "c2"]).exit_code == 0
 
 
+def test_a_large_contract_names_each_repeated_id_once(kit, cli, tmp_path):
+    """Issue 16 item 10: the check is one pass (benchmarks/contract.py times it)."""
+    ids = [f"c{i}" for i in range(20_000)] + ["c5", "c17", "c5"]
+    before = ledger_bytes(kit.root)
+    result = register_with(cli, tmp_path, ids)
+    assert result.exit_code == 2
+    assert result.stderr.count("[contract-unique]") == 2
+    assert "criterion id 'c17' appears more than once" in result.stderr
+    assert "criterion id 'c5' appears more than once" in result.stderr
+    assert ledger_bytes(kit.root) == before
+    assert register_with(cli, tmp_path, ids[:20_000]).exit_code == 0
+
+
 # ------------------------------------------------------------ writer-owned fields
 
 

@@ -85,3 +85,18 @@ class LedgerBusy(PmosError):
     """The ledger lock could not be taken in time; trying again later may work."""
 
     exit_code = exit_codes.TEMPORARY_FAILURE
+
+
+class ResourcesExhausted(PmosError):
+    """The system refused a thread or process for lack of resources (a process
+    limit, memory); what had started was stopped and nothing was recorded, so
+    trying again with fewer workers or a higher limit may work."""
+
+    exit_code = exit_codes.TEMPORARY_FAILURE
+
+
+class IncompleteWrite(PmosError):
+    """A command that writes two ledgers stored the first and could not store the
+    second; running the same command again completes it without duplicates."""
+
+    exit_code = exit_codes.TEMPORARY_FAILURE

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from pmos.assess import beneath, environment
 from pmos.assess import run as assess_run
 from pmos.assess.spec import Expectation, NothingToAssess, Spec, from_contract, load_spec
 from pmos.errors import BadInput, ConfigError
@@ -44,6 +45,49 @@ def assess_timeout(config: Mapping[str, Any]) -> float:
     """pmos.yaml ``assess.timeout_s`` (default 600 s), per command."""
     section = config.get("assess") or {}
     return float(section.get("timeout_s", assess_run.DEFAULT_TIMEOUT_S))
+
+
+def assess_workers(config: Mapping[str, Any]) -> int:
+    """pmos.yaml ``assess.workers`` (default 8): commands run at once."""
+    section = config.get("assess") or {}
+    return int(section.get("workers", assess_run.DEFAULT_WORKERS))
+
+
+class _Probe(Exception):
+    """Raised inside the probe's build step so the store writes nothing."""
+
+
+def check_writable(kit: Kit) -> None:
+    """Refuse, before any command runs, an assessment that could not be stored.
+
+    The store's own append path is exercised up to the point where it would
+    write (it opens and locks the assessments ledger, then calls the build
+    step, which aborts), and the ledger's folder must accept new files: a
+    read-only ``state/`` or file system is found here, not after every command
+    of the spec has run.
+    """
+    target = kit.store.path("assessments")
+    folder = target if target.is_dir() else target.parent
+
+    def abort() -> Draft:
+        raise _Probe()
+
+    try:
+        append(kit.store, "assessments", abort)
+    except _Probe:
+        pass
+    except OSError as exc:
+        raise BadInput(_unwritable(target, exc.strerror or str(exc))) from None
+    effective = os.access in os.supports_effective_ids
+    if not os.access(folder, os.W_OK | os.X_OK, effective_ids=effective):
+        raise BadInput(_unwritable(folder, "no permission to create files in it"))
+
+
+def _unwritable(path: Path, why: str) -> str:
+    return (
+        f"the assessment could not be stored ({path}: {why}), so nothing was run; make "
+        "the kit's state folder writable and run the assessment again"
+    )
 
 
 def resolve_task_id(explicit: str | None, spec: Spec, run_id: str | None) -> str:
@@ -93,15 +137,22 @@ def task_records(kit: Kit, task_id: str) -> list[dict[str, Any]]:
 class TaskHistory(NamedTuple):
     """A task's current assessment and the ones before it, newest first."""
 
-    latest: dict[str, Any] | None
+    latest: dict[str, Any]
     earlier: list[dict[str, Any]]
 
 
 def task_history(kit: Kit, task_id: str) -> TaskHistory:
-    """The latest record of a task is its current assessment; the rest its history."""
+    """The latest record of a task is its current assessment; the rest its history.
+
+    A task with no assessment is bad input (exit 2), as an unknown id is
+    everywhere in pmos: a typo must not read as "nothing wrong here".
+    """
     records = task_records(kit, task_id)
     if not records:
-        return TaskHistory(None, [])
+        raise BadInput(
+            f"no assessment recorded for task {task_id!r} (assess it: pmos assess SPEC "
+            "--task-id TASK)"
+        )
     return TaskHistory(records[-1], list(reversed(records[:-1])))
 
 
@@ -176,12 +227,15 @@ def assess(
     Everything that can be refused is refused before the first command starts,
     so a refusal (exit 2) means nothing ran and nothing was written: the
     trigger, the working directory, files the reviewers would see from outside
-    it, the reviewer configuration, and a probe record holding every value the
-    spec, ids and paths put into the stored record, checked against the record
-    schema and the ledger's encoding.
-    """
-    from pmos.assess import jury
+    it or through a link, the reviewer configuration, a probe record holding
+    every value the spec, ids and paths put into the stored record (checked
+    against the record schema and the ledger's encoding), and whether the
+    assessments ledger can be written at all (:func:`check_writable`).
 
+    Commands get a minimal environment (:mod:`pmos.assess.environment`), run
+    ``assess.workers`` at a time, and whatever they leave running is stopped
+    and reported (:mod:`pmos.assess.run`).
+    """
     environ = os.environ if environ is None else environ
     _check_trigger(trigger)
     if not cwd.is_dir():
@@ -189,15 +243,37 @@ def assess(
     cwd = cwd.resolve()
     if spec.empty:
         raise NothingToAssess(spec)
-    outside = jury.outside_files(spec.expectations, cwd)
-    if outside:
-        lines = "\n".join(f"  - {p}" for p in outside)
+    cwd_fd = beneath.open_dir(cwd)
+    try:
+        return _assess_in(kit, spec, cwd, cwd_fd, task_id, run_id, run, trigger, environ)
+    finally:
+        os.close(cwd_fd)
+
+
+def _assess_in(
+    kit: Kit,
+    spec: Spec,
+    cwd: Path,
+    cwd_fd: int,
+    task_id: str,
+    run_id: str | None,
+    run: Mapping[str, Any] | None,
+    trigger: str | None,
+    environ: Mapping[str, str],
+) -> Written:
+    from pmos.assess import jury
+
+    unshowable = jury.unshowable_files(spec.expectations, cwd, cwd_fd)
+    if unshowable:
+        lines = "\n".join(f"  - {p}" for p in unshowable)
         raise BadInput(
-            f"spec {spec.source} shows the reviewers files outside --cwd; nothing was run:\n{lines}"
+            f"spec {spec.source} shows the reviewers files outside --cwd or through a "
+            f"symbolic link; nothing was run:\n{lines}"
         )
     settings = jury.review_settings(kit.config.raw, environ) if spec.needs_review else None
     timeout = assess_timeout(kit.config.raw)
-    context = jury.ReviewContext(cwd, spec.title, spec.description, run)
+    env = environment.command_env(environ, environment.env_allow(kit.config.raw))
+    context = jury.ReviewContext(cwd, spec.title, spec.description, run, cwd_fd, env)
     warnings = list(spec.warnings)
     flags: list[str] = []
     if run_id is not None and run is None:
@@ -229,6 +305,7 @@ def assess(
             flags=flags,
         )
     )
+    check_writable(kit)
 
     def review(exp: Expectation, tracker: assess_run.ProcessTracker) -> dict[str, Any]:
         if settings is None:  # guarded above; keeps the type checker honest
@@ -238,9 +315,18 @@ def assess(
         )
 
     start = time.monotonic()
-    checks, metrics = assess_run.run_spec(spec, cwd=cwd, timeout_s=timeout, review=review)
+    checks, metrics = assess_run.run_spec(
+        spec,
+        cwd=cwd,
+        cwd_fd=cwd_fd,
+        timeout_s=timeout,
+        review=review,
+        env=env,
+        workers=assess_workers(kit.config.raw),
+    )
     duration = round(time.monotonic() - start, 3)
     passed = all(c["passed"] for c in checks) and all(m["passed"] for m in metrics)
+    warnings += _left_running_warnings(checks, metrics)
     for check in checks:
         warnings += [f"check {check['index']} (llm_review): {n}" for n in check.get("notes", [])]
 
@@ -272,6 +358,25 @@ def assess(
         return Draft([record])
 
     return append(kit.store, "assessments", build)
+
+
+def _left_running_warnings(
+    checks: list[dict[str, Any]], metrics: list[dict[str, Any]]
+) -> list[str]:
+    """A warning for every check or metric whose command left processes running."""
+    out = [
+        f"check {c['index']} ({c['type']}) left {c['left_running']} process(es) running "
+        "after its command exited; pmos stopped them"
+        for c in checks
+        if c.get("left_running")
+    ]
+    out += [
+        f"metric {m['name']} left {m['left_running']} process(es) running after its "
+        "command exited; pmos stopped them"
+        for m in metrics
+        if m.get("left_running")
+    ]
+    return out
 
 
 def summary(record: Mapping[str, Any]) -> dict[str, Any]:

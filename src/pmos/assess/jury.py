@@ -26,13 +26,11 @@ weighted score equal to the threshold passes.
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import re
 import secrets
 import shlex
-import stat
 import subprocess
 import time
 from collections.abc import Mapping
@@ -41,6 +39,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from pmos.assess import beneath
 from pmos.assess.run import ProcessTracker, check_head, concurrently, run_command
 from pmos.assess.spec import SCORE_MAX, SCORE_MIN, Expectation, ReviewDimension
 from pmos.errors import ConfigError
@@ -140,106 +139,193 @@ def review_settings(config: Mapping[str, Any], environ: Mapping[str, str]) -> Re
 
 @dataclass(frozen=True)
 class ReviewContext:
-    """What the reviewers are told about the work besides the material itself."""
+    """What the reviewers are told about the work besides the material itself,
+    and where they run: ``cwd_fd`` is a descriptor of ``cwd`` that evidence
+    files are opened beneath, ``env`` the environment reviewer commands get."""
 
     cwd: Path
     title: str | None = None
     description: str | None = None
     run: Mapping[str, Any] | None = None
+    cwd_fd: int | None = None
+    env: Mapping[str, str] | None = None
 
 
-def _bounded(data: bytes, limit: int) -> str:
+def _bounded(data: bytes, limit: int, size: int | None = None) -> str:
+    size = len(data) if size is None else size
     text = data[:limit].decode("utf-8", "replace")
-    if len(data) > limit:
-        text += f"\n[... {len(data) - limit} more bytes not shown]"
+    if size > limit:
+        text += f"\n[... {size - limit} more bytes not shown]"
     return text
 
 
-def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes] | None:
+# ---------------------------------------------------------------- git evidence
+
+#: Settings that keep git from running anything the assessed repository
+#: configures while evidence is read: no fsmonitor hook, no hooks, no external
+#: diff, no pager, no submodule recursion. Filter drivers are blanked by name
+#: (:func:`_filter_overrides`); textconv and external diffs are refused on the
+#: command line too.
+_GIT_SAFE_CONFIG = (
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", "/dev/null"),
+    ("core.pager", "cat"),
+    ("core.untrackedCache", "false"),
+    ("diff.external", ""),
+    ("status.relativePaths", "true"),
+    ("submodule.recurse", "false"),
+)
+#: Passed to git from pmos's environment; GIT_* variables (GIT_DIR,
+#: GIT_EXTERNAL_DIFF, GIT_CONFIG_*) never are.
+_GIT_ENV_NAMES = ("PATH", "HOME", "USER", "LOGNAME", "TMPDIR")
+_GIT_TIMEOUT_S = 60
+
+
+def _git_env(overrides: list[tuple[str, str]]) -> dict[str, str]:
+    """git's environment: a few basics, and config overrides passed as
+    GIT_CONFIG_KEY_n / GIT_CONFIG_VALUE_n, which take any key (a filter named
+    ``a=b`` would break ``-c``) and win over every config file."""
+    env = {k: os.environ[k] for k in _GIT_ENV_NAMES if k in os.environ}
+    env.update(LC_ALL="C", GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0")
+    env["GIT_CONFIG_COUNT"] = str(len(overrides))
+    for i, (key, value) in enumerate(overrides):
+        env[f"GIT_CONFIG_KEY_{i}"] = key
+        env[f"GIT_CONFIG_VALUE_{i}"] = value
+    return env
+
+
+def _run_git(
+    cwd: Path, args: list[str], overrides: list[tuple[str, str]]
+) -> subprocess.CompletedProcess[bytes] | None:
     try:
         return subprocess.run(
-            ["git", "-c", "core.fsmonitor=false", "-C", str(cwd), *args],
+            ["git", "--no-pager", "-C", str(cwd), *args],
             capture_output=True,
-            timeout=60,
+            stdin=subprocess.DEVNULL,
+            timeout=_GIT_TIMEOUT_S,
             check=False,
+            env=_git_env(overrides),
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
 
 
-def gather_evidence(exp: Expectation, cwd: Path) -> str:
+def _filter_overrides(cwd: Path) -> list[tuple[str, str]]:
+    """Blank every filter driver the repository's config names (clean, smudge,
+    process), so none runs when git reads the work tree. Reading config runs
+    nothing."""
+    listed = _run_git(cwd, ["config", "-z", "--get-regexp", r"^filter\."], [])
+    names: set[str] = set()
+    for entry in (listed.stdout if listed is not None else b"").split(b"\0"):
+        key = entry.split(b"\n", 1)[0].decode("utf-8", "surrogateescape")
+        if key.startswith("filter.") and key.count(".") >= 2:
+            names.add(key[len("filter.") : key.rindex(".")])
+    out: list[tuple[str, str]] = []
+    for name in sorted(names):
+        out += [(f"filter.{name}.{part}", "") for part in ("clean", "smudge", "process")]
+        out.append((f"filter.{name}.required", "false"))
+    return out
+
+
+def git_evidence(cwd: Path) -> list[str]:
+    """The work tree's changes as evidence parts, limited to ``cwd``.
+
+    ``git status`` and ``git diff HEAD`` run with the pathspec ``.`` (and
+    ``--relative``), so a change elsewhere in the repository (``../config/
+    secret.env``) never reaches a reviewer, and with the repository's filters,
+    textconv, external diff, fsmonitor and hooks disabled, so gathering
+    evidence runs none of the assessed repository's configured commands.
+    """
+    overrides = list(_GIT_SAFE_CONFIG)
+    inside = _run_git(cwd, ["rev-parse", "--is-inside-work-tree"], overrides)
+    if inside is None or inside.returncode != 0 or inside.stdout.strip() != b"true":
+        return ["=== working directory ===\n(not a git work tree; read the files directly)"]
+    overrides += _filter_overrides(cwd)
+    status = _run_git(
+        cwd,
+        ["status", "--short", "--untracked-files=all", "--ignore-submodules=all", "--", "."],
+        overrides,
+    )
+    diff_args = ["--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=all"]
+    diff_args.append("--relative")
+    diff = _run_git(cwd, ["diff", *diff_args, "HEAD", "--", "."], overrides)
+    if diff is None or diff.returncode != 0:  # no commit yet: against the index
+        diff = _run_git(cwd, ["diff", *diff_args, "--", "."], overrides)
+    parts = []
+    if status is not None:
+        parts.append("=== git status --short ===\n" + _bounded(status.stdout, 16 * 1024))
+    if diff is not None:
+        shown = _bounded(diff.stdout, EVIDENCE_PART_BYTES) or "(no changes)"
+        parts.append("=== git diff HEAD ===\n" + shown)
+    return parts
+
+
+# ---------------------------------------------------------------- file evidence
+
+
+def gather_evidence(exp: Expectation, context: ReviewContext) -> str:
     """The material under judgment: the working tree's changes and the files the
-    expectation names. Read once per review; every reviewer sees the same."""
-    parts: list[str] = []
-    inside = _git(cwd, "rev-parse", "--is-inside-work-tree")
-    if inside is not None and inside.returncode == 0 and inside.stdout.strip() == b"true":
-        status = _git(cwd, "status", "--short", "--untracked-files=all")
-        diff = _git(cwd, "diff", "HEAD", "--no-color", "--no-ext-diff", "--no-textconv")
-        if diff is None or diff.returncode != 0:
-            diff = _git(cwd, "diff", "--no-color", "--no-ext-diff", "--no-textconv")
-        if status is not None:
-            parts.append("=== git status --short ===\n" + _bounded(status.stdout, 16 * 1024))
-        if diff is not None:
-            shown = _bounded(diff.stdout, EVIDENCE_PART_BYTES) or "(no changes)"
-            parts.append("=== git diff HEAD ===\n" + shown)
-    else:
-        parts.append("=== working directory ===\n(not a git work tree; read the files directly)")
-    for name in exp.files:
-        # Checked again here, not only before the run: a command of this very
-        # assessment may have replaced the file by a link meanwhile.
-        path = evidence_path(cwd, name)
-        if path is None:
-            parts.append(f"=== file {name} ===\n(not shown: it resolves outside {cwd})")
-            continue
-        try:
-            data = _read_no_follow(path)
-        except OSError as exc:
-            parts.append(f"=== file {name} ===\n(cannot be read: {exc.strerror})")
-            continue
-        parts.append(f"=== file {name} ===\n" + _bounded(data, EVIDENCE_PART_BYTES))
-    return "\n\n".join(parts)
-
-
-def evidence_path(cwd: Path, name: str) -> Path | None:
-    """Where the file ``name`` really is (every symbolic link followed), or None
-    when that is outside ``cwd``.
+    expectation names. Read once per review; every reviewer sees the same.
 
     Reviewer commands are an outward channel (they may send their prompt to a
     model service), so only files of the assessed working directory may be put
-    in front of them: never /etc/..., a home folder's keys, or a link to them.
+    in front of them, opened beneath a descriptor of it through no symbolic
+    link (:mod:`pmos.assess.beneath`): a command of this very assessment that
+    swaps a folder for a link meanwhile gets a refusal, never the file it
+    points to. A file that cannot be read is said so in the evidence.
     """
-    root = os.path.realpath(cwd)
-    real = os.path.realpath(os.path.join(root, name))
-    if real != root and not real.startswith(root.rstrip("/") + "/"):
-        return None
-    return Path(real)
+    parts = git_evidence(context.cwd)
+    fd = context.cwd_fd if context.cwd_fd is not None else beneath.open_dir(context.cwd)
+    try:
+        for name in exp.files:
+            parts.append(f"=== file {name} ===\n" + _file_evidence(fd, name))
+    finally:
+        if context.cwd_fd is None:
+            os.close(fd)
+    return "\n\n".join(parts)
 
 
-def _read_no_follow(path: Path) -> bytes:
-    """Read ``path`` refusing a symbolic link in its last part, so a link put in
-    place after :func:`evidence_path` resolved it is not followed, and refusing
-    anything but a regular file (a pipe would block the review forever)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    with os.fdopen(fd, "rb") as stream:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file")
-        return stream.read()
+def _file_evidence(cwd_fd: int, name: str) -> str:
+    try:
+        data, size = beneath.read_beneath(cwd_fd, name, EVIDENCE_PART_BYTES)
+    except OSError as exc:
+        why = beneath.refusal(exc)
+        if why is not None:
+            return f"(not shown: {why})"
+        return f"(cannot be read: {exc.strerror or exc})"
+    return _bounded(data, EVIDENCE_PART_BYTES, size)
 
 
-def outside_files(expectations: list[Expectation], cwd: Path) -> list[str]:
-    """Every llm_review ``files`` entry that resolves outside ``cwd``, described
-    for the person who wrote the spec."""
+def unshowable_files(expectations: list[Expectation], cwd: Path, cwd_fd: int) -> list[str]:
+    """Every llm_review ``files`` entry that would not be shown, described for the
+    person who wrote the spec: one that leads outside ``cwd`` or passes through a
+    symbolic link. A file that does not exist yet is fine: a check may make it."""
     problems: list[str] = []
     for exp in expectations:
         for j, name in enumerate(exp.files):
-            if evidence_path(cwd, name) is None:
-                real = os.path.realpath(os.path.join(cwd, name))
-                problems.append(
-                    f"{exp.where}: files[{j}] {name!r} resolves to {real}, outside --cwd "
-                    f"{cwd}; the reviewers may only be shown files inside the assessed "
-                    "working directory. Fix: list a file inside it, or remove the entry"
-                )
+            try:
+                fd = beneath.open_beneath(cwd_fd, name, follow_links=False, flags=beneath.PATH_ONLY)
+            except OSError as exc:
+                if beneath.refusal(exc) is not None:
+                    why = _why_unshowable(cwd, name)
+                    problems.append(f"{exp.where}: files[{j}] {name!r} {why}")
+                continue
+            os.close(fd)
     return problems
+
+
+def _why_unshowable(cwd: Path, name: str) -> str:
+    fix = "Fix: list the file itself, inside the working directory, or remove the entry"
+    real = os.path.realpath(os.path.join(cwd, name))
+    if real != str(cwd) and not real.startswith(str(cwd).rstrip("/") + "/"):
+        return (
+            f"resolves to {real}, outside --cwd {cwd}; the reviewers may only be shown "
+            f"files inside the assessed working directory. {fix}"
+        )
+    return (
+        f"is a symbolic link or passes through one (to {real}); the reviewers are only "
+        f"shown files reached without links, so no command can redirect them. {fix}"
+    )
 
 
 def envelope_markers(nonce: str) -> tuple[str, str]:
@@ -533,11 +619,11 @@ class ReviewerRun:
             out["scores"] = {n: _num(self.entries[n].score) for n in (d.name for d in dimensions)}
             out["weighted_score"] = _num(self.weighted(dimensions))
             out["summary"] = self.summary
-            if self.notes:
-                out["notes"] = self.notes
         else:
             out["error"] = self.error
             out["output_tail"] = self.output_tail
+        if self.notes:
+            out["notes"] = self.notes
         return out
 
 
@@ -590,15 +676,15 @@ def _run_reviewer(
     prompt: str,
     exp: Expectation,
     settings: ReviewSettings,
-    cwd: Path,
+    context: ReviewContext,
     tracker: ProcessTracker,
 ) -> ReviewerRun:
-    env = dict(os.environ)
+    env = dict(os.environ if context.env is None else context.env)
     if reviewer.model is not None:
         env["PMOS_JUDGE_MODEL"] = reviewer.model
     result = run_command(
         reviewer.command,
-        cwd=cwd,
+        cwd=context.cwd,
         timeout_s=settings.timeout_s,
         tracker=tracker,
         stdin_data=prompt.encode("utf-8"),
@@ -607,14 +693,16 @@ def _run_reviewer(
         tail_bytes=REVIEWER_OUTPUT_BYTES,
     )
     run = ReviewerRun(reviewer, attempt, result.duration_s, result.exit_code)
+    left = result.left_note()
+    if left:
+        run.notes.append(f"the reviewer command {left}")
     if not result.ok:
         run.error = result.failure(settings.timeout_s)
         run.output_tail = (result.stderr or result.output)[-1024:]
         return run
     try:
-        run.entries, run.summary, run.notes = parse_answer(
-            result.output, exp.dimensions, reviewer.name
-        )
+        run.entries, run.summary, notes = parse_answer(result.output, exp.dimensions, reviewer.name)
+        run.notes += notes
     except UnusableAnswer as exc:
         run.error = f"unusable answer: {exc}"
         run.output_tail = result.output[-1024:]
@@ -631,7 +719,16 @@ def run_review(
 ) -> dict[str, Any]:
     """Run the panel (again, up to ``max_retries`` times, while no reviewer succeeds)."""
     start = time.monotonic()
-    evidence = gather_evidence(exp, context.cwd)
+    try:
+        evidence = gather_evidence(exp, context)
+    except Exception as exc:
+        # Every command of the assessment may have run already: an evidence
+        # error fails this check, with why, and loses nothing else.
+        reason = f"the evidence could not be gathered, so no reviewer was asked: {exc!r}"
+        verdict = decide([], exp.dimensions, exp.threshold, settings.aggregate)
+        return _review_check(
+            exp, settings.aggregate, verdict, reason, 1, [], time.monotonic() - start
+        )
     panel = len(settings.reviewers)
     runs: list[ReviewerRun] = []
     last: list[ReviewerRun] = []
@@ -641,7 +738,7 @@ def run_review(
 
         def one(reviewer: Reviewer, attempt: int = attempt) -> ReviewerRun:
             prompt = build_prompt(exp, context, evidence, panel_size=panel)
-            return _run_reviewer(reviewer, attempt, prompt, exp, settings, context.cwd, tracker)
+            return _run_reviewer(reviewer, attempt, prompt, exp, settings, context, tracker)
 
         last = concurrently(one, list(settings.reviewers), tracker)
         runs += last

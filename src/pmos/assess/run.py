@@ -1,12 +1,20 @@
 """Running an assessment's commands: Bash, a timeout, bounded output, no strays.
 
-Every command runs as ``bash -c`` in the assessed working directory, in a
-session of its own so that a timeout (or Ctrl-C) can kill its whole process
-group: a test runner's workers or a server a script started die with it.
-Anything a command leaves running in the background is stopped when the
-command itself exits, so an assessment never leaves processes behind. Only
-the last few kilobytes of output are kept, so a chatty test suite cannot
-exhaust memory or bloat the ledger.
+Every command runs as ``bash -c`` in the assessed working directory under a
+*shepherd* (:mod:`pmos.assess.shepherd`, on Linux): a small process that is a
+child subreaper, so everything the command starts stays findable even when it
+calls ``setsid`` or double-forks. When the command exits, the shepherd kills
+whatever it left running and reports it, and the check says so; on a timeout
+or Ctrl-C it stops the command and everything it started. Elsewhere the
+command runs in a session of its own and its process group is killed.
+
+At most ``assess.workers`` commands run at once (default
+:data:`DEFAULT_WORKERS`), and the threads that wait for them are bounded the
+same way, so a spec of 400 checks cannot exhaust the process limit; a thread
+or process the system refuses to start stops the assessment with
+:class:`~pmos.errors.ResourcesExhausted` instead of failing a check for a
+reason that is not the work's. Only the last few kilobytes of output are kept,
+so a chatty test suite cannot exhaust memory or bloat the ledger.
 
 A multi-line command is a script: it runs with ``set -e``, so it fails at its
 first failing line instead of reporting only its last line's status. Exit 0
@@ -16,27 +24,44 @@ is success; there is no other success code.
 from __future__ import annotations
 
 import contextlib
+import errno
+import json
 import os
 import re
 import signal
 import subprocess
+import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from pmos.assess import beneath
 from pmos.assess.spec import Expectation, Metric, Spec
+from pmos.errors import ResourcesExhausted
 
 OUTPUT_TAIL_BYTES = 4096
 DEFAULT_TIMEOUT_S = 600.0
+#: Commands (and file checks) run at once unless pmos.yaml says otherwise.
+DEFAULT_WORKERS = 8
 #: How long to wait for output pipes to close after a command ended and its
 #: group was killed; only a process that left the group can hold them longer.
 _DRAIN_S = 5.0
+#: How long a shepherd gets to stop its command before its group is killed outright.
+_STOP_GRACE_S = 15.0
+_SHEPHERD = Path(__file__).with_name("shepherd.py")
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+#: The errors with which the system refuses a new process for lack of resources.
+_RESOURCE_ERRNOS = frozenset({errno.EAGAIN, errno.ENOMEM})
+
+
+def uses_shepherd() -> bool:
+    """Commands run under a subreaper shepherd here (Linux only)."""
+    return sys.platform.startswith("linux")
 
 
 class Cancelled(Exception):
@@ -44,23 +69,36 @@ class Cancelled(Exception):
 
 
 class ProcessTracker:
-    """The live process groups of one assessment, so an interrupt can kill them all."""
+    """The live commands of one assessment, so an interrupt can stop them all, and
+    the slots that bound how many run at once."""
 
-    def __init__(self) -> None:
+    def __init__(self, workers: int = DEFAULT_WORKERS) -> None:
+        self.workers = workers
         self._lock = threading.Lock()
-        self._live: set[int] = set()
+        self._live: dict[int, bool] = {}
         self._cancelled = False
+        self._slots = threading.BoundedSemaphore(workers)
 
-    def started(self, pid: int) -> None:
+    @contextlib.contextmanager
+    def slot(self) -> Iterator[None]:
+        """Hold one of the ``workers`` command slots (given up on cancellation)."""
+        while not self._slots.acquire(timeout=0.1):
+            self.check()
+        try:
+            yield
+        finally:
+            self._slots.release()
+
+    def started(self, pid: int, shepherd: bool) -> None:
         with self._lock:
             if self._cancelled:
-                _kill_group(pid)
+                _stop(pid, shepherd)
                 raise Cancelled()
-            self._live.add(pid)
+            self._live[pid] = shepherd
 
     def finished(self, pid: int) -> None:
         with self._lock:
-            self._live.discard(pid)
+            self._live.pop(pid, None)
 
     def check(self) -> None:
         with self._lock:
@@ -70,14 +108,42 @@ class ProcessTracker:
     def kill_all(self) -> None:
         with self._lock:
             self._cancelled = True
-            live = list(self._live)
-        for pid in live:
-            _kill_group(pid)
+            live = dict(self._live)
+        for pid, shepherd in live.items():
+            _stop(pid, shepherd)
+
+
+def _stop(pid: int, shepherd: bool) -> None:
+    """Ask a shepherd to stop its command (it kills every descendant); without
+    a shepherd, kill the command's process group."""
+    if shepherd:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGTERM)
+    else:
+        _kill_group(pid)
 
 
 def _kill_group(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
+
+
+def _start_thread(target: Callable[..., Any], *args: Any) -> threading.Thread:
+    thread = threading.Thread(target=target, args=args, daemon=True)
+    try:
+        thread.start()
+    except RuntimeError as exc:  # "can't start new thread"
+        raise ResourcesExhausted(_resource_message(f"start a thread ({exc})")) from None
+    return thread
+
+
+def _resource_message(what: str) -> str:
+    return (
+        f"pmos assess could not {what}: the system refused for lack of resources (the "
+        "limit on processes per user, 'ulimit -u', or memory). Nothing was recorded and "
+        "every command it had started was stopped. Lower assess.workers in pmos.yaml or "
+        "raise the limit, then run the assessment again"
+    )
 
 
 class _Tail:
@@ -88,8 +154,7 @@ class _Tail:
         self.data = bytearray()
         self.total = 0
         self._stream = stream
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
+        self._thread = _start_thread(self._run)
 
     def _run(self) -> None:
         try:
@@ -126,6 +191,19 @@ class CommandResult:
     stderr: str = ""
     error: str | None = None
     incomplete: bool = False
+    #: Processes the command left running when it exited (stopped by the shepherd).
+    left_running: int = 0
+    left_names: tuple[str, ...] = ()
+
+    def left_note(self) -> str | None:
+        """What the command left behind, in words, or None."""
+        if not self.left_running:
+            return None
+        names = f" ({', '.join(self.left_names)})" if self.left_names else ""
+        return (
+            f"it left {self.left_running} process(es) running{names} after it exited; "
+            "pmos stopped them"
+        )
 
     @property
     def ok(self) -> bool:
@@ -156,71 +234,168 @@ def run_command(
     timeout_s: float,
     tracker: ProcessTracker | None = None,
     stdin_data: bytes | None = None,
-    env: dict[str, str] | None = None,
+    env: Mapping[str, str] | None = None,
     separate_stderr: bool = False,
     tail_bytes: int = OUTPUT_TAIL_BYTES,
 ) -> CommandResult:
-    """Run ``command`` with Bash in ``cwd``; never raises for a failing command."""
+    """Run ``command`` with Bash in ``cwd``; never raises for a failing command.
+
+    Raises :class:`~pmos.errors.ResourcesExhausted` when the system refuses a
+    process or thread, and :class:`Cancelled` after an interrupt.
+    """
     tracker = tracker or ProcessTracker()
     tracker.check()
+    with tracker.slot():
+        return _run(command, cwd, timeout_s, tracker, stdin_data, env, separate_stderr, tail_bytes)
+
+
+def _run(
+    command: str,
+    cwd: Path,
+    timeout_s: float,
+    tracker: ProcessTracker,
+    stdin_data: bytes | None,
+    env: Mapping[str, str] | None,
+    separate_stderr: bool,
+    tail_bytes: int,
+) -> CommandResult:
     start = time.monotonic()
+    shepherd = uses_shepherd()
+    status_r, status_w = os.pipe() if shepherd else (-1, -1)
+    if shepherd:
+        argv = [sys.executable, "-I", "-S", str(_SHEPHERD), str(status_w), str(os.getpid())]
+        argv.append(script_for(command))
+    else:
+        argv = ["bash", "-c", script_for(command)]
     try:
         proc = subprocess.Popen(
-            ["bash", "-c", script_for(command)],
+            argv,
             cwd=cwd,
             stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE if separate_stderr else subprocess.STDOUT,
             env=env,
             start_new_session=True,
+            pass_fds=(status_w,) if shepherd else (),
         )
     except OSError as exc:
+        if shepherd:
+            os.close(status_r)
+        if exc.errno in _RESOURCE_ERRNOS:
+            raise ResourcesExhausted(_resource_message(f"start a process ({exc})")) from None
         return CommandResult(
             None, False, time.monotonic() - start, "", 0, error=f"could not start bash: {exc}"
         )
+    finally:
+        if shepherd:
+            os.close(status_w)
     try:
-        tracker.started(proc.pid)
+        tracker.started(proc.pid, shepherd)
     except Cancelled:
-        proc.wait()
+        _reap(proc, status_r)
         raise
-    out = _Tail(proc.stdout, tail_bytes)
-    err = _Tail(proc.stderr, tail_bytes) if separate_stderr else None
-    if stdin_data is not None:
-        threading.Thread(target=_feed, args=(proc.stdin, stdin_data), daemon=True).start()
+    exited = threading.Event()
     fired = threading.Event()
+    try:
+        out = _Tail(proc.stdout, tail_bytes)
+        err = _Tail(proc.stderr, tail_bytes) if separate_stderr else None
+        if stdin_data is not None:
+            _start_thread(_feed, proc.stdin, stdin_data)
 
-    def on_timeout() -> None:
-        fired.set()
-        _kill_group(proc.pid)
+        def on_timeout() -> None:
+            fired.set()
+            _stop(proc.pid, shepherd)
+            if not exited.wait(_STOP_GRACE_S):
+                _kill_group(proc.pid)
 
-    timer = threading.Timer(timeout_s, on_timeout)
-    timer.daemon = True
-    timer.start()
+        timer = threading.Timer(timeout_s, on_timeout)
+        timer.daemon = True
+        try:
+            timer.start()
+        except RuntimeError as exc:
+            raise ResourcesExhausted(_resource_message(f"start a thread ({exc})")) from None
+    except ResourcesExhausted:
+        _stop(proc.pid, shepherd)
+        tracker.finished(proc.pid)
+        _reap(proc, status_r)
+        raise
     try:
         _wait_unreaped(proc)
     finally:
+        exited.set()
         timer.cancel()
         # The leader is exited but not reaped, so its group id cannot have been
-        # reused: kill whatever the command left running, so the pipes close.
+        # reused: kill whatever the command left running in it, so the pipes close.
         _kill_group(proc.pid)
         tracker.finished(proc.pid)
         proc.wait()
-    timed_out = fired.is_set() and proc.returncode == -signal.SIGKILL
+    status = _read_status(status_r) if shepherd else None
     incomplete = not out.join(_DRAIN_S)
     if err is not None:
         incomplete = not err.join(_DRAIN_S) or incomplete
     for stream, tail in ((proc.stdout, out), (proc.stderr, err)):
         if stream is not None and tail is not None and not incomplete:
             stream.close()
-    return CommandResult(
-        exit_code=None if timed_out else proc.returncode,
-        timed_out=timed_out,
+    result = CommandResult(
+        exit_code=proc.returncode,
+        timed_out=fired.is_set() and proc.returncode == -signal.SIGKILL,
         duration_s=time.monotonic() - start,
         output=out.text(),
         output_bytes=out.total,
         stderr=err.text() if err is not None else "",
         incomplete=incomplete,
     )
+    if shepherd:
+        _apply_status(result, status, fired.is_set())
+    if result.timed_out:
+        result.exit_code = None
+    return result
+
+
+def _reap(proc: subprocess.Popen[bytes], status_r: int) -> None:
+    proc.wait()
+    if status_r >= 0:
+        os.close(status_r)
+
+
+def _read_status(fd: int) -> dict[str, Any] | None:
+    """The shepherd's report; None when it died without one (killed outright)."""
+    chunks = []
+    try:
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    try:
+        status = json.loads(b"".join(chunks))
+    except ValueError:
+        return None
+    return status if isinstance(status, dict) else None
+
+
+def _apply_status(result: CommandResult, status: dict[str, Any] | None, fired: bool) -> None:
+    """Fill in what the shepherd reported about the command it ran."""
+    if status is None:
+        result.timed_out = fired
+        if not fired:
+            result.error = (
+                f"the process supervising the command died (status {result.exit_code}); "
+                "its outcome is unknown"
+            )
+        return
+    if status.get("error"):
+        if status.get("errno") in _RESOURCE_ERRNOS:
+            raise ResourcesExhausted(_resource_message(status["error"]))
+        result.error = status["error"]
+    result.exit_code = status.get("exit")
+    result.timed_out = fired and bool(status.get("stopped"))
+    result.left_running = int(status.get("left_count") or 0)
+    result.left_names = tuple(status.get("left_names") or ())
+    if status.get("stuck"):
+        result.error = (
+            f"{status['stuck']} process(es) it started could not be killed within the "
+            "grace period and may still be running"
+        )
 
 
 def _wait_unreaped(proc: subprocess.Popen[bytes]) -> None:
@@ -257,42 +432,60 @@ def _command_details(command: str, result: CommandResult) -> dict[str, Any]:
     }
     if result.incomplete:
         details["output_incomplete"] = True
+    if result.left_running:
+        details["left_running"] = result.left_running
     return details
 
 
 def run_command_check(
-    exp: Expectation, *, cwd: Path, timeout_s: float, tracker: ProcessTracker
+    exp: Expectation,
+    *,
+    cwd: Path,
+    timeout_s: float,
+    tracker: ProcessTracker,
+    env: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """A test or script expectation: the command must exit 0."""
+    """A test or script expectation: the command must exit 0.
+
+    A command that exits 0 but leaves processes running still passes (its own
+    verdict is its exit status); the check's reason and ``left_running`` say
+    what was left and stopped, and the assessment adds a warning.
+    """
     assert exp.command is not None
-    result = run_command(exp.command, cwd=cwd, timeout_s=timeout_s, tracker=tracker)
+    result = run_command(exp.command, cwd=cwd, timeout_s=timeout_s, tracker=tracker, env=env)
     passed = result.ok
     reason = "exited 0" if passed else result.failure(timeout_s)
     if result.incomplete:
         reason += "; a background process outlived the command and held its output open"
+    left = result.left_note()
+    if left:
+        reason += f"; {left}"
     return {
         **check_head(exp, passed, reason, result.duration_s),
         **_command_details(exp.command, result),
     }
 
 
-def _path_state(path: Path) -> str | None:
-    """None when ``path`` exists, else why not. A path the system cannot even look
-    up (a name too long, a folder that may not be searched) is not there for
-    anyone relying on it, so it fails the check with that reason."""
+def _path_state(cwd_fd: int, path: str) -> str | None:
+    """None when ``path`` exists beneath the working directory, else why not.
+
+    Symbolic links are followed only while they stay inside the directory: a
+    link that leads out is not evidence that the work produced the file. A
+    path the system cannot even look up (a name too long, a folder that may
+    not be searched) is not there for anyone relying on it, so it fails the
+    check with that reason."""
     try:
-        os.stat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return "missing"
+        return None if beneath.exists_beneath(cwd_fd, path) else "missing"
     except OSError as exc:
-        return f"cannot be checked: {exc.strerror or exc}"
-    return None
+        if exc.errno == errno.ELOOP:
+            return "a loop of symbolic links"
+        return beneath.refusal(exc) or f"cannot be checked: {exc.strerror or exc}"
 
 
-def run_file_check(exp: Expectation, *, cwd: Path) -> dict[str, Any]:
+def run_file_check(exp: Expectation, *, cwd_fd: int) -> dict[str, Any]:
     """A file_exists expectation: every path, relative to the working directory, exists."""
     start = time.monotonic()
-    states = [(p, _path_state(cwd / p)) for p in exp.paths]
+    states = [(p, _path_state(cwd_fd, p)) for p in exp.paths]
     missing = [p for p, state in states if state is not None]
     if missing:
         shown = [p if state == "missing" else f"{p} ({state})" for p, state in states if state]
@@ -355,11 +548,21 @@ def parse_number(text: str) -> float | None:
 
 
 def run_metric(
-    metric: Metric, *, cwd: Path, timeout_s: float, tracker: ProcessTracker
+    metric: Metric,
+    *,
+    cwd: Path,
+    timeout_s: float,
+    tracker: ProcessTracker,
+    env: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Run a metric command; its stdout must be a number >= the threshold."""
     result = run_command(
-        metric.command, cwd=cwd, timeout_s=timeout_s, tracker=tracker, separate_stderr=True
+        metric.command,
+        cwd=cwd,
+        timeout_s=timeout_s,
+        tracker=tracker,
+        separate_stderr=True,
+        env=env,
     )
     value: float | None = None
     if not result.ok:
@@ -378,6 +581,9 @@ def run_metric(
             passed = Decimal(repr(value)) >= Decimal(repr(metric.threshold))
             relation = ">=" if passed else "<"
             reason = f"{value:g} {relation} threshold {metric.threshold:g}"
+    left = result.left_note()
+    if left:
+        reason += f"; {left}"
     return _metric_entry(metric, value, passed, reason, result)
 
 
@@ -398,6 +604,8 @@ def _metric_entry(
     }
     if result.stderr:
         out["stderr_tail"] = result.stderr
+    if result.left_running:
+        out["left_running"] = result.left_running
     return out
 
 
@@ -410,28 +618,31 @@ def run_spec(
     spec: Spec,
     *,
     cwd: Path,
+    cwd_fd: int,
     timeout_s: float,
     review: ReviewRunner | None,
+    env: Mapping[str, str] | None = None,
+    workers: int = DEFAULT_WORKERS,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Run every expectation concurrently, then every metric concurrently.
+    """Run every expectation, then every metric, ``workers`` at a time.
 
-    On any interruption every live process group is killed before the error
+    On any interruption every live command is stopped before the error
     propagates, since their own sessions do not receive the terminal's Ctrl-C.
     """
-    tracker = ProcessTracker()
+    tracker = ProcessTracker(workers)
 
     def one(exp: Expectation) -> dict[str, Any]:
         if exp.type in ("test", "script"):
-            return run_command_check(exp, cwd=cwd, timeout_s=timeout_s, tracker=tracker)
+            return run_command_check(exp, cwd=cwd, timeout_s=timeout_s, tracker=tracker, env=env)
         if exp.type == "file_exists":
-            return run_file_check(exp, cwd=cwd)
+            return run_file_check(exp, cwd_fd=cwd_fd)
         if review is None:
             raise RuntimeError("an llm_review expectation needs a review runner")
         return review(exp, tracker)
 
     checks = concurrently(one, spec.expectations, tracker)
     metrics = concurrently(
-        lambda m: run_metric(m, cwd=cwd, timeout_s=timeout_s, tracker=tracker),
+        lambda m: run_metric(m, cwd=cwd, timeout_s=timeout_s, tracker=tracker, env=env),
         spec.metrics,
         tracker,
     )
@@ -440,15 +651,19 @@ def run_spec(
 
 def concurrently(
     fn: Callable[[Any], dict[str, Any]], items: list[Any], tracker: ProcessTracker
-) -> list[dict[str, Any]]:
+) -> list[Any]:
+    """``fn`` over ``items`` on at most ``tracker.workers`` threads, results in order."""
     if not items:
         return []
-    pool = ThreadPoolExecutor(max_workers=len(items))
+    pool = ThreadPoolExecutor(max_workers=min(len(items), tracker.workers))
     try:
-        futures = [pool.submit(fn, item) for item in items]
+        try:
+            futures = [pool.submit(fn, item) for item in items]
+        except RuntimeError as exc:  # the pool could not start a thread
+            raise ResourcesExhausted(_resource_message(f"start a thread ({exc})")) from None
         return [f.result() for f in futures]
     except BaseException:
-        # Kill first: the pool waits for its threads, and they wait for their commands.
+        # Stop first: the pool waits for its threads, and they wait for their commands.
         tracker.kill_all()
         raise
     finally:

@@ -4,12 +4,21 @@ Errors reach the user in exactly one place, :class:`PmosGroup.invoke`: an
 expected :class:`PmosError` prints its message on stderr and exits with the
 code its class carries; Ctrl-C exits 130; anything else is a bug and keeps its
 traceback.
+
+Terminal safety is enforced in one place too: while a command runs,
+:func:`neutral_streams` puts stdout and stderr behind a writer that passes all
+text through :func:`pmos.text.neutralise`, so no record field, argument echoed
+in an error, or usage message can put an escape sequence or a bidirectional
+control on the screen, whichever module printed it. JSON output goes to the
+byte stream, with the same characters written as ``\\uXXXX`` escapes.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import typer
@@ -19,7 +28,54 @@ from pmos import exit_codes
 from pmos.errors import PmosError
 
 
+class _NeutralText(io.TextIOWrapper):
+    """A text stream that neutralises every control and format character it is given."""
+
+    def write(self, text: str) -> int:
+        from pmos.text import neutralise
+
+        return super().write(neutralise(text))
+
+
+@contextlib.contextmanager
+def neutral_streams() -> Iterator[None]:
+    """Route ``sys.stdout`` and ``sys.stderr`` text through :class:`_NeutralText`
+    (same buffer, encoding and error handling), restoring them afterwards."""
+    saved = sys.stdout, sys.stderr
+    wrapped: list[_NeutralText] = []
+    try:
+        for name in ("stdout", "stderr"):
+            stream = getattr(sys, name)
+            buffer = getattr(stream, "buffer", None)
+            if buffer is None or isinstance(stream, _NeutralText):
+                continue
+            stream.flush()
+            neutral = _NeutralText(
+                buffer,
+                encoding=stream.encoding,
+                errors=stream.errors,
+                line_buffering=stream.line_buffering,
+                write_through=True,
+            )
+            wrapped.append(neutral)
+            setattr(sys, name, neutral)
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
+        for neutral in wrapped:
+            # The buffer belongs to the stream it came from: detach, never close
+            # it (a closed pipe, as in 'pmos metrics | head', has nothing to save).
+            with contextlib.suppress(OSError, ValueError):
+                neutral.flush()
+            with contextlib.suppress(OSError, ValueError):
+                neutral.detach()
+
+
 class PmosGroup(TyperGroup):
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        with neutral_streams():
+            return super().main(*args, **kwargs)
+
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
@@ -81,7 +137,10 @@ def kit():
 def emit_json(data: Any) -> None:
     import orjson
 
-    sys.stdout.buffer.write(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
+    from pmos.text import json_safe
+
+    sys.stdout.flush()
+    sys.stdout.buffer.write(json_safe(orjson.dumps(data, option=orjson.OPT_INDENT_2)) + b"\n")
     sys.stdout.flush()
 
 
@@ -89,11 +148,14 @@ def emit_json_array(items: Iterable[Any]) -> None:
     """Write a JSON array one element at a time, so a long stream is never held whole."""
     import orjson
 
+    from pmos.text import json_safe
+
+    sys.stdout.flush()
     out = sys.stdout.buffer
     out.write(b"[")
     for i, item in enumerate(items):
         out.write(b",\n" if i else b"\n")
-        out.write(orjson.dumps(item))
+        out.write(json_safe(orjson.dumps(item)))
     out.write(b"\n]\n")
     sys.stdout.flush()
 

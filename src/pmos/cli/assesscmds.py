@@ -117,13 +117,10 @@ def history(
         emit_json(
             {
                 "task_id": task_id,
-                "latest": summary(latest) if latest else None,
+                "latest": summary(latest),
                 "history": [summary(r) for r in earlier],
             }
         )
-        return
-    if latest is None:
-        typer.echo(f"no assessment recorded for task {task_id}")
         return
     typer.echo(f"latest assessment of task {task_id}:")
     _print_assessment(latest)
@@ -187,7 +184,7 @@ def _print_assessment(record: dict[str, Any]) -> None:
         if check["type"] == "llm_review":
             _print_review(check)
         elif not check["passed"] and check.get("output_tail"):
-            tail = check["output_tail"].rstrip().splitlines()[-10:]
+            tail = check["output_tail"].rstrip().split("\n")[-10:]
             typer.echo(f"check {check['index']} output (last lines):")
             typer.echo(table(["output"], [[line] for line in tail]))
     typer.echo(f"fix attempts left: {record['fix_attempts_left']}")

@@ -107,12 +107,30 @@ def show(
     from pmos.store.registry import kind_of
 
     columns = ["recorded_at", "record_id", *kind_of(kind).columns]
-    records = show(kit().store, kind, run_id=run_id, last=last)
+    store = kit().store
+    records = show(store, kind, run_id=run_id, last=last)
+    if run_id is not None:
+        records = _known_run(store, run_id, records)
     if json_output:
         emit_json_array(records)
         return
     rows = [[_fmt(r.get(c)) for c in columns] for r in records]
     typer.echo(table(columns, rows))
+
+
+def _known_run(store, run_id: str, records):
+    """``records``, unless there are none and the kit has no record of ``run_id``
+    in any ledger: an unknown id is bad input (exit 2), not an empty ledger."""
+    from itertools import chain
+
+    from pmos.store.runfacts import gather_known
+
+    iterator = iter(records)
+    first = next(iterator, None)
+    if first is None:
+        gather_known(store, run_id)
+        return iter(())
+    return chain([first], iterator)
 
 
 def _fmt(value):

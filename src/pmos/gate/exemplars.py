@@ -57,6 +57,9 @@ DEFAULT_OVERRIDE_DIR = "planning/evals/overrides"
 MIN_ANCHORS, MAX_ANCHORS = 2, 4
 
 _UNSAFE_ID = re.compile(r"[^A-Za-z0-9._-]+")
+#: Characters that break a line for str.splitlines or YAML besides \n: written
+#: only as escapes, so an entry keeps its lines (see render_entry).
+_ESCAPED_BREAKS = re.compile("[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 
 
 class ExemplarLogError(BadInput):
@@ -223,6 +226,11 @@ def render_entry(entry: dict[str, Any]) -> str:
 
     def text_style(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
         style = "|" if "\n" in value else None
+        if _ESCAPED_BREAKS.search(value):
+            # A line or paragraph separator or NEL is a line break to YAML and to
+            # str.splitlines, which splits the log into lines: the entry would
+            # never read back. Double quotes write them as escapes (\L, \P, \N).
+            style = '"'
         return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
     Dumper.add_representer(str, text_style)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
@@ -251,11 +252,17 @@ def check_score(score: float, dimensions: dict[str, Any]) -> list[Violation]:
     return []
 
 
+def repeated(values: Iterable[str]) -> list[str]:
+    """The values that occur more than once, sorted; one pass, so a contract of
+    50,000 criteria is checked in milliseconds (``list.count`` per id was quadratic)."""
+    counts = Counter(values)
+    return sorted(v for v, n in counts.items() if n > 1)
+
+
 def _check_unique_criteria(criteria: list[dict[str, Any]]) -> list[Violation]:
-    ids = [c["id"] for c in criteria]
     return [
         Violation("criteria-unique", "criteria", f"criterion {cid!r} is graded more than once")
-        for cid in sorted({i for i in ids if ids.count(i) > 1})
+        for cid in repeated(c["id"] for c in criteria)
     ]
 
 
@@ -266,14 +273,13 @@ def check_contract_ids(contract: dict[str, Any]) -> list[Violation]:
     contract naming an id twice could never be graded; it is refused when the
     run is registered instead.
     """
-    ids = [c["id"] for c in contract["done_criteria"]]
     return [
         Violation(
             "contract-unique",
             "contract/done_criteria",
             f"criterion id {cid!r} appears more than once; each criterion needs its own id",
         )
-        for cid in sorted({i for i in ids if ids.count(i) > 1})
+        for cid in repeated(c["id"] for c in contract["done_criteria"])
     ]
 
 
@@ -285,6 +291,7 @@ def check_contract(
     wanted = [c["id"] for c in contract["done_criteria"]]
     graded = {c["id"] for c in criteria}
     how = " (--criterion {cid}=pass|fail[:evidence])" if form == "short" else ""
+    wanted_set = set(wanted)
     problems = [
         Violation(
             "criteria-contract",
@@ -297,7 +304,7 @@ def check_contract(
     ]
     problems += [
         Violation("criteria-contract", "criteria", f"{cid!r} is not a criterion of the contract")
-        for cid in sorted(graded - set(wanted))
+        for cid in sorted(graded - wanted_set)
     ]
     return problems
 

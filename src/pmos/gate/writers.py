@@ -10,8 +10,8 @@ that ledger's lock, so concurrent writers cannot both pass them.
 
 from __future__ import annotations
 
-import math
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -62,16 +62,19 @@ def register_run(
     if contract is not None:
         record["contract"] = contract
     record.update(run_artifact(kit.root, repo=repo, base=base, head=head))
+    # Everything that does not depend on the ledger is checked before its lock
+    # is taken, so a large contract never holds up other writers.
+    problems = schema_problems("runs", record)
+    if not problems and contract is not None:
+        problems += verdict_rules.check_contract_ids(contract)
+    reject_if("runs", problems)
 
     def build() -> Draft:
-        problems = schema_problems("runs", record)
-        if not problems and contract is not None:
-            problems += verdict_rules.check_contract_ids(contract)
-        if not problems and lookup.find_run(kit.store, run_id) is not None:
-            problems.append(
-                Violation("run-unique", "run_id", f"run {run_id!r} is already registered")
+        if lookup.find_run(kit.store, run_id) is not None:
+            reject_if(
+                "runs",
+                [Violation("run-unique", "run_id", f"run {run_id!r} is already registered")],
             )
-        reject_if("runs", problems)
         return Draft([record])
 
     return append(kit.store, "runs", build, target=target)
@@ -203,6 +206,22 @@ def parse_criterion(text: str) -> dict[str, Any]:
     return grade
 
 
+#: A plain decimal: ASCII digits, optionally a point and more digits. Python's
+#: float() also takes "0.8_2", "1e-1", " 0.8", "nan", "infinity" and other
+#: scripts' digits, none of which a score typed on a command line should be.
+_PLAIN_DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+
+
+def parse_plain_decimal(text: str, what: str) -> float:
+    """``text`` as a number when it is a plain decimal such as 0.82; else bad input."""
+    if not _PLAIN_DECIMAL.fullmatch(text):
+        raise BadInput(
+            f"{what} must be a plain decimal number from 0 to 1 (digits, optionally a point "
+            f"and more digits, e.g. 0.82), got {text!r}"
+        )
+    return float(text)
+
+
 def parse_short_form(
     args: list[str],
     *,
@@ -233,12 +252,7 @@ def parse_short_form(
     else:
         if not rest or len(rest) > 2:
             raise BadInput(f"expected RUBRIC_PATH and at most EVALUATOR_MODEL\n{SHORT_FORM_USAGE}")
-        try:
-            score = float(third)
-        except ValueError:
-            raise BadInput(f"SCORE must be a number from 0 to 1, got {third!r}") from None
-        if not math.isfinite(score):
-            raise BadInput(f"SCORE must be a finite number, got {third!r}")
+        score = parse_plain_decimal(third, "SCORE")
         needed = (("--spec or --criterion", spec or grades), ("--standards", standards))
         missing = [name for name, v in needed if not v]
         if missing:

@@ -35,9 +35,19 @@ non-suppressed one. The project setting ``followup_policy`` (or ``--policy``)
 the mode names themselves are accepted too.
 
 Every suggestion, suppressed ones included, is appended to the followups
-ledger. A created task gets an id derived from its suggestion id, is appended
-to the tasks ledger in state triage with its provenance, and is checked for
-under the ledger locks, so it is never created twice.
+ledger. A created task gets an id derived from its suggestion id and is
+appended to the tasks ledger in state triage with its provenance.
+
+**Two ledgers, one command.** The follow-ups are written first, and they are
+the decision: a suggestion in state ``created`` names its task and holds
+everything the task is made of. The tasks are then derived from the
+follow-ups, idempotently: every ``created`` suggestion whose task is not in
+the tasks ledger yet gets it, this call's and any earlier call's that stopped
+between the two writes (a full disk, a kill). Such a task counts as open for
+the dedupe check meanwhile, so no second task is decided for the same
+problem. If the task write fails, :class:`~pmos.errors.IncompleteWrite`
+(exit 75) says so, and running the same command again completes it without a
+duplicate.
 """
 
 from __future__ import annotations
@@ -48,7 +58,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-from pmos.errors import BadInput
+from pmos.errors import BadInput, IncompleteWrite, LedgerBusy
 from pmos.kit import Kit
 from pmos.store import read
 from pmos.store.append import Draft, append, check_schema, record_meta
@@ -303,31 +313,101 @@ class SuggestReport:
 def suggest(kit: Kit, run_id: str, *, policy: str | None = None) -> SuggestReport:
     """Turn the run's findings into suggestions, persist them, create tasks per policy.
 
-    Locks are taken followups first, then tasks (``pmos tasks close`` takes only
-    the tasks lock), so two callers cannot both decide a task is new.
+    The follow-ups are appended first (under their lock, which serialises the
+    decisions); the tasks are derived from them afterwards (see the module
+    docstring), so a failure between the two writes is repaired by the next
+    call instead of turning into ``duplicate_open_task`` suppressions.
     """
     given, mode = resolve_policy(kit, policy)
     facts = gather_known(kit.store, run_id)
     found, notes = candidates(facts)
     report = SuggestReport(run_id, given, mode, notes=notes)
     overall = facts.task_evals[-1]["overallScore"] if facts.task_evals else None
-    records: list[dict[str, Any]] = []
+    undone: dict[str, dict[str, Any]] = {}
 
     def build_suggestions() -> Draft:
         prior: dict[str, list[dict[str, Any]]] = {}
+        decided: dict[str, dict[str, Any]] = {}
         for r in read.records(kit.store, KIND):
             if r.get("run_id") == run_id:
                 prior.setdefault(r["suggestionId"], []).append(r)
-
-        def build_tasks() -> list[dict[str, Any]]:
-            records.clear()
-            return _decide(facts, found, mode, prior, current_tasks(kit), overall, records)
-
-        report.created = append_created(kit, build_tasks)
+            if r.get("state") == "created" and r.get("createdTaskId"):
+                decided.setdefault(r["createdTaskId"], r)
+        tasks_now = current_tasks(kit)
+        missing = {t: r for t, r in decided.items() if t not in tasks_now}
+        records: list[dict[str, Any]] = []
+        _decide(facts, found, mode, prior, tasks_now, missing, overall, records)
+        undone.clear()
+        undone.update(missing)
+        undone.update({r["createdTaskId"]: r for r in records if r["state"] == "created"})
         return Draft(records)
 
     report.suggestions = append(kit.store, KIND, build_suggestions).records
+    mine = {r["createdTaskId"] for r in report.suggestions if r["state"] == "created"}
+    try:
+        report.created = create_decided_tasks(kit, list(undone.values()))
+    except (OSError, LedgerBusy) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise IncompleteWrite(
+            f"the {len(report.suggestions)} follow-up suggestion(s) of run {run_id!r} were "
+            f"stored, but the {len(undone)} task(s) they decide could not be written ({why}). "
+            "Run the same command again: it creates the missing tasks, and no duplicates"
+        ) from None
+    repaired = [t["task_id"] for t in report.created if t["task_id"] not in mine]
+    if repaired:
+        report.notes.append(
+            f"created {len(repaired)} task(s) that an earlier call decided but stopped before "
+            f"writing: {', '.join(repaired)}"
+        )
     return report
+
+
+def create_decided_tasks(kit: Kit, decided: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Append the task of every ``created`` suggestion in ``decided`` that the tasks
+    ledger does not hold yet; checked under the tasks lock, so never twice."""
+    if not decided:
+        return []
+
+    def build() -> list[dict[str, Any]]:
+        tasks_now = current_tasks(kit)
+        out: list[dict[str, Any]] = []
+        for suggestion in decided:
+            task_id = suggestion["createdTaskId"]
+            if task_id in tasks_now or any(t["task_id"] == task_id for t in out):
+                continue
+            out.append(created_record(task_from_suggestion(suggestion)))
+        return out
+
+    return append_created(kit, build)
+
+
+def task_from_suggestion(suggestion: dict[str, Any]) -> dict[str, Any]:
+    """The fields of the task a ``created`` suggestion decided, from the record alone."""
+    return {
+        "task_id": suggestion["createdTaskId"],
+        "title": suggestion["title"],
+        "description": suggestion["description"],
+        "priority": suggestion["priority"],
+        "severity": suggestion["severity"],
+        "dedupeKey": suggestion["dedupeKey"],
+        "parent_run_id": suggestion["run_id"],
+        "provenance": {
+            "type": "eval_follow_up",
+            "run_id": suggestion["run_id"],
+            "suggestionId": suggestion["suggestionId"],
+            "policyMode": suggestion["policyMode"],
+            "dedupeKey": suggestion["dedupeKey"],
+        },
+        "context": {
+            "problem": suggestion["description"],
+            # Suggestions stored before expectedOutcome existed: the description says it.
+            "expectedOutcome": suggestion.get("expectedOutcome") or suggestion["description"],
+            "severity": suggestion["severity"],
+            "overallScore": suggestion.get("overallScore"),
+            "rationale": suggestion["rationale"],
+            "evidenceRefs": suggestion["evidenceRefs"],
+        },
+    }
 
 
 def _decide(
@@ -336,13 +416,19 @@ def _decide(
     mode: str,
     prior: dict[str, list[dict[str, Any]]],
     tasks_now: dict[str, TaskView],
+    undone: dict[str, dict[str, Any]],
     overall: int | None,
     records: list[dict[str, Any]],
-) -> list[dict[str, Any]]:
-    """Append one validated suggestion per candidate to ``records``; return new tasks."""
+) -> None:
+    """Append one validated suggestion per candidate to ``records``.
+
+    ``undone`` holds the suggestions decided earlier whose task is not written
+    yet: each counts as an open task with its dedupe key.
+    """
     open_by_key = {v.created["dedupeKey"]: v.task_id for v in tasks_now.values() if v.is_open}
+    for task_id, suggestion in undone.items():
+        open_by_key.setdefault(suggestion["dedupeKey"], task_id)
     seen: dict[str, list[dict[str, Any]]] = {sid: list(rs) for sid, rs in prior.items()}
-    new_tasks: list[dict[str, Any]] = []
     for cand in found:
         key, basis = dedupe_key(cand.title, cand.location)
         sid = suggestion_id(facts.run_id, key)
@@ -367,7 +453,7 @@ def _decide(
             reason, matched_task = DUPLICATE_OPEN_TASK, open_by_key[key]
         elif task_id_for(sid) in tasks_now:
             # A task made from this very suggestion exists although no suggestion
-            # record does (an interrupted earlier call): it was suggested before.
+            # record does (written by a version that wrote tasks first).
             reason, matched_suggestion = DUPLICATE_PRIOR_SUGGESTION, sid
             matched_task = task_id_for(sid)
         qualified = cand.severity in QUALIFYING_SEVERITIES
@@ -393,54 +479,20 @@ def _decide(
             "matchedSuggestionId": matched_suggestion,
             "createdTaskId": None,
             "policyMode": mode,
+            "expectedOutcome": cand.expected_outcome,
+            "overallScore": overall,
             "source": cand.source,
         }
         if should:
             task_id = task_id_for(sid)
             record["state"], record["createdTaskId"] = "created", task_id
-            new_tasks.append(
-                created_record(_task_fields(facts, cand, task_id, sid, key, mode, overall))
-            )
+            # The task is built now only to refuse, before anything is written,
+            # a suggestion whose task the tasks ledger would not take.
+            created_record(task_from_suggestion(record))
             open_by_key[key] = task_id
         check_schema(KIND, record)
         seen.setdefault(sid, []).append(record)
         records.append(record)
-    return new_tasks
-
-
-def _task_fields(
-    facts: RunFacts,
-    cand: Candidate,
-    task_id: str,
-    sid: str,
-    key: str,
-    mode: str,
-    overall: int | None,
-) -> dict[str, Any]:
-    return {
-        "task_id": task_id,
-        "title": cand.title,
-        "description": cand.description,
-        "priority": PRIORITY[cand.severity],
-        "severity": cand.severity,
-        "dedupeKey": key,
-        "parent_run_id": facts.run_id,
-        "provenance": {
-            "type": "eval_follow_up",
-            "run_id": facts.run_id,
-            "suggestionId": sid,
-            "policyMode": mode,
-            "dedupeKey": key,
-        },
-        "context": {
-            "problem": cand.description,
-            "expectedOutcome": cand.expected_outcome,
-            "severity": cand.severity,
-            "overallScore": overall,
-            "rationale": cand.rationale,
-            "evidenceRefs": cand.evidence_refs,
-        },
-    }
 
 
 def _recommend(mode: str, qualified: bool, reason: str | None) -> tuple[bool, str]:

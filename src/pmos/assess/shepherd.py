@@ -1,0 +1,151 @@
+"""Runs one assessment command and stops everything it started (Linux).
+
+pmos starts this file as a script, not as a module, so it imports nothing of
+pmos and starts in milliseconds::
+
+    python -I -S shepherd.py STATUS_FD PARENT_PID SCRIPT
+
+A process group is not enough to find what a command started: ``setsid``, a
+double fork or a daemon leaves the group, and a process whose parent died is
+adopted by init, where no one will stop it. The shepherd makes itself a
+*child subreaper* (``PR_SET_CHILD_SUBREAPER``): every process that the command
+starts and orphans is adopted by the shepherd instead of init, so all of them
+stay its descendants and can be found from ``/proc``. It runs ``bash -c
+SCRIPT`` with default signal handling, waits for it, then kills every
+descendant still running and reaps them, and reports on STATUS_FD (a JSON
+object): bash's exit status, whether pmos asked it to stop (SIGTERM, on a
+timeout or an interrupt), and the processes the command left running.
+
+If pmos dies, ``PR_SET_PDEATHSIG`` delivers SIGTERM and the shepherd cleans up
+all the same.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import sys
+import time
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+#: How long to keep killing and reaping before reporting what would not die
+#: (a process stuck in the kernel, in state D, cannot be killed at once).
+SWEEP_S = 10.0
+NAMES_SHOWN = 5
+
+
+def _descendants(me: int) -> dict[int, tuple[str, str]]:
+    """Every live or zombie descendant of ``me``: pid -> (name, state)."""
+    children: dict[int, list[int]] = {}
+    info: dict[int, tuple[str, str]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                raw = f.read().decode("utf-8", "replace")
+        except OSError:
+            continue  # it exited meanwhile
+        left, _, right = raw.rpartition(")")
+        fields = right.split()
+        if len(fields) < 2:
+            continue
+        pid = int(entry)
+        info[pid] = (left.partition("(")[2], fields[0])
+        children.setdefault(int(fields[1]), []).append(pid)
+    found: dict[int, tuple[str, str]] = {}
+    todo = list(children.get(me, []))
+    while todo:
+        pid = todo.pop()
+        if pid in found or pid not in info:
+            continue
+        found[pid] = info[pid]
+        todo += children.get(pid, [])
+    return found
+
+
+def _sweep(me: int, child: int, status: dict[str, object]) -> tuple[dict[int, str], list[int]]:
+    """Kill every descendant until none is left; returns those killed and any
+    that would not die within :data:`SWEEP_S`."""
+    killed: dict[int, str] = {}
+    deadline = time.monotonic() + SWEEP_S
+    while True:
+        live = {p: n for p, (n, state) in _descendants(me).items() if state != "Z"}
+        for pid, name in live.items():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                continue
+            killed.setdefault(pid, name)
+        while True:
+            try:
+                pid, wait_status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                # No child at all: as a subreaper, no descendant either.
+                return killed, []
+            if pid == 0:
+                break
+            if pid == child and status.get("exit") is None:
+                status["exit"] = os.waitstatus_to_exitcode(wait_status)
+        if time.monotonic() > deadline:
+            return killed, sorted(live)
+        time.sleep(0.005)
+
+
+def main(argv: list[str]) -> int:
+    status_fd, parent, script = int(argv[1]), int(argv[2]), argv[3]
+    os.set_inheritable(status_fd, False)
+    # SIGTERM (pmos: stop) and SIGCHLD are taken synchronously with sigwaitinfo,
+    # never as handlers, so no signal can interrupt the clean-up half-way.
+    waited = {signal.SIGTERM, signal.SIGCHLD}
+    signal.pthread_sigmask(signal.SIG_BLOCK, waited)
+    status: dict[str, object] = {"exit": None, "stopped": False, "error": None}
+    me = os.getpid()
+    child = -1
+    libc = ctypes.CDLL(None, use_errno=True)
+    status["subreaper"] = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() != parent:
+        status["stopped"] = True  # pmos died before the death signal was armed
+    else:
+        # The command starts with every signal at its default and none blocked:
+        # pmos may run with SIGINT ignored, and Python ignores SIGPIPE.
+        defaults = set(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP}
+        try:
+            child = os.posix_spawnp(
+                "bash", ["bash", "-c", script], os.environ, setsigdef=defaults, setsigmask=()
+            )
+        except OSError as exc:
+            status["error"] = f"could not start bash: {exc.strerror or exc}"
+            status["errno"] = exc.errno
+    while child > 0 and status["exit"] is None and not status["stopped"]:
+        if signal.sigwaitinfo(waited).si_signo == signal.SIGTERM:
+            status["stopped"] = True
+            break
+        while True:
+            try:
+                pid, wait_status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            if pid == child:
+                status["exit"] = os.waitstatus_to_exitcode(wait_status)
+    killed, stuck = _sweep(me, child, status)
+    if not status["stopped"]:
+        left = {p: n for p, n in killed.items() if p != child}
+        status["left_count"] = len(left)
+        status["left_names"] = sorted(set(left.values()))[:NAMES_SHOWN]
+    status["stuck"] = len(stuck)
+    data = json.dumps(status).encode("utf-8")
+    while data:
+        data = data[os.write(status_fd, data) :]
+    os.close(status_fd)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
