@@ -71,7 +71,9 @@ def test_sigkill_mid_storm_loses_no_acknowledged_record(kit_root):
     assert len(acked) >= 40
 
     # The next append repairs whatever the kill left, then the ledger verifies.
-    result = pmos_process("accept", "after-crash", "--label", "pass", "--by", "pm")
+    result = pmos_process(
+        "accept", "after-crash", "--label", "pass", "--by", "pm", "--allow-unknown-run"
+    )
     assert result.returncode == 0, result.stderr
     assert pmos_process("ledger", "verify").returncode == 0
     stored = {r["record_id"] for r in ledger.iter_records(path, "acceptances")}
@@ -80,15 +82,20 @@ def test_sigkill_mid_storm_loses_no_acknowledged_record(kit_root):
 
 def test_simulated_torn_write_is_repaired_and_kept_aside(kit_root):
     path = kit_root / "state/acceptances.jsonl"
-    assert pmos_process("accept", "a", "--label", "pass", "--by", "pm").returncode == 0
+    assert (
+        pmos_process(
+            "accept", "a", "--label", "pass", "--by", "pm", "--allow-unknown-run"
+        ).returncode
+        == 0
+    )
     whole = path.read_bytes()
     # A crash that got only half of a second line onto the disk.
-    second = pmos_process("accept", "b", "--label", "fail", "--by", "pm")
+    second = pmos_process("accept", "b", "--label", "fail", "--by", "pm", "--allow-unknown-run")
     assert second.returncode == 0
     line = path.read_bytes()[len(whole) :]
     path.write_bytes(whole + line[: len(line) // 2])
     assert pmos_process("ledger", "verify").returncode == 1
-    third = pmos_process("accept", "c", "--label", "pass", "--by", "pm")
+    third = pmos_process("accept", "c", "--label", "pass", "--by", "pm", "--allow-unknown-run")
     assert third.returncode == 0 and "quarantine" in third.stderr
     assert pmos_process("ledger", "verify").returncode == 0
     quarantine = Path(str(path) + ".quarantine")

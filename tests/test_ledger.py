@@ -128,7 +128,7 @@ def test_torn_tail_is_reported_then_quarantined_by_the_next_append(filled, kit, 
 def test_torn_tail_warning_reaches_the_cli(filled, pmos):
     with filled.open("ab") as handle:
         handle.write(b"{partial")
-    result = pmos("accept", "r9", "--label", "pass", "--by", "pm")
+    result = pmos("accept", "r9", "--label", "pass", "--by", "pm", "--allow-unknown-run")
     assert result.returncode == 0
     assert "moved to" in result.stderr and "quarantine" in result.stderr
 

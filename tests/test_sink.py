@@ -116,7 +116,17 @@ def test_config_hard_linked_ledger_is_refused(cli, kit_root, verdict_file):
 
 def test_every_writer_checks_its_target(cli, kit_root):
     before = ledger_bytes(kit_root)
-    result = cli("accept", "r", "--label", "pass", "--by", "pm", "--ledger", "state/evals.jsonl")
+    result = cli(
+        "accept",
+        "r",
+        "--label",
+        "pass",
+        "--by",
+        "pm",
+        "--allow-unknown-run",
+        "--ledger",
+        "state/evals.jsonl",
+    )
     assert result.exit_code == 2
     result = cli(
         *REGISTER_R,
@@ -134,6 +144,7 @@ def test_every_writer_checks_its_target(cli, kit_root):
         "pass",
         "--by",
         "pm",
+        "--allow-unknown-run",
         "--ledger",
         "state/acceptances.jsonl",
         "--json",

@@ -2,23 +2,34 @@
 
 from __future__ import annotations
 
+import enum
+from typing import Annotated
+
 import typer
 
 from pmos import exit_codes
-from pmos.cli._app import JSON_OPTION, emit_json, emit_json_array, kit, new_typer, table
+from pmos.cli._app import JsonFlag, emit_json, emit_json_array, examples, kit, new_typer, table
+from pmos.store.registry import LEDGER_KINDS
+
+#: The ledger kinds, as a choice the parser checks.
+Kind = enum.StrEnum("Kind", {name: name for name in LEDGER_KINDS})
 
 
 def register(app: typer.Typer) -> None:
     ledger_app = new_typer("Inspect and verify the ledgers.")
-    ledger_app.command("verify")(verify)
-    ledger_app.command("show")(show)
-    ledger_app.command("path")(path)
+    ledger_app.command("verify", epilog=examples("pmos ledger verify --json"))(verify)
+    ledger_app.command("show", epilog=examples("pmos ledger show evals --run-id run-7 --last 5"))(
+        show
+    )
+    ledger_app.command("path", epilog=examples("pmos ledger path evals"))(path)
     app.add_typer(ledger_app, name="ledger")
 
 
 def verify(
-    schema: bool = typer.Option(False, "--schema", help="Also re-validate every record."),
-    json_output: bool = JSON_OPTION,
+    schema: Annotated[
+        bool, typer.Option("--schema", help="Also re-validate every record.")
+    ] = False,
+    json_output: JsonFlag = False,
 ) -> None:
     """Check every ledger: each line parses, the hash chain holds, no torn tail.
 
@@ -41,12 +52,13 @@ def verify(
 
 
 def show(
-    kind: str = typer.Argument(..., help="Ledger kind: runs, evals, acceptances, ..."),
-    run_id: str | None = typer.Option(
-        None, "--run-id", help="Only records of this run (tasks: of their parent run)."
-    ),
-    last: int | None = typer.Option(None, "--last", help="Only the last N records."),
-    json_output: bool = JSON_OPTION,
+    kind: Annotated[Kind, typer.Argument(metavar="KIND", help="The ledger kind.")],
+    run_id: Annotated[
+        str | None,
+        typer.Option("--run-id", help="Only records of this run (tasks: of their parent run)."),
+    ] = None,
+    last: Annotated[int | None, typer.Option("--last", help="Only the last N records.")] = None,
+    json_output: JsonFlag = False,
 ) -> None:
     """Print a ledger's records (terminal control characters neutralised).
 
@@ -54,13 +66,12 @@ def show(
     so use --last on a large ledger.
     """
     from pmos.store.read import show
-    from pmos.store.registry import LEDGER_KINDS
 
-    records = show(kit().store, kind, run_id=run_id, last=last)
+    records = show(kit().store, kind.value, run_id=run_id, last=last)
     if json_output:
         emit_json_array(records)
         return
-    columns = ["recorded_at", "record_id", *LEDGER_KINDS[kind].columns]
+    columns = ["recorded_at", "record_id", *LEDGER_KINDS[kind.value].columns]
     rows = [[_fmt(r.get(c)) for c in columns] for r in records]
     typer.echo(table(columns, rows))
 
@@ -72,19 +83,19 @@ def _fmt(value):
 
 
 def path(
-    kind: str | None = typer.Argument(None, help="Ledger kind; all when omitted."),
-    json_output: bool = JSON_OPTION,
+    kind: Annotated[
+        Kind | None, typer.Argument(metavar="[KIND]", help="Ledger kind; all when omitted.")
+    ] = None,
+    json_output: JsonFlag = False,
 ) -> None:
     """Print where the ledgers are."""
-    from pmos.store.registry import LEDGER_KINDS
-
     k = kit()
-    kinds = [kind] if kind else list(LEDGER_KINDS)
+    kinds = [kind.value] if kind else list(LEDGER_KINDS)
     paths = {name: str(k.store.path(name)) for name in kinds}
     if json_output:
         emit_json(paths)
     elif kind:
-        typer.echo(paths[kind])
+        typer.echo(paths[kind.value])
     else:
         for name, p in paths.items():
             typer.echo(f"{name:<12} {p}")

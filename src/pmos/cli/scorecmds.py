@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
-from pmos.cli._app import JSON_OPTION, emit_json, kit, new_typer, table, warn
+from pmos.cli._app import JsonFlag, emit_json, examples, kit, new_typer, table, warn
 
 
 def register(app: typer.Typer) -> None:
     score_app = new_typer("Task evaluation scores: 0-100 per category, one overall score.")
-    score_app.command("record")(record)
-    score_app.command("show")(show)
-    score_app.command("collect")(collect)
+    score_app.command("record", epilog=examples("pmos score record --file eval.json"))(record)
+    score_app.command("show", epilog=examples("pmos score show T-12 --json"))(show)
+    score_app.command("collect", epilog=examples("pmos score collect --run-id run-7 --json"))(
+        collect
+    )
     app.add_typer(score_app, name="score")
 
 
@@ -40,14 +42,16 @@ def _print_eval(record: dict[str, Any]) -> None:
 
 
 def record(
-    file: str = typer.Option(
-        ...,
-        "--file",
-        "-f",
-        help="Evaluation JSON file, or - for stdin: {task_id, run_id?, "
-        "categories: {NAME: {deterministicScore, aiScore, rationale, evidence}}}.",
-    ),
-    json_output: bool = JSON_OPTION,
+    file: Annotated[
+        str,
+        typer.Option(
+            "--file",
+            "-f",
+            help="Evaluation JSON file, or - for stdin: {task_id, run_id?, "
+            "categories: {NAME: {deterministicScore, aiScore, rationale, evidence}}}.",
+        ),
+    ],
+    json_output: JsonFlag = False,
 ) -> None:
     """Record a task evaluation; final scores, bands and the overall score are computed."""
     from pmos.cli.writercmds import _read_json
@@ -62,8 +66,8 @@ def record(
 
 
 def show(
-    task_id: str = typer.Argument(..., help="The evaluated task's id."),
-    json_output: bool = JSON_OPTION,
+    task_id: Annotated[str, typer.Argument(help="The evaluated task's id.")],
+    json_output: JsonFlag = False,
 ) -> None:
     """Show a task's latest evaluation."""
     from pmos.tasks.task_evals import latest_for_task, summary
@@ -76,8 +80,8 @@ def show(
 
 
 def collect(
-    run_id: str = typer.Option(..., "--run-id", help="The run to score."),
-    json_output: bool = JSON_OPTION,
+    run_id: Annotated[str, typer.Option("--run-id", help="The run to score.")],
+    json_output: JsonFlag = False,
 ) -> None:
     """Compute each category's deterministic score from the kit's records of a run.
 

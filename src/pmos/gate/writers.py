@@ -183,6 +183,11 @@ def parse_short_form(
             verdict=fourth, score=score, rubric_path=rest[0], spec=spec, standards=standards
         )
     fields["evaluator_model"] = rest[1] if len(rest) > 1 else evaluator_model_from_env()
+    if fields["evaluator_model"] is None and third != SKIPPED:
+        raise BadInput(
+            "EVALUATOR_MODEL is missing: give the evaluator's model as the sixth argument, "
+            "after RUBRIC_PATH, or set PMOS_EVALUATOR_MODEL\n" + SHORT_FORM_USAGE
+        )
     return fields
 
 
@@ -283,6 +288,9 @@ def _verdict_flags(
 
 # ---------------------------------------------------------------- acceptance
 
+#: The rule that refuses a label for a run the kit has never seen.
+UNKNOWN_RUN = "unknown-run"
+
 
 def record_acceptance(
     kit: Kit,
@@ -293,6 +301,7 @@ def record_acceptance(
     note: str | None = None,
     target: str | Path | None = None,
     only_if_unlabelled: bool = False,
+    refuse_unknown_run: bool = False,
 ) -> Written | None:
     """Store a PM's acceptance label; it supersedes any earlier label of the run.
 
@@ -306,6 +315,13 @@ def record_acceptance(
     the run already has a label. That check runs under the acceptances lock,
     so concurrent callers (seeding) label a run once; without it the result is
     never None.
+
+    With ``refuse_unknown_run`` (what ``pmos accept`` passes unless told
+    ``--allow-unknown-run``), a run the kit has never seen (not registered, no
+    verdict of any kind) is refused (``unknown-run``): a label is permanent,
+    and a label for a run nobody registered or judged is far more often a typo
+    in the run id than a run recorded elsewhere. Programs that label runs they
+    know about (seeding, tests, other kits' imports) keep the old behaviour.
     """
     from pmos.gate import exemplars
 
@@ -334,6 +350,9 @@ def record_acceptance(
             record["flags"] = ["unregistered-run"]
             notes.append(f"run {run_id!r} was never registered; the label is flagged")
         latest = lookup.latest_verdict(kit.store, run_id, judged=True)
+        unknown = run is None and latest is None and refuse_unknown_run
+        if unknown and lookup.latest_verdict(kit.store, run_id) is None:
+            raise RecordRejected("acceptance", [_unknown_run(run_id)])
         record["gate_verdict"] = latest["verdict"] if latest else None
         record["gate_record_id"] = latest["record_id"] if latest else None
         reject_if("acceptances", schema_problems("acceptances", record))
@@ -358,6 +377,16 @@ def record_acceptance(
     if overridden:
         written.warnings.append(exemplars.log_override(kit, written.record, overridden["verdict"]))
     return written
+
+
+def _unknown_run(run_id: str) -> Violation:
+    return Violation(
+        UNKNOWN_RUN,
+        "run_id",
+        f"the kit has never seen run {run_id!r}: it is not registered and has no verdict. "
+        "Check RUN_ID for a typo ('pmos queue' and 'pmos ledger show runs' list known runs), "
+        "or pass --allow-unknown-run to label it anyway",
+    )
 
 
 def evaluator_model_from_env() -> str | None:

@@ -453,3 +453,74 @@ def _recommend(mode: str, qualified: bool, reason: str | None) -> tuple[bool, st
     if qualified:
         return True, "policy auto_create_qualified: critical or must-fix, so it is created"
     return False, "policy auto_create_qualified: below must-fix, so kept for review, not created"
+
+
+# ---------------------------------------------------------------- promote
+
+
+def promote(
+    kit: Kit, suggestion: str, *, by: str | None = None, note: str | None = None
+) -> dict[str, Any]:
+    """Create the task of a suggestion a person reviewed; return the created record.
+
+    A suggestion persisted without a task (policy ``suggest``, below must-fix, or
+    suppressed as generic or weak) can be promoted by hand. The task is built as
+    ``suggest`` would have built it: from the run's findings when the suggestion
+    is still among them, else from the stored suggestion. Its id is derived from
+    the suggestion id and checked under the tasks lock, so a suggestion becomes
+    at most one task. Refused (:class:`BadInput`) when the id is unknown, the
+    suggestion already has a task, or an open task has the same dedupe key.
+    Only the tasks ledger is written; the task's provenance names the suggestion.
+    """
+    stored = [r for r in read.records(kit.store, KIND) if r["suggestionId"] == suggestion]
+    if not stored:
+        raise BadInput(
+            f"SUGGESTION_ID {suggestion!r} is not in the followups ledger "
+            "(see: pmos followups suggest --run-id RUN --json)"
+        )
+    latest = stored[-1]
+    task_id = task_id_for(suggestion)
+    facts = gather_known(kit.store, latest["run_id"])
+    found = {
+        suggestion_id(facts.run_id, dedupe_key(c.title, c.location)[0]): c
+        for c in candidates(facts)[0]
+    }
+    overall = facts.task_evals[-1]["overallScore"] if facts.task_evals else None
+    cand = found.get(suggestion) or _stored_candidate(latest)
+    fields = _task_fields(
+        facts, cand, task_id, suggestion, latest["dedupeKey"], latest["policyMode"], overall
+    )
+    fields.update({k: v for k, v in (("by", by), ("note", note)) if v is not None})
+
+    def build() -> list[dict[str, Any]]:
+        tasks_now = current_tasks(kit)
+        made = next((r["createdTaskId"] for r in stored if r["createdTaskId"]), None)
+        if task_id in tasks_now or made is not None:
+            raise BadInput(
+                f"suggestion {suggestion!r} is already task {made or task_id!r} "
+                "(see: pmos tasks list)"
+            )
+        for view in tasks_now.values():
+            if view.is_open and view.created["dedupeKey"] == latest["dedupeKey"]:
+                raise BadInput(
+                    f"open task {view.task_id!r} already tracks this problem "
+                    f"(dedupe key {latest['dedupeKey']})"
+                )
+        return [created_record(fields)]
+
+    return append_created(kit, build)[0]
+
+
+def _stored_candidate(record: dict[str, Any]) -> Candidate:
+    """The candidate a stored suggestion came from, when the run no longer yields it
+    (a newer verdict or assessment replaced the one it was found in)."""
+    return Candidate(
+        title=record["title"],
+        location=record["location"],
+        description=record["description"],
+        severity=record["severity"],
+        rationale=record["rationale"],
+        expected_outcome=f"resolved: {record['title']}",
+        evidence_refs=record["evidenceRefs"],
+        source=record["source"],
+    )
