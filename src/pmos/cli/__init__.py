@@ -111,7 +111,23 @@ def _root(
     set_root(str(root) if root else None)
 
 
+def _restore_interrupt() -> None:
+    """Make Ctrl-C (SIGINT) interrupt pmos even when its parent ignored the signal.
+
+    A parent that ignores SIGINT (a non-interactive shell's background job, a test
+    runner started from one) passes the ignored disposition on through exec, and
+    Python then never raises KeyboardInterrupt: an interrupted assessment would
+    leave its commands running. pmos restores Python's default handler, so its own
+    children (assessment commands, reviewers) start with SIGINT at its default too.
+    """
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def main() -> None:
+    _restore_interrupt()
     try:
         app(prog_name="pmos")
     except SystemExit as done:
