@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -62,6 +63,36 @@ def seed_table(kit, tp=0, fn=0, fp=0, tn=0, *, model="gpt-5", initiative="init-1
 
 def metrics(cli, *args):
     result = cli("metrics", "--json", *args)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory):
+    """Kits holding one seeded table each (no other record), made once per module.
+
+    Seeding goes through the validated writers and costs seconds; tests that only
+    read a table share its kit instead of writing it again.
+    """
+    from pmos.kit import init_kit, open_kit
+
+    made: dict[tuple[int, int, int, int], Path] = {}
+
+    def kit_with(tp=0, fn=0, fp=0, tn=0) -> Path:
+        table = (tp, fn, fp, tn)
+        if table not in made:
+            root = tmp_path_factory.mktemp("seeded") / "kit"
+            init_kit(root)
+            seed_table(open_kit(root), *table)
+            made[table] = root
+        return made[table]
+
+    return kit_with
+
+
+def read_metrics(cli, root: Path, *args):
+    """`pmos metrics --json` on a shared seeded kit."""
+    result = cli("--root", str(root), "metrics", "--json", *args)
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
 
@@ -130,10 +161,9 @@ def approx_or_none(value):
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_hand_computed_ledgers(cli, kit, name):
+def test_hand_computed_ledgers(cli, seeded, name):
     (tp, fn, fp, tn), p_o, kappa, tpr, tnr, pabak, ac1, calibrated = CASES[name]
-    seed_table(kit, tp, fn, fp, tn)
-    r = metrics(cli)
+    r = read_metrics(cli, seeded(tp, fn, fp, tn))
     assert list(r) == KEYS
     assert r["pairs"] == tp + fn + fp + tn
     assert r["confusion"] == {"tp": tp, "fn": fn, "fp": fp, "tn": tn}
@@ -155,14 +185,13 @@ def test_hand_computed_ledgers(cli, kit, name):
     assert "NaN" not in text and "Infinity" not in text
 
 
-def test_published_kappas_round_to_the_published_values(cli, kit):
-    seed_table(kit, 40, 6, 9, 45, prefix="a")  # Feinstein & Cicchetti table A: 0.70
-    assert round(metrics(cli)["kappa"], 2) == 0.70
+def test_published_kappas_round_to_the_published_values(cli, seeded):
+    # Feinstein & Cicchetti table A: 0.70
+    assert round(read_metrics(cli, seeded(40, 6, 9, 45))["kappa"], 2) == 0.70
 
 
-def test_all_pass_names_every_undefined_statistic(cli, kit):
-    seed_table(kit, tp=6)
-    r = metrics(cli)
+def test_all_pass_names_every_undefined_statistic(cli, seeded):
+    r = read_metrics(cli, seeded(tp=6))
     assert r["kappa"] is None and r["kappa_ci95"] is None and r["tnr"] is None
     assert "chance agreement is 1" in r["undefined"]["kappa"]
     assert "negative class" in r["undefined"]["tnr"]
@@ -173,10 +202,9 @@ def test_all_pass_names_every_undefined_statistic(cli, kit):
     assert "only 6 pair(s), at least 20 are needed" in r["calibration_reason"]
 
 
-def test_balanced_interval_by_hand(cli, kit):
+def test_balanced_interval_by_hand(cli, seeded):
     # SE^2 = .018 for tp=tn=9, fn=fp=1 (worked out in tests/test_stats.py).
-    seed_table(kit, 9, 1, 1, 9)
-    r = metrics(cli)
+    r = read_metrics(cli, seeded(9, 1, 1, 9))
     assert r["kappa_ci95"] == [pytest.approx(0.8 - Z95 * math.sqrt(0.018), abs=1e-6), 1.0]
     assert r["calibration_reason"].startswith("kappa 0.800 >= 0.60 over 20 pairs")
 
@@ -221,9 +249,8 @@ def test_corrected_pass_rate_by_hand(cli, kit):
     assert "corrected_pass_rate" not in r["undefined"]
 
 
-def test_nothing_unlabelled_means_no_corrected_rate(cli, kit):
-    seed_table(kit, 9, 1, 1, 9)
-    r = metrics(cli)
+def test_nothing_unlabelled_means_no_corrected_rate(cli, seeded):
+    r = read_metrics(cli, seeded(9, 1, 1, 9))
     assert r["corrected_pass_rate"] is None
     assert "no unlabelled runs" in r["undefined"]["corrected_pass_rate"]
 
