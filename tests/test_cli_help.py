@@ -236,3 +236,20 @@ def test_root_prints_what_its_help_says(cli, kit_root):
     assert cli("root").stdout == f"{kit_root.resolve()}\n"
     data = json.loads(cli("root", "--json").stdout)
     assert data["root"] == str(kit_root.resolve()) and "evals" in data["ledgers"]
+
+
+def test_a_usage_error_in_assess_names_the_command_as_typed(pmos):
+    result = pmos("assess", "spec.yaml", "--trigger", "fixed")
+    assert result.returncode == 2
+    assert "Try 'pmos assess --help' for help." in result.stderr
+    assert "assess run" not in result.stderr
+
+
+def test_every_group_shows_an_example(cli):
+    root = typer.main.get_command(app)
+    ctx = root.make_context("pmos", ["--help"], resilient_parsing=True)
+    groups = [path for path, cmd in walk(root, ctx) if hasattr(cmd, "list_commands")]
+    assert len(groups) >= 10
+    for path in [(), *groups]:
+        text = cli(*path, "--help").stdout
+        assert "Example" in text and f"pmos {' '.join(path)}".strip() + " " in text, path

@@ -39,12 +39,18 @@ class PmosGroup(TyperGroup):
 
 
 def new_typer(
-    help_text: str, cls: type[TyperGroup] = PmosGroup, *, add_completion: bool = False
+    help_text: str,
+    cls: type[TyperGroup] = PmosGroup,
+    *,
+    add_completion: bool = False,
+    example: str | None = None,
 ) -> typer.Typer:
-    """A command group. Only the top-level app adds typer's completion options."""
+    """A command group, its help ending with ``example``. Only the top-level app adds
+    typer's completion options."""
     return typer.Typer(
         cls=cls,
         help=help_text,
+        epilog=examples(example) if example else None,
         no_args_is_help=True,
         add_completion=add_completion,
         pretty_exceptions_enable=False,

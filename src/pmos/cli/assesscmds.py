@@ -65,12 +65,23 @@ class AssessGroup(PmosGroup):
         self.format_commands(ctx, formatter)
 
 
+class _DefaultContext(TyperCommand.context_class):  # type: ignore[misc,name-defined]
+    """The default command's context answers to the group's name (``pmos assess``),
+    so usage errors say "Try 'pmos assess --help'", never the hidden command's name."""
+
+    @property
+    def command_path(self) -> str:
+        return self.parent.command_path if self.parent is not None else super().command_path
+
+
 class _DefaultCommand(TyperCommand):
     """Shows its usage as ``pmos assess [OPTIONS] [SPEC]``, the way users type it."""
 
+    context_class = _DefaultContext
+
     def format_usage(self, ctx: Any, formatter: Any) -> None:
         pieces = self.collect_usage_pieces(ctx)
-        formatter.write_usage(ctx.parent.command_path, " ".join(pieces))
+        formatter.write_usage(ctx.command_path, " ".join(pieces))
 
 
 def register(app: typer.Typer) -> None:

@@ -22,7 +22,10 @@ class Policy(enum.StrEnum):
 
 
 def register(app: typer.Typer) -> None:
-    followups_app = new_typer("Follow-up work found by evaluating a run.")
+    followups_app = new_typer(
+        "Follow-up work found by evaluating a run.",
+        example="pmos followups suggest --run-id run-7",
+    )
     followups_app.command(
         "suggest", epilog=examples("pmos followups suggest --run-id run-7 --policy suggest")
     )(suggest)
@@ -31,7 +34,9 @@ def register(app: typer.Typer) -> None:
         epilog=examples("pmos followups promote sg-0123456789abcdef --by ana --note 'do it now'"),
     )(promote)
     app.add_typer(followups_app, name="followups")
-    tasks_app = new_typer("Tasks created from follow-ups (state/tasks.jsonl).")
+    tasks_app = new_typer(
+        "Tasks created from follow-ups (state/tasks.jsonl).", example="pmos tasks list --open"
+    )
     tasks_app.command("list", epilog=examples("pmos tasks list --open --json"))(tasks_list)
     tasks_app.command(
         "close", epilog=examples("pmos tasks close task-0123456789ab --note done --by ana")

@@ -18,11 +18,14 @@ SchemaName = enum.StrEnum("SchemaName", {name: name for name in SCHEMA_NAMES})
 def register(app: typer.Typer) -> None:
     app.command("init", epilog=examples("pmos init product/pmos"))(init)
     app.command("root", epilog=examples("pmos root", "pmos root --json"))(root)
-    schema_app = new_typer("Print the JSON Schemas records are validated against.")
+    schema_app = new_typer(
+        "Print the JSON Schemas records are validated against.",
+        example="pmos schema show verdict",
+    )
     schema_app.command("show", epilog=examples("pmos schema show verdict"))(schema_show)
     schema_app.command("list", epilog=examples("pmos schema list --json"))(schema_list)
     app.add_typer(schema_app, name="schema")
-    rubric_app = new_typer("Read rubrics (the kit's get_eval_rubric).")
+    rubric_app = new_typer("Read rubrics (the kit's get_eval_rubric).", example="pmos rubric show")
     rubric_app.command(
         "show", epilog=examples("pmos rubric show planning/evals/agent-run-eval-rubric.md --json")
     )(rubric_show)

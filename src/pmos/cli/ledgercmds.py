@@ -16,7 +16,7 @@ Kind = enum.StrEnum("Kind", {name: name for name in LEDGER_KINDS})
 
 
 def register(app: typer.Typer) -> None:
-    ledger_app = new_typer("Inspect and verify the ledgers.")
+    ledger_app = new_typer("Inspect and verify the ledgers.", example="pmos ledger verify")
     ledger_app.command("verify", epilog=examples("pmos ledger verify --json"))(verify)
     ledger_app.command("show", epilog=examples("pmos ledger show evals --run-id run-7 --last 5"))(
         show

@@ -10,7 +10,10 @@ from pmos.cli._app import JsonFlag, emit_json, examples, kit, new_typer, table, 
 
 
 def register(app: typer.Typer) -> None:
-    score_app = new_typer("Task evaluation scores: 0-100 per category, one overall score.")
+    score_app = new_typer(
+        "Task evaluation scores: 0-100 per category, one overall score.",
+        example="pmos score show T-12",
+    )
     score_app.command("record", epilog=examples("pmos score record --file eval.json"))(record)
     score_app.command("show", epilog=examples("pmos score show T-12 --json"))(show)
     score_app.command("collect", epilog=examples("pmos score collect --run-id run-7 --json"))(

@@ -15,10 +15,15 @@ def register(app: typer.Typer) -> None:
     app.command("exemplars", epilog=examples("pmos exemplars --n 4 --exclude-run run-7 --json"))(
         exemplars
     )
-    known_bad_app = new_typer("Seeded known-bad runs: a negative class for calibration.")
+    known_bad_app = new_typer(
+        "Seeded known-bad runs: a negative class for calibration.",
+        example="pmos known-bad seed",
+    )
     known_bad_app.command("seed", epilog=examples("pmos known-bad seed"))(known_bad_seed)
     app.add_typer(known_bad_app, name="known-bad")
-    skill_app = new_typer("Check the kit's skills and documents against the real CLI.")
+    skill_app = new_typer(
+        "Check the kit's skills and documents against the real CLI.", example="pmos skill check"
+    )
     skill_app.command("check", epilog=examples("pmos skill check", "pmos skill check docs"))(
         skill_check
     )

@@ -45,7 +45,10 @@ SHORT_FORM = (
 
 
 def register(app: typer.Typer) -> None:
-    run_app = new_typer("Register agent runs.")
+    run_app = new_typer(
+        "Register agent runs.",
+        example="pmos run register --run-id run-7 --initiative-id checkout --builder-model m",
+    )
     run_app.command(
         "register",
         epilog=examples(
@@ -54,7 +57,9 @@ def register(app: typer.Typer) -> None:
         ),
     )(run_register)
     app.add_typer(run_app, name="run")
-    eval_app = new_typer("Record review-gate verdicts.")
+    eval_app = new_typer(
+        "Record review-gate verdicts.", example="pmos eval record --file verdict.json"
+    )
     eval_app.command("record", epilog=examples("pmos eval record --file verdict.json"))(eval_record)
     eval_app.command(
         "log",
