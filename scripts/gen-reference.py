@@ -239,9 +239,35 @@ def load_meanings() -> dict[str, Any]:
     return yaml.safe_load(KEYS_FILE.read_text(encoding="utf-8"))
 
 
+def commands_with_json() -> list[str]:
+    """Every visible leaf command that takes --json, as `group command`."""
+    import typer
+
+    from pmos.cli import app
+
+    root = typer.main.get_command(app)
+    ctx = root.make_context("pmos", ["--help"], resilient_parsing=True)
+    found = []
+    for path in walk(root, ctx):
+        command = root
+        for name in path:
+            command = command.get_command(ctx, name)
+        if not hasattr(command, "list_commands") and any(
+            "--json" in getattr(p, "opts", ()) for p in command.params
+        ):
+            found.append(" ".join(path))
+    return found
+
+
 def json_page(problems: list[str]) -> str:
     meanings = load_meanings()
     outputs = sample_outputs()
+    for name in commands_with_json():
+        if name not in outputs:
+            problems.append(
+                f"pmos {name} takes --json but sample_session() does not run it: "
+                "add a step, and its keys' meanings to json-keys.yaml"
+            )
     lines = [
         "# JSON output reference",
         "",

@@ -33,17 +33,23 @@ def test_generated_reference_pages_match_the_code(capsys):
     assert status == 0, capsys.readouterr().err
 
 
-def test_the_generator_names_an_undocumented_key(monkeypatch):
+def test_the_generator_names_undocumented_keys_and_commands(monkeypatch):
     gen = load_generator()
     real = gen.load_meanings()
     trimmed = {**real, "queue": {**real["queue"], "keys": dict(real["queue"]["keys"])}}
     del trimmed["queue"]["keys"]["now"]
     trimmed["queue"]["keys"]["gone"] = "a key pmos never prints"
     monkeypatch.setattr(gen, "load_meanings", lambda: trimmed)
+    # A command with --json that the sample session does not run is named too.
+    session = gen.sample_session
+    monkeypatch.setattr(
+        gen, "sample_session", lambda work: [s for s in session(work) if s[0] != "exemplars"]
+    )
     problems: list[str] = []
     gen.json_page(problems)
     assert "json-keys.yaml: 'queue' prints key 'now' with no meaning" in problems
     assert "json-keys.yaml: 'queue' describes 'gone', which it never prints" in problems
+    assert any(p.startswith("pmos exemplars takes --json but") for p in problems), problems
 
 
 def sh_blocks(markdown: str) -> list[str]:
