@@ -3,18 +3,46 @@
 # record the PM's label (signed with an SSH key when ssh-keygen is there to make
 # one), verify the ledgers, read the calibration metrics and the queue, then judge
 # and label a few more runs and write the board (needs the 'board' extra:
-# pip install 'pmos[board]'). Leaves the repository's own state/ alone.
+# pip install 'pmos[board]'). Leaves the repository's own state/ alone, and removes
+# the throw-away folder when it ends, however it ends; the board is copied to
+# $PMOS_DEMO_BOARD (default: pmos-demo-board.html in the temp folder), one file
+# that each run overwrites.
 #
 # PMOS_DEMO_SCREENSHOT=docs/board.png also takes a screenshot of the board with
 # Debian's headless chromium (how the README's picture was made).
+#
+# Each step is printed as a shell command, quoted so that the transcript can be
+# pasted back into a shell (after `export PMOS_ROOT=...` as printed) and run again.
 set -euo pipefail
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-kit="$(mktemp -d "${TMPDIR:-/tmp}/pmos-demo.XXXXXX")/kit"
 
-step() { printf '\n$ %s\n' "$*"; "$@"; }
+repo="$(CDPATH='' cd -P -- "$(dirname -- "${BASH_SOURCE[0]}")/.." >/dev/null && pwd)"
+work="$(mktemp -d "${TMPDIR:-/tmp}/pmos-demo.XXXXXX")"
+trap 'rm -rf -- "$work"' EXIT
+kit="$work/kit"
+
+# Print a command the way a shell reads it back, then run it.
+step() {
+  local quoted=() word
+  for word in "$@"; do
+    quoted+=("$(quote "$word")")
+  done
+  printf '\n$ %s\n' "${quoted[*]}"
+  "$@"
+}
+
+# A word as the shell reads it: bare when it holds only safe characters, else in
+# single quotes (a single quote inside becomes '\'').
+quote() {
+  if [[ $1 =~ ^[A-Za-z0-9_./:=@%+,-]+$ ]]; then
+    printf '%s' "$1"
+  else
+    printf "'%s'" "${1//\'/\'\\\'\'}"
+  fi
+}
 
 step pmos init "$kit"
 export PMOS_ROOT="$kit"
+printf '\n$ export PMOS_ROOT=%s\n' "$(quote "$kit")"
 step pmos run register --run-id demo-run-1 --initiative-id demo-initiative \
   --builder-model claude-sonnet-4 --contract "$repo/examples/contract.yaml"
 step pmos eval record --file "$repo/examples/verdict.json"
@@ -32,7 +60,6 @@ step pmos ledger show evals
 step pmos ledger verify
 step pmos metrics
 step pmos queue
-
 # More runs, so the board has agreement to show: each is registered, judged in
 # the short form by one of two evaluator models, and labelled by the PM
 # (evaluator model, score, verdict, PM label; "-" leaves it unlabelled).
@@ -57,8 +84,8 @@ done
 pmos run register --run-id demo-run-waiting --initiative-id demo-initiative \
   --builder-model claude-sonnet-4 >/dev/null
 
-step pmos board
-board="$kit/state/board.html"
+board="${PMOS_DEMO_BOARD:-${TMPDIR:-/tmp}/pmos-demo-board.html}"
+step pmos board --out "$board"
 if [ -n "${PMOS_DEMO_SCREENSHOT:-}" ]; then
   profile="$(mktemp -d "${TMPDIR:-/tmp}/pmos-demo-chromium.XXXXXX")"
   chromium --headless --no-sandbox --disable-gpu --disable-background-networking \
@@ -68,5 +95,5 @@ if [ -n "${PMOS_DEMO_SCREENSHOT:-}" ]; then
   rm -rf "$profile"
   printf 'screenshot of the board written to %s\n' "$PMOS_DEMO_SCREENSHOT"
 fi
-printf '\ndemo kit left at %s\n' "$kit"
-printf 'board: %s (open it in a browser)\n' "$board"
+printf '\nboard: %s (open it in a browser)\n' "$(quote "$board")"
+printf 'demo finished; the throw-away kit %s is removed\n' "$(quote "$kit")"

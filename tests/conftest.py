@@ -1,7 +1,8 @@
 """Shared fixtures: every test runs in its own throw-away kit root.
 
-The autouse fixture points PMOS_ROOT at a fresh kit and makes it the working
-directory, so no test can touch the repository's own state/ ledgers.
+The autouse fixture points PMOS_ROOT at a fresh kit (a copy of one made by
+``pmos init`` once per session) and makes it the working directory, so no test
+can touch the repository's own state/ ledgers or another test's kit.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -33,10 +35,19 @@ DIMENSIONS = {
 }
 
 
-@pytest.fixture(autouse=True)
-def kit_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "kit"
+@pytest.fixture(scope="session")
+def kit_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One kit made by ``pmos init`` per session (per worker), never used directly:
+    each test gets a copy, which costs a third of running init again."""
+    root = tmp_path_factory.mktemp("template") / "kit"
     init_kit(root)
+    return root
+
+
+@pytest.fixture(autouse=True)
+def kit_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kit_template: Path) -> Path:
+    root = tmp_path / "kit"
+    shutil.copytree(kit_template, root, symlinks=True)
     monkeypatch.setenv("PMOS_ROOT", str(root))
     monkeypatch.delenv("PMOS_EVALUATOR_MODEL", raising=False)
     monkeypatch.chdir(root)

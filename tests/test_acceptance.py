@@ -71,3 +71,39 @@ def test_only_if_unlabelled_writes_the_first_label_only(kit, kit_root):
     later = writers.record_acceptance(kit, run_id="run-1", label="pass", by="pm")
     assert later is not None and later.record["label"] == "pass"
     assert ledger_bytes(kit_root) != before
+
+
+# ---------------------------------------------------------------- unknown runs
+
+
+def test_a_label_for_a_run_the_kit_never_saw_is_refused_and_writes_nothing(cli, kit_root):
+    before = ledger_bytes(kit_root)
+    result = cli("accept", "run-99", "--label", "pass", "--by", "pm-ana")
+    assert result.exit_code == 2
+    assert "[unknown-run]" in result.stderr and "--allow-unknown-run" in result.stderr
+    assert ledger_bytes(kit_root) == before
+
+
+def test_allow_unknown_run_labels_it_flagged(cli):
+    result = cli("accept", "run-99", "--label", "fail", "--by", "pm-ana", "--allow-unknown-run")
+    ok(result)
+    assert last_label(cli)["flags"] == ["unregistered-run"]
+
+
+def test_a_registered_run_or_one_with_any_verdict_is_known(cli):
+    ok(cli("run", "register", "--run-id", "run-1", "--initiative-id", "i", "--builder-model", "m"))
+    ok(cli("accept", "run-1", "--label", "pass", "--by", "pm-ana"))
+    # An unregistered run with only a SKIPPED verdict has still been seen by the gate.
+    ok(cli("eval", "log", "run-2", "i", "SKIPPED", "no time"))
+    ok(cli("accept", "run-2", "--label", "fail", "--by", "pm-ana"))
+
+
+def test_the_library_refuses_only_when_asked(kit):
+    import pytest
+
+    from pmos.errors import RecordRejected
+
+    with pytest.raises(RecordRejected, match="unknown-run"):
+        writers.record_acceptance(kit, run_id="x", label="pass", by="pm", refuse_unknown_run=True)
+    written = writers.record_acceptance(kit, run_id="x", label="pass", by="pm")
+    assert written is not None and written.record["flags"] == ["unregistered-run"]

@@ -9,6 +9,7 @@ validates records against a ledger schema by itself.
 from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -50,10 +51,16 @@ def _modules() -> list[tuple[str, Path]]:
     return out
 
 
+@cache
+def _tree(path: Path) -> ast.Module:
+    """Each module is parsed once, though several tests read it."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def _imports(path: Path) -> list[tuple[int, str]]:
     """Every pmos module ``path`` imports, at any depth (function bodies included)."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(_tree(path)):
         if isinstance(node, ast.Import):
             found += [(node.lineno, a.name) for a in node.names if a.name.startswith("pmos")]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -93,7 +100,7 @@ def _calls(tree: ast.AST):
 def test_only_the_store_writes_or_validates_records(module: str, path: Path):
     if _layer(module) == "store":
         return
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = _tree(path)
     problems = [
         f"line {line}: imports {target}"
         for line, target in _imports(path)

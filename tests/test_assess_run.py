@@ -163,9 +163,7 @@ def test_timeout_kills_the_whole_process_group(cli, tmp_path, work, kit_root):
     set_config(kit_root, assess={"timeout_s": 1})
     command = "(sleep 60; touch late.txt) & echo $! > child.pid; sleep 60"
     data = {"expectations": [{"type": "test", "command": command}]}
-    start = time.monotonic()
     result, out = assess(cli, tmp_path, work, data)
-    assert time.monotonic() - start < 20
     check = out["checks"][0]
     assert result.exit_code == 1
     assert check["passed"] is False and check["timed_out"] is True
@@ -180,35 +178,42 @@ def test_timeout_kills_the_whole_process_group(cli, tmp_path, work, kit_root):
 
 
 def test_background_processes_are_stopped_when_the_command_exits(cli, tmp_path, work):
-    data = {"expectations": [{"type": "test", "command": "sleep 60 & echo $! > bg.pid"}]}
-    start = time.monotonic()
+    command = "(sleep 60; touch finished) & echo $! > bg.pid"
+    data = {"expectations": [{"type": "test", "command": command}]}
     result, _out = assess(cli, tmp_path, work, data)
     assert result.exit_code == 0, result.output
-    assert time.monotonic() - start < 20
+    deadline = time.monotonic() + 5
+    while alive(int((work / "bg.pid").read_text())) and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert not alive(int((work / "bg.pid").read_text()))
+    # Stopped, not waited for: the background job never got to finish.
+    assert not (work / "finished").exists()
 
 
-def test_checks_run_concurrently(cli, tmp_path, work):
-    data = {"expectations": [{"type": "test", "command": "sleep 1"} for _ in range(4)]}
-    start = time.monotonic()
+def barrier(i: int, n: int = 4) -> str:
+    """A command that passes only once all n commands have started: run one after
+    the other, the first would wait for the others until its timeout."""
+    return f"touch started.{i}; until [ $(ls started.* | wc -l) -ge {n} ]; do sleep 0.05; done"
+
+
+def test_checks_run_concurrently(cli, tmp_path, work, kit_root):
+    set_config(kit_root, assess={"timeout_s": 30})
+    data = {"expectations": [{"type": "test", "command": barrier(i)} for i in range(4)]}
     result, out = assess(cli, tmp_path, work, data)
-    elapsed = time.monotonic() - start
     assert result.exit_code == 0, result.output
     assert [c["passed"] for c in out["checks"]] == [True] * 4
-    assert all(c["duration_s"] >= 0.9 for c in out["checks"])
-    assert elapsed < 3.5, f"four 1-second checks took {elapsed:.2f} s"
 
 
-def test_metrics_run_concurrently(cli, tmp_path, work):
+def test_metrics_run_concurrently(cli, tmp_path, work, kit_root):
+    set_config(kit_root, assess={"timeout_s": 30})
     data = {
         "metrics": [
-            {"name": f"m{i}", "command": "sleep 1; echo 1", "threshold": 1} for i in range(4)
+            {"name": f"m{i}", "command": f"{barrier(i)}; echo 1", "threshold": 1} for i in range(4)
         ]
     }
-    start = time.monotonic()
-    result, _ = assess(cli, tmp_path, work, data)
+    result, out = assess(cli, tmp_path, work, data)
     assert result.exit_code == 0, result.output
-    assert time.monotonic() - start < 3.5
+    assert [m["passed"] for m in out["metrics"]] == [True] * 4
 
 
 def test_output_is_bounded_to_its_last_4_kb(cli, tmp_path, work):
@@ -249,7 +254,12 @@ def test_exit_codes_from_a_real_process(pmos, tmp_path, work):
     assert pmos("assess", str(invalid), "--cwd", str(work)).returncode == 2
 
 
-def test_ctrl_c_kills_running_commands_and_writes_nothing(tmp_path, work, kit_root):
+@pytest.mark.parametrize("parent_ignores_sigint", [False, True])
+def test_ctrl_c_kills_running_commands_and_writes_nothing(
+    tmp_path, work, kit_root, parent_ignores_sigint
+):
+    """Also when pmos starts with SIGINT ignored, as a non-interactive shell's job does:
+    pmos restores the default handling, for itself and for the commands it runs."""
     import os
     import signal
     import subprocess
@@ -257,8 +267,14 @@ def test_ctrl_c_kills_running_commands_and_writes_nothing(tmp_path, work, kit_ro
 
     from conftest import ledger_bytes
 
+    def ignore_sigint() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
     before = ledger_bytes(kit_root)
-    command = "sleep 60 & echo $! > sleep.pid; wait"
+    command = (
+        "awk '/^SigIgn/ {print $2}' /proc/$$/status > sigign.txt; "
+        "sleep 60 & echo $! > sleep.pid; wait"
+    )
     spec = write_spec(tmp_path / "s.yaml", {"expectations": [{"type": "test", "command": command}]})
     proc = subprocess.Popen(
         [sys.executable, "-m", "pmos", "assess", str(spec), "--cwd", str(work)],
@@ -266,6 +282,7 @@ def test_ctrl_c_kills_running_commands_and_writes_nothing(tmp_path, work, kit_ro
         stderr=subprocess.PIPE,
         text=True,
         env=os.environ.copy(),
+        preexec_fn=ignore_sigint if parent_ignores_sigint else None,
     )
     deadline = time.monotonic() + 20
     while not (work / "sleep.pid").exists() and time.monotonic() < deadline:
@@ -281,6 +298,9 @@ def test_ctrl_c_kills_running_commands_and_writes_nothing(tmp_path, work, kit_ro
         time.sleep(0.05)
     assert not alive(sleeper)
     assert ledger_bytes(kit_root) == before
+    # The command itself started with SIGINT not ignored (bit 2 of the mask).
+    ignored = int((work / "sigign.txt").read_text(), 16)
+    assert not ignored & (1 << (signal.SIGINT - 1))
 
 
 def test_human_output_is_a_table(cli, tmp_path, work):

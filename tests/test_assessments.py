@@ -118,7 +118,7 @@ def test_bad_trigger_or_task_id_runs_and_writes_nothing(cli, tmp_path, work, kit
     )
     before = ledger_bytes(kit_root)
     result = cli("assess", str(spec), "--cwd", str(work), "--trigger", "oops")
-    assert result.exit_code == 2 and "--trigger 'oops' is not one of initial" in result.stderr
+    assert result.exit_code == 2 and "'oops' is not one of 'initial', 'reassess'" in result.stderr
     result = cli("assess", str(spec), "--cwd", str(work), "--task-id", "bad\x1bid")
     assert result.exit_code == 2 and "task_id" in result.stderr
     assert not (work / "ran").exists() and ledger_bytes(kit_root) == before

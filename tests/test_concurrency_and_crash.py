@@ -107,7 +107,9 @@ def test_sigkill_mid_storm_loses_no_acknowledged_record_and_leaves_no_torn_file(
     stored = {r["record_id"] for r in read.records(store, "acceptances")}
     assert set(acked) <= stored
     # The lock died with the writer: the next one proceeds.
-    result = pmos_process("accept", "after-crash", "--label", "pass", "--by", "pm")
+    result = pmos_process(
+        "accept", "after-crash", "--label", "pass", "--by", "pm", "--allow-unknown-run"
+    )
     assert result.returncode == 0, result.stderr
 
     # A young temporary file may be a write in flight: pack keeps it...

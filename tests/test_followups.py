@@ -262,7 +262,7 @@ def test_configured_policy_is_the_default(kit_root, cli, kit):
 def test_bad_policy_is_refused_and_nothing_written(cli, run1, kit_root):
     before = ledger_bytes(kit_root)
     result = cli("followups", "suggest", "--run-id", "run-1", "--policy", "always")
-    assert result.exit_code == 2 and "--policy 'always'" in result.stderr
+    assert result.exit_code == 2 and "'always' is not one of 'off', 'suggest'" in result.stderr
     assert ledger_bytes(kit_root) == before
     config = kit_root / "pmos.yaml"
     config.write_text(config.read_text().replace("followup_policy: suggest", "followup_policy: x"))
@@ -488,3 +488,66 @@ def test_a_suppressed_suggestion_without_its_reason_is_refused(kit, cli, run1, k
     assert result.exit_code == 2
     assert f"{forged[index]}: the record breaks a rule of its schema" in result.stderr
     assert "state is 'suppressed', so suppressedReason may not be None" in result.stderr
+
+
+# ---------------------------------------------------------------- promote
+
+
+def promote(cli, suggestion: str, *args: str):
+    return cli("followups", "promote", suggestion, *args, "--json")
+
+
+def test_promote_turns_a_reviewed_suggestion_into_a_task(cli, run1, kit_root):
+    report = suggest(cli, "run-1", "suggest")
+    swallow = by_title(report)["The handler swallows errors."]
+    assert swallow["state"] == "suggested" and not tasks(cli)
+    result = promote(cli, swallow["suggestionId"], "--by", "pm-ana", "--note", "users lose data")
+    assert result.exit_code == 0, result.output
+    task = json.loads(result.stdout)
+    assert task["task_id"] == followups.task_id_for(swallow["suggestionId"])
+    assert task["title"] == swallow["title"] and task["state"] == "triage"
+    assert task["provenance"]["suggestionId"] == swallow["suggestionId"]
+    assert task["by"] == "pm-ana" and task["note"] == "users lose data"
+    # Built as suggest would have built it: the defect's fix is the expected outcome.
+    assert task["context"]["expectedOutcome"] == SWALLOW["fix"]
+    [listed] = tasks(cli)
+    assert listed["task_id"] == task["task_id"] and listed["open"]
+
+
+def test_promote_refuses_twice_unknown_ids_and_duplicates_writing_nothing(cli, run1, kit_root):
+    report = suggest(cli, "run-1", "create")
+    sql = by_title(report)["SQL is built by string concatenation."]
+    swallow = by_title(report)["The handler swallows errors."]
+    assert sql["state"] == "created"
+    before = ledger_bytes(kit_root)
+    for suggestion, message in (
+        (sql["suggestionId"], "is already task"),
+        ("sg-0000000000000000", "is not in the followups ledger"),
+    ):
+        result = promote(cli, suggestion)
+        assert result.exit_code == 2 and message in result.stderr, result.stderr
+    assert ledger_bytes(kit_root) == before
+    assert promote(cli, swallow["suggestionId"]).exit_code == 0
+    again = promote(cli, swallow["suggestionId"])
+    assert again.exit_code == 2 and "is already task" in again.stderr
+
+
+def test_promote_refuses_a_problem_an_open_task_already_tracks(kit, cli, run1):
+    sql_task = suggest(cli, "run-1", "create")["createdTaskIds"][0]
+    register(kit, "run-2")
+    verdict_with(kit, "run-2", defects=[SQL])
+    [dup] = suggest(cli, "run-2")["suggestions"]
+    assert dup["suppressedReason"] == "duplicate_open_task"
+    result = promote(cli, dup["suggestionId"])
+    assert result.exit_code == 2 and sql_task in result.stderr
+    assert cli("tasks", "close", sql_task).exit_code == 0
+    assert promote(cli, dup["suggestionId"]).exit_code == 0
+
+
+def test_a_suggestion_the_run_no_longer_yields_is_promoted_from_its_record(kit, cli, run1):
+    swallow = by_title(suggest(cli, "run-1"))["The handler swallows errors."]
+    verdict_with(kit, defects=[SQL])  # a newer verdict no longer reports it
+    result = promote(cli, swallow["suggestionId"])
+    assert result.exit_code == 0, result.output
+    task = json.loads(result.stdout)
+    assert task["context"]["expectedOutcome"] == "resolved: The handler swallows errors."

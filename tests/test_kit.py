@@ -123,12 +123,12 @@ def test_init_onto_a_file_is_refused(tmp_path, cli):
         ("ledgers: {}\n", "schema_version"),
     ],
 )
-def test_bad_config_is_reported_precisely(kit_root, pmos, text, expected):
+def test_bad_config_is_reported_precisely(kit_root, cli, text, expected):
     (kit_root / "pmos.yaml").write_text(text)
     with pytest.raises(ConfigError, match=expected):
         open_kit(kit_root)
-    result = pmos("ledger", "verify")
-    assert result.returncode == 2
+    result = cli("ledger", "verify")
+    assert result.exit_code == 2
     assert expected in result.stderr
 
 
@@ -200,10 +200,10 @@ def test_init_into_an_impossible_place_is_bad_input(cli, where):
     assert result.stderr.startswith("pmos: error:")
 
 
-def test_config_that_is_not_utf8_is_reported(kit_root, pmos):
+def test_config_that_is_not_utf8_is_reported(kit_root, cli):
     (kit_root / "pmos.yaml").write_bytes(b"schema_version: 1\nledgers: {}\n# \xff\xfe\n")
-    result = pmos("root")
-    assert result.returncode == 2 and "not UTF-8" in result.stderr
+    result = cli("root")
+    assert result.exit_code == 2 and "not UTF-8" in result.stderr
 
 
 @pytest.mark.parametrize(
@@ -214,10 +214,10 @@ def test_config_that_is_not_utf8_is_reported(kit_root, pmos):
         ('default_rubric: ""', "default_rubric"),
     ],
 )
-def test_config_paths_are_checked(kit_root, pmos, line, expected):
+def test_config_paths_are_checked(kit_root, cli, line, expected):
     (kit_root / "pmos.yaml").write_text(
         f"schema_version: 1\nledgers: {{}}\n{line}\n".replace("ledgers: {}\nledgers:", "ledgers:")
     )
-    result = pmos("root")
-    assert result.returncode == 2, result.stderr
+    result = cli("root")
+    assert result.exit_code == 2, result.stderr
     assert expected in result.stderr

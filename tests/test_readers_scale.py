@@ -261,18 +261,33 @@ def _sum_with(receive, base):
     return base + sum(receive())
 
 
-def test_forked_call_inbox_hands_the_child_a_value_while_both_run():
+def _sum_when_told(receive, base, gate):
     import os
     import time
+
+    while not os.path.exists(gate):
+        time.sleep(0.01)
+    return base + sum(receive())
+
+
+def test_forked_call_inbox_hands_the_child_a_value_while_both_run(tmp_path):
+    import os
+    import threading
 
     from pmos.errors import PmosError
     from pmos.store.forked import ForkedCall
 
-    call = ForkedCall(_sum_with, 10, inbox=True)
+    gate = tmp_path / "gate"
+    call = ForkedCall(_sum_when_told, 10, str(gate), inbox=True)
     big = list(range(200_000))  # far more than a pipe holds: send must not wait for the child
-    started = time.perf_counter()
-    call.send(big)
-    assert time.perf_counter() - started < 5
+    # The child reads nothing until the gate exists, which is made only after send
+    # returned: a send that waited for the child to read would never return.
+    sender = threading.Thread(target=call.send, args=(big,), daemon=True)
+    sender.start()
+    sender.join(timeout=120)
+    sent = not sender.is_alive()
+    gate.touch()
+    assert sent, "send waited for the child to read"
     assert call.result() == 10 + sum(big)
     with pytest.raises(RuntimeError, match="sent to already"):
         call.send([1])

@@ -67,15 +67,34 @@ def test_short_form_skipped(cli):
         (("1.5", "PASS", RUBRIC, "m", "--spec", "pass", "--standards", "pass"), "[schema:maximum]"),
         (("0.9", "GREAT", RUBRIC, "m", "--spec", "pass", "--standards", "pass"), "[schema:enum]"),
         (("0.9", "PASS", "nope.md", "m", "--spec", "pass", "--standards", "pass"), "[rubric-path]"),
-        (("0.9", "PASS", RUBRIC, "m", "--spec", "maybe", "--standards", "pass"), "[schema:enum]"),
-        (("0.9", "PASS", RUBRIC, "--spec", "pass", "--standards", "pass"), "evaluator_model"),
+        # the parser refuses a choice it does not know, naming the valid ones
+        (("0.9", "PASS", RUBRIC, "m", "--spec", "maybe", "--standards", "pass"), "'pass', 'fail'"),
+        # a missing model names the argument to add and the variable that stands for it
+        (
+            ("0.9", "PASS", RUBRIC, "--spec", "pass", "--standards", "pass"),
+            "sixth argument, after RUBRIC_PATH, or set PMOS_EVALUATOR_MODEL",
+        ),
+        # a rubric path is relative to the kit root, and the error lists the rubrics there
+        (
+            (
+                "0.9",
+                "PASS",
+                "evals/agent-run-eval-rubric.md",
+                "m",
+                "--spec",
+                "pass",
+                "--standards",
+                "pass",
+            ),
+            f"relative to the kit root, not to the working directory); rubrics found: {RUBRIC}",
+        ),
     ],
 )
 def test_short_form_rules(cli, kit_root, args, rule):
     before = ledger_bytes(kit_root)
     result = log(cli, "r1", "i1", *args)
     assert result.exit_code == 2
-    assert rule in result.stderr
+    assert rule in " ".join(result.stderr.split())
     assert ledger_bytes(kit_root) == before
 
 

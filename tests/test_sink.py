@@ -188,7 +188,17 @@ def test_config_hard_linked_legacy_ledger_is_refused(cli, kit_root, verdict_file
 
 def test_every_writer_checks_its_target(cli, kit_root):
     before = ledger_bytes(kit_root)
-    result = cli("accept", "r", "--label", "pass", "--by", "pm", "--ledger", "state/evals")
+    result = cli(
+        "accept",
+        "r",
+        "--label",
+        "pass",
+        "--by",
+        "pm",
+        "--allow-unknown-run",
+        "--ledger",
+        "state/evals",
+    )
     assert result.exit_code == 2
     result = cli(*REGISTER_R, "--ledger", "state/acceptances")
     assert result.exit_code == 2
@@ -196,6 +206,17 @@ def test_every_writer_checks_its_target(cli, kit_root):
     assert result.exit_code == 2
     assert ledger_bytes(kit_root) == before
     for target in ("state/acceptances", "state/acceptances.jsonl"):
-        ok = cli("accept", "r", "--label", "pass", "--by", "pm", "--ledger", target, "--json")
+        ok = cli(
+            "accept",
+            "r",
+            "--label",
+            "pass",
+            "--by",
+            "pm",
+            "--allow-unknown-run",
+            "--ledger",
+            target,
+            "--json",
+        )
         assert ok.exit_code == 0 and json.loads(ok.stdout)["label"] == "pass"
     assert [r["label"] for r in ledgerfiles.stored(kit_root, "acceptances")] == ["pass", "pass"]

@@ -15,12 +15,12 @@ import os
 import sys
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
 from pmos import exit_codes
-from pmos.cli._app import PmosGroup, new_typer, set_root
+from pmos.cli._app import PmosGroup, examples, new_typer, set_root
 
 #: Top-level command -> the module (in pmos.cli) whose register(app) defines it.
 COMMAND_MODULES: dict[str, str] = {
@@ -71,23 +71,65 @@ app = new_typer(
     "The kit root is found from --root, else PMOS_ROOT, else the working directory "
     "and its parents.",
     cls=LazyGroup,
+    add_completion=True,
 )
 
 
-@app.callback()
+def _print_version(value: bool) -> None:
+    if value:
+        from pmos import __version__
+
+        typer.echo(f"pmos {__version__}")
+        raise typer.Exit()
+
+
+@app.callback(
+    epilog=examples(
+        "pmos init product/pmos",
+        "pmos --root product/pmos queue --json",
+        "pmos --install-completion bash",
+    )
+)
 def _root(
-    root: Path | None = typer.Option(
-        None,
-        "--root",
-        help="Kit root (a folder with pmos.yaml). Defaults to $PMOS_ROOT, then the working "
-        "directory and its parents.",
-        file_okay=False,
-    ),
+    root: Annotated[
+        Path | None,
+        typer.Option(
+            "--root",
+            help="Kit root (a folder with pmos.yaml). Defaults to $PMOS_ROOT, then the working "
+            "directory and its parents.",
+            file_okay=False,
+        ),
+    ] = None,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            help="Print the pmos version and exit.",
+            callback=_print_version,
+            is_eager=True,
+        ),
+    ] = False,
 ) -> None:
     set_root(str(root) if root else None)
 
 
+def _restore_interrupt() -> None:
+    """Make Ctrl-C (SIGINT) interrupt pmos even when its parent ignored the signal.
+
+    A parent that ignores SIGINT (a non-interactive shell's background job, a test
+    runner started from one) passes the ignored disposition on through exec, and
+    Python then never raises KeyboardInterrupt: an interrupted assessment would
+    leave its commands running. pmos restores Python's default handler, so its own
+    children (assessment commands, reviewers) start with SIGINT at its default too.
+    """
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def main() -> None:
+    _restore_interrupt()
     try:
         app(prog_name="pmos")
     except SystemExit as done:

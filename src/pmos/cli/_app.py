@@ -19,7 +19,7 @@ import contextlib
 import io
 import sys
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
@@ -94,15 +94,35 @@ class PmosGroup(TyperGroup):
             raise typer.Exit(exit_codes.INTERRUPTED) from None
 
 
-def new_typer(help_text: str, cls: type[TyperGroup] = PmosGroup) -> typer.Typer:
+def new_typer(
+    help_text: str,
+    cls: type[TyperGroup] = PmosGroup,
+    *,
+    add_completion: bool = False,
+    example: str | None = None,
+) -> typer.Typer:
+    """A command group, its help ending with ``example``. Only the top-level app adds
+    typer's completion options."""
     return typer.Typer(
         cls=cls,
         help=help_text,
+        epilog=examples(example) if example else None,
         no_args_is_help=True,
-        add_completion=False,
+        add_completion=add_completion,
         pretty_exceptions_enable=False,
         rich_markup_mode=None,
     )
+
+
+def examples(*lines: str) -> str:
+    """A command's help epilog: one or more example command lines, kept unwrapped.
+
+    Every command's ``--help`` ends with at least one; ``tests/test_cli_help.py``
+    parses each example against the command, so an example cannot name an option
+    the command does not have.
+    """
+    body = "\n".join(f"  {line}" for line in lines)
+    return f"\b\nExample{'s' if len(lines) > 1 else ''}:\n{body}"
 
 
 class _State:
@@ -180,4 +200,5 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
-JSON_OPTION = typer.Option(False, "--json", help="Print machine-readable JSON.")
+#: The ``--json`` flag of every reading command: ``json_output: JsonFlag = False``.
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]

@@ -3,82 +3,141 @@
 ``pmos assess SPEC`` and ``pmos assess history TASK`` share one group: the
 group sends any first argument that is not a subcommand name to the hidden
 default command, so a spec path (or an option such as ``--run-id``) needs no
-subcommand word in front of it.
+subcommand word in front of it; the group's help lists that command's options.
 """
 
 from __future__ import annotations
 
+import enum
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperCommand
 
 from pmos import exit_codes
-from pmos.cli._app import JSON_OPTION, PmosGroup, emit_json, kit, new_typer, table, warn
+from pmos.cli._app import JsonFlag, PmosGroup, emit_json, examples, kit, new_typer, table, warn
 
 _DEFAULT = "run"
 
 
+class Trigger(enum.StrEnum):
+    """Why an assessment runs (the assessment schema's ``trigger``)."""
+
+    initial = "initial"
+    reassess = "reassess"
+    fix = "fix"
+    retry = "retry"
+    auto_correct = "auto-correct"
+    judge = "judge"
+
+
 class AssessGroup(PmosGroup):
+    """``pmos assess``: the default command's options are the group's own.
+
+    Any first argument that is not a subcommand name goes to the default command,
+    and ``--help`` lists the default command's options next to the subcommands,
+    so ``pmos assess --help`` documents everything ``pmos assess`` takes.
+    """
+
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
             args = [_DEFAULT, *args]
         return super().parse_args(ctx, args)
 
     def format_usage(self, ctx: Any, formatter: Any) -> None:
-        formatter.write_usage(ctx.command_path, "[SPEC] [OPTIONS] | history TASK [--json]")
+        formatter.write_usage(ctx.command_path, "[OPTIONS] [SPEC] | history TASK [--json]")
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        default = self.commands[_DEFAULT]
+        with ctx.scope(cleanup=False):
+            sub_ctx = default.make_context(_DEFAULT, [], parent=ctx, resilient_parsing=True)
+        records: dict[str, list[tuple[str, str]]] = {"argument": [], "option": []}
+        for param in default.get_params(sub_ctx):
+            record = param.get_help_record(sub_ctx)
+            if record and param.param_type_name in records:
+                records[param.param_type_name].append(record)
+        if records["argument"]:
+            with formatter.section("Arguments"):
+                formatter.write_dl(records["argument"])
+        with formatter.section("Options"):
+            formatter.write_dl(records["option"])
+        self.format_commands(ctx, formatter)
+
+
+class _DefaultContext(TyperCommand.context_class):  # type: ignore[misc,name-defined]
+    """The default command's context answers to the group's name (``pmos assess``),
+    so usage errors say "Try 'pmos assess --help'", never the hidden command's name."""
+
+    @property
+    def command_path(self) -> str:
+        return self.parent.command_path if self.parent is not None else super().command_path
 
 
 class _DefaultCommand(TyperCommand):
     """Shows its usage as ``pmos assess [OPTIONS] [SPEC]``, the way users type it."""
 
+    context_class = _DefaultContext
+
     def format_usage(self, ctx: Any, formatter: Any) -> None:
         pieces = self.collect_usage_pieces(ctx)
-        formatter.write_usage(ctx.parent.command_path, " ".join(pieces))
+        formatter.write_usage(ctx.command_path, " ".join(pieces))
 
 
 def register(app: typer.Typer) -> None:
     assess_app = new_typer(
         "Run a task's deterministic checks, metrics and LLM reviews; keep the history.\n\n"
-        "pmos assess SPEC [--cwd DIR] [--task-id T] [--run-id R] [--trigger T] [--lenient] "
-        "[--json]\n\n"
-        "pmos assess --run-id R  (runs the run contract's expectation criteria)\n\n"
-        "pmos assess history TASK [--json]\n\n"
+        "pmos assess SPEC runs a spec's checks; pmos assess --run-id R runs the run "
+        "contract's expectation criteria; pmos assess history TASK shows what was recorded.\n\n"
         "Exit codes: 0 passed, 1 failed, 2 invalid spec or usage (nothing run or written).",
         cls=AssessGroup,
     )
-    assess_app.command(_DEFAULT, hidden=True, cls=_DefaultCommand)(assess)
-    assess_app.command("history")(history)
+    epilog = examples(
+        "pmos assess spec.yaml --cwd . --task-id T-12 --trigger fix",
+        "pmos assess --run-id run-7 --json",
+        "pmos assess history T-12",
+    )
+    assess_app.info.epilog = epilog
+    assess_app.command(_DEFAULT, hidden=True, cls=_DefaultCommand, epilog=epilog)(assess)
+    assess_app.command("history", epilog=examples("pmos assess history T-12 --json"))(history)
     app.add_typer(assess_app, name="assess")
 
 
 def assess(
-    spec: Path | None = typer.Argument(
-        None,
-        metavar="SPEC",
-        help="Spec file (YAML or JSON). Omit it with --run-id to use the run's contract.",
-    ),
-    cwd: Path = typer.Option(
-        Path("."), "--cwd", help="Folder the commands run in and paths are checked in."
-    ),
-    task_id: str | None = typer.Option(
-        None,
-        "--task-id",
-        help="Task the assessment belongs to. Default: the spec's id, else --run-id, else the "
-        "spec file's name.",
-    ),
-    run_id: str | None = typer.Option(None, "--run-id", help="Run being assessed."),
-    trigger: str | None = typer.Option(
-        None,
-        "--trigger",
-        help="initial|reassess|fix|retry|auto-correct|judge. Default: initial for a task's "
-        "first assessment, reassess after.",
-    ),
-    lenient: bool = typer.Option(
-        False, "--lenient", help="Drop malformed spec entries (with warnings) and run the rest."
-    ),
-    json_output: bool = JSON_OPTION,
+    spec: Annotated[
+        Path | None,
+        typer.Argument(
+            metavar="SPEC",
+            help="Spec file (YAML or JSON). Omit it with --run-id to use the run's contract.",
+        ),
+    ] = None,
+    cwd: Annotated[
+        Path, typer.Option("--cwd", help="Folder the commands run in and paths are checked in.")
+    ] = Path("."),
+    task_id: Annotated[
+        str | None,
+        typer.Option(
+            "--task-id",
+            help="Task the assessment belongs to. Default: the spec's id, else --run-id, else "
+            "the spec file's name.",
+        ),
+    ] = None,
+    run_id: Annotated[str | None, typer.Option("--run-id", help="Run being assessed.")] = None,
+    trigger: Annotated[
+        Trigger | None,
+        typer.Option(
+            "--trigger",
+            help="Why this assessment runs. Default: initial for a task's first assessment, "
+            "reassess after.",
+        ),
+    ] = None,
+    lenient: Annotated[
+        bool,
+        typer.Option(
+            "--lenient", help="Drop malformed spec entries (with warnings) and run the rest."
+        ),
+    ] = False,
+    json_output: JsonFlag = False,
 ) -> None:
     """Assess a task: run its checks and metrics, record the result."""
     from pmos.assess.assessment import assess as run_assessment
@@ -93,7 +152,7 @@ def assess(
         task_id=resolve_task_id(task_id, parsed, run_id),
         run_id=run_id,
         run=run,
-        trigger=trigger,
+        trigger=trigger.value if trigger else None,
     )
     record = written.record
     warn(record.get("warnings", []) + written.warnings)
@@ -106,8 +165,8 @@ def assess(
 
 
 def history(
-    task_id: str = typer.Argument(..., help="Task whose assessments to show."),
-    json_output: bool = JSON_OPTION,
+    task_id: Annotated[str, typer.Argument(help="Task whose assessments to show.")],
+    json_output: JsonFlag = False,
 ) -> None:
     """Show a task's latest assessment and the earlier ones."""
     from pmos.assess.assessment import summary, task_history

@@ -6,17 +6,22 @@ is benchmarked, loads only this much more.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
-from pmos.cli._app import JSON_OPTION, emit_json, kit, table, warn
+from pmos.cli._app import JsonFlag, emit_json, kit, table, warn
 
 
 def eval_draft(
-    run_id: str = typer.Option(..., "--run-id", help="Registered run to draft a verdict for."),
-    json_output: bool = JSON_OPTION,
+    run_id: Annotated[str, typer.Option("--run-id", help="Registered run to draft a verdict for.")],
+    json_output: JsonFlag = False,
 ) -> None:
-    """Print a verdict skeleton: the run's ids, the rubric's dimensions and the criteria
-    already checked by the latest assessment; the judgment fields are left empty."""
+    """Print a verdict skeleton for a run, to fill in and record with 'pmos eval record'.
+
+    It holds the run's ids, the rubric's dimensions and the criteria already checked
+    by the latest assessment; the judgment fields are left empty.
+    """
     from pmos.gate.drafts import draft_verdict
 
     draft, notes = draft_verdict(kit(), run_id)

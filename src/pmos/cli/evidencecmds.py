@@ -3,43 +3,54 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
-from pmos.cli._app import JSON_OPTION, emit_json, kit, table
+from pmos.cli._app import JsonFlag, emit_json, examples, kit, table
 from pmos.errors import BadInput
 
 
 def register(app: typer.Typer) -> None:
-    app.command("evidence")(evidence)
+    app.command(
+        "evidence",
+        epilog=examples("pmos evidence --run-id run-7 --repo . --range main..feature --markdown"),
+    )(evidence)
 
 
 def evidence(
-    run_id: str = typer.Option(..., "--run-id", help="The run to collect evidence for."),
-    repo: Path | None = typer.Option(
-        None,
-        "--repo",
-        help="Git repository of the product, for commits and changed docs (default: the "
-        "run record's --repo, else the repository of the working directory).",
-    ),
-    rev_range: str | None = typer.Option(
-        None,
-        "--range",
-        help="Revision range in --repo, e.g. main..feature (default: the run record's "
-        "base..head, else the newest 20 commits of HEAD).",
-    ),
-    logs: list[Path] = typer.Option([], "--log", help="Agent log file; repeat for several."),
-    json_output: bool = JSON_OPTION,
-    markdown: bool = typer.Option(
-        False, "--markdown", help="Print the '## Evidence' prompt section for an evaluator."
-    ),
+    run_id: Annotated[str, typer.Option("--run-id", help="The run to collect evidence for.")],
+    repo: Annotated[
+        Path | None,
+        typer.Option(
+            "--repo",
+            help="Git repository of the product, for commits and changed docs (default: "
+            "the run record's --repo, else the repository of the working directory).",
+        ),
+    ] = None,
+    rev_range: Annotated[
+        str | None,
+        typer.Option(
+            "--range",
+            help="Revision range in --repo, e.g. main..feature (default: the run "
+            "record's base..head, else the newest 20 commits of HEAD).",
+        ),
+    ] = None,
+    logs: Annotated[
+        list[Path] | None, typer.Option("--log", help="Agent log file; repeat for several.")
+    ] = None,
+    json_output: JsonFlag = False,
+    markdown: Annotated[
+        bool,
+        typer.Option("--markdown", help="Print the '## Evidence' prompt section for an evaluator."),
+    ] = False,
 ) -> None:
     """Print the evidence bundle of a run: eight groups in a fixed order, capped and cited."""
     if json_output and markdown:
         raise BadInput("choose one of --json and --markdown")
     from pmos.tasks.evidence import build_bundle, render_markdown
 
-    bundle = build_bundle(kit(), run_id, repo=repo, rev_range=rev_range, logs=logs)
+    bundle = build_bundle(kit(), run_id, repo=repo, rev_range=rev_range, logs=logs or [])
     if json_output:
         emit_json(bundle.as_dict())
         return

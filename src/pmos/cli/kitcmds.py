@@ -2,31 +2,47 @@
 
 from __future__ import annotations
 
+import enum
+import shlex
+from typing import Annotated, Any
+
 import typer
 
-from pmos.cli._app import JSON_OPTION, emit_json, kit, new_typer, root_option
+from pmos.cli._app import JsonFlag, emit_json, examples, kit, new_typer, root_option
+from pmos.schemas import SCHEMA_NAMES
+
+#: The bundled schemas, as a choice the parser checks.
+SchemaName = enum.StrEnum("SchemaName", {name: name for name in SCHEMA_NAMES})
 
 
 def register(app: typer.Typer) -> None:
-    app.command("init")(init)
-    app.command("root")(root)
-    schema_app = new_typer("Print the JSON Schemas records are validated against.")
-    schema_app.command("show")(schema_show)
-    schema_app.command("list")(schema_list)
+    app.command("init", epilog=examples("pmos init product/pmos"))(init)
+    app.command("root", epilog=examples("pmos root", "pmos root --json"))(root)
+    schema_app = new_typer(
+        "Print the JSON Schemas records are validated against.",
+        example="pmos schema show verdict",
+    )
+    schema_app.command("show", epilog=examples("pmos schema show verdict"))(schema_show)
+    schema_app.command("list", epilog=examples("pmos schema list --json"))(schema_list)
     app.add_typer(schema_app, name="schema")
-    rubric_app = new_typer("Read rubrics (the kit's get_eval_rubric).")
-    rubric_app.command("show")(rubric_show)
+    rubric_app = new_typer("Read rubrics (the kit's get_eval_rubric).", example="pmos rubric show")
+    rubric_app.command(
+        "show", epilog=examples("pmos rubric show planning/evals/agent-run-eval-rubric.md --json")
+    )(rubric_show)
     app.add_typer(rubric_app, name="rubric")
 
 
 def init(
-    directory: str = typer.Argument(..., help="Folder to make a kit root (created if missing)."),
-    json_output: bool = JSON_OPTION,
+    directory: Annotated[
+        str, typer.Argument(help="Folder to make a kit root (created if missing).")
+    ],
+    json_output: JsonFlag = False,
 ) -> None:
     """Create a ready kit root: pmos.yaml, empty ledgers, schemas, rubric, scripts.
 
     Existing files, ledgers above all, are never overwritten; re-running init only
-    adds what is missing.
+    adds what is missing. Prints a summary and the next steps (--json lists every
+    file created or kept).
     """
     from pmos.kit import init_kit
 
@@ -34,41 +50,68 @@ def init(
     if json_output:
         emit_json(report.as_dict())
         return
-    typer.echo(f"kit root: {report.root}")
-    for rel in report.created:
-        typer.echo(f"  created  {rel}")
-    for rel in report.kept:
-        typer.echo(f"  kept     {rel}")
-    typer.echo(
+    typer.echo(render_init(report, directory))
+
+
+def render_init(report: Any, directory: str) -> str:
+    """What init did, folder by folder, and the three steps that follow it."""
+    from pmos import __version__
+    from pmos.kit.init import summarise
+
+    created, kept = summarise(report.created), summarise(report.kept)
+    lines = [f"kit root: {report.root}"]
+    if created:
+        lines.append(f"created {len(report.created)} file(s): {created}")
+    if kept:
+        lines.append(f"kept {len(report.kept)} existing file(s), unchanged: {kept}")
+    kit_dir = shlex.quote(directory.rstrip("/") or directory)
+    lines += [
+        "",
+        "next steps:",
+        "  1. commit the kit, ledgers included:",
+        f"       git add {kit_dir} && git commit -m 'Add the pmos kit'",
+        f"  2. in the product's CI, install pmos {__version__} (from where your team keeps it) "
+        "and gate on the kit:",
+        f"       pmos --root {kit_dir} ledger verify --since origin/main && "
+        f"pmos --root {kit_dir} queue",
+        "  3. record the first verdict (an evaluator agent, from the product's root):",
+        f"       {kit_dir}/scripts/pmos-log.sh eval RUN_ID INITIATIVE_ID 0.9 PASS "
+        "planning/evals/agent-run-eval-rubric.md EVALUATOR_MODEL --spec pass --standards pass",
+        "",
         "signed PM labels are off: to require each label to carry its PM's SSH signature, "
         "list the PMs' public keys in an allowed_signers file and uncomment the 'signing' "
         f"section of {report.root}/pmos.yaml (PMs then run 'pmos accept ... --sign-key "
-        "~/.ssh/id_ed25519')"
-    )
+        "~/.ssh/id_ed25519')",
+    ]
+    return "\n".join(lines)
 
 
-def root(json_output: bool = JSON_OPTION) -> None:
-    """Print the resolved kit root and its ledger files."""
+def root(json_output: JsonFlag = False) -> None:
+    """Print the kit root in use (--json adds where each ledger is).
+
+    The root is found from --root, else $PMOS_ROOT, else the working directory and
+    its parents; 'pmos ledger path' prints the ledger folders.
+    """
     from pmos.store.registry import LEDGER_KINDS
 
     k = kit()
-    ledgers = {name: str(k.store.folder(name)) for name in LEDGER_KINDS}
     if json_output:
+        ledgers = {name: str(k.store.folder(name)) for name in LEDGER_KINDS}
         emit_json({"root": str(k.root), "ledgers": ledgers, "from_option": bool(root_option())})
         return
     typer.echo(str(k.root))
 
 
 def schema_show(
-    kind: str = typer.Argument(..., help="Schema name: run, verdict, acceptance, rubric, ..."),
+    kind: Annotated[SchemaName, typer.Argument(help="Schema name (see 'pmos schema list').")],
 ) -> None:
     """Print one bundled JSON Schema."""
     from pmos.schemas import load_schema
 
-    emit_json(load_schema(kind))
+    emit_json(load_schema(kind.value))
 
 
-def schema_list(json_output: bool = JSON_OPTION) -> None:
+def schema_list(json_output: JsonFlag = False) -> None:
     """List the bundled schemas."""
     from pmos.schemas import SCHEMA_NAMES, load_schema
 
@@ -81,10 +124,11 @@ def schema_list(json_output: bool = JSON_OPTION) -> None:
 
 
 def rubric_show(
-    path: str | None = typer.Argument(
-        None, help="Rubric path relative to the kit root; default from pmos.yaml."
-    ),
-    json_output: bool = JSON_OPTION,
+    path: Annotated[
+        str | None,
+        typer.Argument(help="Rubric path, relative to the kit root; default from pmos.yaml."),
+    ] = None,
+    json_output: JsonFlag = False,
 ) -> None:
     """Print a rubric: threshold, weighted dimensions and axes, then its text."""
     from pmos.gate.rubric import load_rubric

@@ -2,22 +2,40 @@
 
 from __future__ import annotations
 
+import enum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from pmos import exit_codes
-from pmos.cli._app import JSON_OPTION, emit_json, emit_json_array, kit, new_typer, table, warn
+from pmos.cli._app import (
+    JsonFlag,
+    emit_json,
+    emit_json_array,
+    examples,
+    kit,
+    new_typer,
+    table,
+    warn,
+)
+from pmos.store.registry import LEDGER_KINDS
+
+#: The ledger kinds, as a choice the parser checks.
+Kind = enum.StrEnum("Kind", {name: name for name in LEDGER_KINDS})
 
 
 def register(app: typer.Typer) -> None:
-    ledger_app = new_typer("Inspect, verify and pack the ledgers.")
-    ledger_app.command("verify")(verify)
-    ledger_app.command("show")(show)
-    ledger_app.command("path")(path)
-    ledger_app.command("pack")(pack)
-    ledger_app.command("checkpoint")(checkpoint)
+    ledger_app = new_typer("Inspect, verify and pack the ledgers.", example="pmos ledger verify")
+    ledger_app.command("verify", epilog=examples("pmos ledger verify --since origin/main"))(verify)
+    ledger_app.command("show", epilog=examples("pmos ledger show evals --run-id run-7 --last 5"))(
+        show
+    )
+    ledger_app.command("path", epilog=examples("pmos ledger path evals"))(path)
+    ledger_app.command("pack", epilog=examples("pmos ledger pack"))(pack)
+    ledger_app.command(
+        "checkpoint", epilog=examples("pmos ledger checkpoint --out /safe/pmos-checkpoint.json")
+    )(checkpoint)
     app.add_typer(ledger_app, name="ledger")
 
 
@@ -34,14 +52,12 @@ def verify(
             "checkpoint file, when it is an existing file) to be present and unchanged.",
         ),
     ] = None,
-    json_output: bool = JSON_OPTION,
+    json_output: JsonFlag = False,
 ) -> None:
     """Check every ledger file: records match their digests, packs their names.
 
     Exits 1 naming each bad file and line (and, with --since, each record that
     was deleted or changed since REV), 0 when all is well.
-
-    Example: pmos ledger verify --since origin/main
     """
     from pmos.store.verify import verify_store
 
@@ -88,20 +104,18 @@ def verify(
 
 
 def show(
-    kind: Annotated[str, typer.Argument(help="Ledger kind: runs, evals, acceptances, ...")],
+    kind: Annotated[Kind, typer.Argument(metavar="KIND", help="The ledger kind.")],
     run_id: Annotated[
         str | None,
         typer.Option("--run-id", help="Only records of this run (tasks: of their parent run)."),
     ] = None,
     last: Annotated[int | None, typer.Option("--last", help="Only the last N records.")] = None,
-    json_output: bool = JSON_OPTION,
+    json_output: JsonFlag = False,
 ) -> None:
     """Print a ledger's records, oldest first (terminal control characters neutralised).
 
     --json streams a JSON array; the table needs every row it shows in memory,
     so use --last on a large ledger.
-
-    Example: pmos ledger show evals --run-id run-42
     """
     from pmos.store.read import show
     from pmos.store.registry import kind_of
@@ -140,14 +154,13 @@ def _fmt(value):
 
 
 def path(
-    kind: Annotated[str | None, typer.Argument(help="Ledger kind; all when omitted.")] = None,
-    json_output: bool = JSON_OPTION,
+    kind: Annotated[
+        Kind | None, typer.Argument(metavar="[KIND]", help="The ledger kind; all when omitted.")
+    ] = None,
+    json_output: JsonFlag = False,
 ) -> None:
-    """Print the folder of each ledger.
-
-    Example: pmos ledger path evals
-    """
-    from pmos.store.registry import LEDGER_KINDS, kind_of
+    """Print the folder of each ledger."""
+    from pmos.store.registry import kind_of
 
     store = kit().store
     kinds = [kind_of(kind).name] if kind else list(LEDGER_KINDS)
@@ -163,16 +176,15 @@ def path(
 
 def pack(
     kinds: Annotated[
-        list[str] | None, typer.Argument(help="Ledger kinds to pack; all when omitted.")
+        list[Kind] | None,
+        typer.Argument(metavar="[KIND]...", help="Ledger kinds to pack; all when omitted."),
     ] = None,
-    json_output: bool = JSON_OPTION,
+    json_output: JsonFlag = False,
 ) -> None:
     """Fold loose records (and a pre-folder single-file ledger) into packs.
 
     Only adds a pack and deletes what it folded, so it merges cleanly on every
     branch; run it on main now and then, and once to convert an older kit.
-
-    Example: pmos ledger pack
     """
     from pmos.store.packing import pack_store
     from pmos.store.registry import kind_of
@@ -202,14 +214,12 @@ def checkpoint(
         Path,
         typer.Option("--out", help="File to write the checkpoint to.", dir_okay=False),
     ],
-    json_output: bool = JSON_OPTION,
+    json_output: JsonFlag = False,
 ) -> None:
     """Write every record's digest to FILE and print one digest over them.
 
     Keep the file (or the printed digest) outside the repository; later,
     'pmos ledger verify --since FILE' reports any record deleted or changed.
-
-    Example: pmos ledger checkpoint --out /safe/place/pmos-checkpoint.json
     """
     from pmos.store.history import write_checkpoint
 

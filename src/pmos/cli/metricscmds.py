@@ -7,26 +7,36 @@ from typing import Annotated, Any
 import typer
 
 from pmos import exit_codes
-from pmos.cli._app import JSON_OPTION, emit_json, kit, table
+from pmos.cli._app import JsonFlag, emit_json, examples, kit, table
 
 
 def register(app: typer.Typer) -> None:
-    app.command("metrics")(metrics)
-    app.command("queue")(queue)
+    app.command(
+        "metrics",
+        epilog=examples("pmos metrics", "pmos metrics --json --model gpt-5 --since 2026-01-31"),
+    )(metrics)
+    app.command("queue", epilog=examples("pmos queue", "pmos queue --json"))(queue)
 
 
 def metrics(
-    json_output: bool = JSON_OPTION,
-    window: int | None = typer.Option(
-        None,
-        "--window",
-        help="Pass-fraction window: the last N non-SKIPPED verdicts (default from pmos.yaml).",
-    ),
-    initiative: str | None = typer.Option(None, "--initiative", help="Only this initiative."),
-    model: str | None = typer.Option(None, "--model", help="Only this evaluator model."),
-    since: str | None = typer.Option(
-        None, "--since", help="Only verdicts recorded at or after DATE (YYYY-MM-DD or RFC 3339)."
-    ),
+    json_output: JsonFlag = False,
+    window: Annotated[
+        int | None,
+        typer.Option(
+            "--window",
+            help="Pass-fraction window: the last N non-SKIPPED verdicts (default from pmos.yaml).",
+        ),
+    ] = None,
+    initiative: Annotated[
+        str | None, typer.Option("--initiative", help="Only this initiative.")
+    ] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Only this evaluator model.")] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since", help="Only verdicts recorded at or after DATE (YYYY-MM-DD or RFC 3339)."
+        ),
+    ] = None,
     by: Annotated[
         str | None,
         typer.Option(
@@ -220,7 +230,7 @@ def render_metrics(r: dict[str, Any]) -> str:
 
 
 def queue(
-    json_output: bool = JSON_OPTION,
+    json_output: JsonFlag = False,
     include_calibration: Annotated[
         bool,
         typer.Option(

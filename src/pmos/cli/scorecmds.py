@@ -6,15 +6,22 @@ from typing import Annotated, Any
 
 import typer
 
-from pmos.cli._app import JSON_OPTION, emit_json, kit, new_typer, table, warn
+from pmos.cli._app import JsonFlag, emit_json, examples, kit, new_typer, table, warn
 
 
 def register(app: typer.Typer) -> None:
-    score_app = new_typer("Task evaluation scores: 0-100 per category, one overall score.")
-    score_app.command("record")(record)
-    score_app.command("show")(show)
-    score_app.command("collect")(collect)
-    score_app.command("compute")(compute)
+    score_app = new_typer(
+        "Task evaluation scores: 0-100 per category, one overall score.",
+        example="pmos score show T-12",
+    )
+    score_app.command("record", epilog=examples("pmos score record --file eval.json"))(record)
+    score_app.command("show", epilog=examples("pmos score show T-12 --json"))(show)
+    score_app.command("collect", epilog=examples("pmos score collect --run-id run-7 --json"))(
+        collect
+    )
+    score_app.command("compute", epilog=examples("pmos score compute --file eval.json --json"))(
+        compute
+    )
     app.add_typer(score_app, name="score")
 
 
@@ -41,15 +48,17 @@ def _print_eval(record: dict[str, Any]) -> None:
 
 
 def record(
-    file: str = typer.Option(
-        ...,
-        "--file",
-        "-f",
-        help="Evaluation JSON file, or - for stdin: 'pmos score collect --json' output (or "
-        "--template) with aiScore, rationale and evidence filled in; or {run_id, task_id?, "
-        "categories: {NAME: {aiScore, rationale, evidence, deterministicScore?}}}.",
-    ),
-    json_output: bool = JSON_OPTION,
+    file: Annotated[
+        str,
+        typer.Option(
+            "--file",
+            "-f",
+            help="Evaluation JSON file, or - for stdin: 'pmos score collect --json' output (or "
+            "--template) with aiScore, rationale and evidence filled in; or {run_id, task_id?, "
+            "categories: {NAME: {aiScore, rationale, evidence, deterministicScore?}}}.",
+        ),
+    ],
+    json_output: JsonFlag = False,
 ) -> None:
     """Record a task evaluation of a run; pmos computes the deterministic scores itself.
 
@@ -71,8 +80,8 @@ def record(
 
 
 def show(
-    task_id: str = typer.Argument(..., help="The evaluated task's id."),
-    json_output: bool = JSON_OPTION,
+    task_id: Annotated[str, typer.Argument(help="The evaluated task's id.")],
+    json_output: JsonFlag = False,
 ) -> None:
     """Show a task's latest evaluation."""
     from pmos.tasks.task_evals import latest_for_task, summary
@@ -85,8 +94,8 @@ def show(
 
 
 def collect(
-    run_id: str = typer.Option(..., "--run-id", help="The run to score."),
-    json_output: bool = JSON_OPTION,
+    run_id: Annotated[str, typer.Option("--run-id", help="The run to score.")],
+    json_output: JsonFlag = False,
     template: Annotated[
         bool,
         typer.Option(
@@ -129,7 +138,7 @@ def compute(
             "{NAME: {deterministicScore, aiScore, rationale, evidence}}}.",
         ),
     ],
-    json_output: bool = JSON_OPTION,
+    json_output: JsonFlag = False,
 ) -> None:
     """Compute category finals, bands and the overall score; record nothing.
 

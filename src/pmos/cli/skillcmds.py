@@ -3,29 +3,44 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
 from pmos import exit_codes
-from pmos.cli._app import JSON_OPTION, emit_json, kit, new_typer, table, warn
+from pmos.cli._app import JsonFlag, emit_json, examples, kit, new_typer, table, warn
 
 
 def register(app: typer.Typer) -> None:
-    app.command("exemplars")(exemplars)
-    known_bad_app = new_typer("Seeded known-bad runs: a negative class for calibration.")
-    known_bad_app.command("seed")(known_bad_seed)
+    app.command("exemplars", epilog=examples("pmos exemplars --n 4 --exclude-run run-7 --json"))(
+        exemplars
+    )
+    known_bad_app = new_typer(
+        "Seeded known-bad runs: a negative class for calibration.",
+        example="pmos known-bad seed",
+    )
+    known_bad_app.command("seed", epilog=examples("pmos known-bad seed"))(known_bad_seed)
     app.add_typer(known_bad_app, name="known-bad")
-    skill_app = new_typer("Check the kit's skills and documents against the real CLI.")
-    skill_app.command("check")(skill_check)
+    skill_app = new_typer(
+        "Check the kit's skills and documents against the real CLI.", example="pmos skill check"
+    )
+    skill_app.command("check", epilog=examples("pmos skill check", "pmos skill check docs"))(
+        skill_check
+    )
     app.add_typer(skill_app, name="skill")
 
 
 def exemplars(
-    n: int = typer.Option(4, "--n", min=2, max=4, help="How many anchors to pick (2 to 4)."),
-    exclude_run: list[str] = typer.Option(
-        [], "--exclude-run", help="Leave this run out (the run being judged). Repeatable."
-    ),
-    json_output: bool = JSON_OPTION,
+    n: Annotated[
+        int, typer.Option("--n", min=2, max=4, help="How many anchors to pick (2 to 4).")
+    ] = 4,
+    exclude_run: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--exclude-run", help="Leave this run out (the run being judged). Repeatable."
+        ),
+    ] = None,
+    json_output: JsonFlag = False,
 ) -> None:
     """Pick calibration anchors balanced across the PM's pass and fail labels.
 
@@ -35,7 +50,7 @@ def exemplars(
     """
     from pmos.gate.exemplars import select_anchors
 
-    selection = select_anchors(kit(), n, exclude_run)
+    selection = select_anchors(kit(), n, exclude_run or [])
     if json_output:
         emit_json(selection.as_dict())
         return
@@ -56,7 +71,7 @@ def exemplars(
         typer.echo(f"disclosure: {disclosure}")
 
 
-def known_bad_seed(json_output: bool = JSON_OPTION) -> None:
+def known_bad_seed(json_output: JsonFlag = False) -> None:
     """Register each known-bad case as a run with PM label fail (by "seeded").
 
     Idempotent: a registered run or an existing label is left as it is. The seeded
@@ -87,10 +102,13 @@ def known_bad_seed(json_output: bool = JSON_OPTION) -> None:
 
 
 def skill_check(
-    paths: list[Path] | None = typer.Argument(
-        None, help="Files or folders to check; default: the kit's skills, planning and docs."
-    ),
-    json_output: bool = JSON_OPTION,
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Files or folders to check; default: the kit's skills, planning and docs."
+        ),
+    ] = None,
+    json_output: JsonFlag = False,
 ) -> None:
     """Check skills' frontmatter, every `pmos ...` command the documents name, and links.
 

@@ -6,33 +6,79 @@ lives there. Success prints the record_id (the stored record with --json).
 
 from __future__ import annotations
 
+import enum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from pmos.cli._app import JSON_OPTION, emit_json, kit, new_typer, warn
+from pmos.cli._app import JsonFlag, emit_json, examples, kit, new_typer, warn
 
-LEDGER_OPTION = typer.Option(
-    None,
-    "--ledger",
-    help="Expected ledger file; the write is refused unless it is this kit's ledger of the "
-    "right kind.",
+
+class Label(enum.StrEnum):
+    """A PM's label (the acceptance schema's ``label``)."""
+
+    passed = "pass"
+    failed = "fail"
+
+
+class AxisVerdict(enum.StrEnum):
+    """One axis of a verdict, spec or standards (the verdict schema's axis ``verdict``)."""
+
+    passed = "pass"
+    failed = "fail"
+
+
+Ledger = Annotated[
+    Path | None,
+    typer.Option(
+        "--ledger",
+        help="Expected ledger file; the write is refused unless it is this kit's ledger of the "
+        "right kind.",
+    ),
+]
+
+SHORT_FORM = (
+    "pmos eval log run-7 checkout 0.86 PASS planning/evals/agent-run-eval-rubric.md gpt-5 "
+    "--spec pass --standards pass --note 'both criteria met'"
 )
 
 
 def register(app: typer.Typer) -> None:
-    run_app = new_typer("Register agent runs.")
-    run_app.command("register")(run_register)
+    run_app = new_typer(
+        "Register agent runs.",
+        example="pmos run register --run-id run-7 --initiative-id checkout --builder-model m",
+    )
+    run_app.command(
+        "register",
+        epilog=examples(
+            "pmos run register --run-id run-7 --initiative-id checkout "
+            "--builder-model claude-sonnet-4 --contract contract.yaml"
+        ),
+    )(run_register)
     app.add_typer(run_app, name="run")
-    eval_app = new_typer("Record review-gate verdicts.")
-    eval_app.command("record")(eval_record)
-    eval_app.command("log", context_settings={"ignore_unknown_options": False})(eval_log)
+    eval_app = new_typer(
+        "Record review-gate verdicts.", example="pmos eval record --file verdict.json"
+    )
+    eval_app.command("record", epilog=examples("pmos eval record --file verdict.json"))(eval_record)
+    eval_app.command(
+        "log",
+        context_settings={"ignore_unknown_options": False},
+        epilog=examples(
+            SHORT_FORM, "pmos eval log run-8 checkout SKIPPED 'the branch was never pushed'"
+        ),
+    )(eval_log)
     from pmos.cli.draftcmds import eval_draft
 
-    eval_app.command("draft")(eval_draft)
+    eval_app.command("draft", epilog=examples("pmos eval draft --run-id run-7 --json"))(eval_draft)
     app.add_typer(eval_app, name="eval")
-    app.command("accept")(accept)
+    app.command(
+        "accept",
+        epilog=examples(
+            "pmos accept run-7 --label pass --by ana --note 'works as asked'",
+            "pmos accept run-99 --label fail --by ana --allow-unknown-run",
+        ),
+    )(accept)
 
 
 def _report(written, json_output: bool) -> None:
@@ -44,12 +90,17 @@ def _report(written, json_output: bool) -> None:
 
 
 def run_register(
-    run_id: str = typer.Option(..., "--run-id", help="Id of the agent run."),
-    initiative_id: str = typer.Option(..., "--initiative-id", help="Initiative the run serves."),
-    builder_model: str = typer.Option(..., "--builder-model", help="Model that built the run."),
-    contract: Path | None = typer.Option(
-        None, "--contract", help="Pre-run contract (YAML or JSON) with done_criteria."
-    ),
+    run_id: Annotated[str, typer.Option("--run-id", help="Id of the agent run.")],
+    initiative_id: Annotated[
+        str, typer.Option("--initiative-id", help="Initiative the run serves.")
+    ],
+    builder_model: Annotated[
+        str, typer.Option("--builder-model", help="Model that built the run.")
+    ],
+    contract: Annotated[
+        Path | None,
+        typer.Option("--contract", help="Pre-run contract (YAML or JSON) with done_criteria."),
+    ] = None,
     repo: Annotated[
         str | None,
         typer.Option(
@@ -69,8 +120,8 @@ def run_register(
         str | None,
         typer.Option("--head", metavar="REV", help="Revision the run ended at (needs --repo)."),
     ] = None,
-    ledger: Path | None = LEDGER_OPTION,
-    json_output: bool = JSON_OPTION,
+    ledger: Ledger = None,
+    json_output: JsonFlag = False,
 ) -> None:
     """Register a run, its pre-run contract and what it built.
 
@@ -103,9 +154,9 @@ def _read_json(source: str, what: str = "verdict") -> Any:
 
 
 def eval_record(
-    file: str = typer.Option(..., "--file", "-f", help="Verdict JSON file, or - for stdin."),
-    ledger: Path | None = LEDGER_OPTION,
-    json_output: bool = JSON_OPTION,
+    file: Annotated[str, typer.Option("--file", "-f", help="Verdict JSON file, or - for stdin.")],
+    ledger: Ledger = None,
+    json_output: JsonFlag = False,
 ) -> None:
     """Record a full verdict (two axes, criteria, dimensions, defects)."""
     from pmos.gate.writers import record_verdict
@@ -114,15 +165,33 @@ def eval_record(
 
 
 def eval_log(
-    args: list[str] = typer.Argument(
-        ...,
-        metavar="RUN_ID INITIATIVE_ID (SCORE VERDICT RUBRIC_PATH | SKIPPED REASON [RUBRIC_PATH]) "
-        "[EVALUATOR_MODEL]",
-        help="Positional fields of the kit's short form.",
-    ),
-    spec: str | None = typer.Option(None, "--spec", help="Spec axis: pass or fail."),
-    standards: str | None = typer.Option(None, "--standards", help="Standards axis: pass|fail."),
-    note: str | None = typer.Option(None, "--note", help="Free-text note (axis rationales)."),
+    args: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="RUN_ID INITIATIVE_ID (SCORE VERDICT RUBRIC_PATH | SKIPPED REASON "
+            "[RUBRIC_PATH]) [EVALUATOR_MODEL]",
+            help="Positional fields of the kit's short form. RUBRIC_PATH is relative to the "
+            "kit root; EVALUATOR_MODEL defaults to $PMOS_EVALUATOR_MODEL.",
+        ),
+    ],
+    spec: Annotated[
+        AxisVerdict | None,
+        typer.Option(
+            "--spec",
+            help="Spec axis, for a run without a contract (with a contract it is derived "
+            "from --criterion). Refused with SKIPPED.",
+        ),
+    ] = None,
+    standards: Annotated[
+        AxisVerdict | None,
+        typer.Option(
+            "--standards",
+            help="Standards axis. Required for a judged verdict; refused with SKIPPED.",
+        ),
+    ] = None,
+    note: Annotated[
+        str | None, typer.Option("--note", help="Free-text note (axis rationales).")
+    ] = None,
     criterion: Annotated[
         list[str] | None,
         typer.Option(
@@ -133,26 +202,39 @@ def eval_log(
             "is derived from the grades. 'unverified' is stored as fail with verified: false.",
         ),
     ] = None,
-    ledger: Path | None = LEDGER_OPTION,
-    json_output: bool = JSON_OPTION,
+    ledger: Ledger = None,
+    json_output: JsonFlag = False,
 ) -> None:
     """Record a verdict in the kit's short form (no per-dimension detail).
 
-    EVALUATOR_MODEL defaults to $PMOS_EVALUATOR_MODEL. Example:
-    pmos eval log r1 i1 0.82 PASS planning/evals/agent-run-eval-rubric.md gpt-5
-    --criterion c1=pass:tests/test_api.py::test_404 --criterion c2=pass --standards pass
+    On a run with a contract, grade every done-criterion with --criterion; the
+    spec axis is derived from the grades.
     """
     from pmos.gate.writers import parse_short_form, record_short_verdict
 
-    fields = parse_short_form(args, spec=spec, standards=standards, note=note, criteria=criterion)
+    fields = parse_short_form(
+        args,
+        spec=spec.value if spec else None,
+        standards=standards.value if standards else None,
+        note=note,
+        criteria=criterion,
+    )
     _report(record_short_verdict(kit(), **fields, target=ledger), json_output)
 
 
 def accept(
-    run_id: str = typer.Argument(..., help="Run to label."),
-    label: str = typer.Option(..., "--label", help="pass or fail."),
-    by: str = typer.Option(..., "--by", help="Who is labelling (the PM)."),
-    note: str | None = typer.Option(None, "--note", help="Why."),
+    run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help="Run to label.")],
+    label: Annotated[Label, typer.Option("--label", help="The PM's label.")],
+    by: Annotated[str, typer.Option("--by", help="Who is labelling (the PM).")],
+    note: Annotated[str | None, typer.Option("--note", help="Why.")] = None,
+    allow_unknown_run: Annotated[
+        bool,
+        typer.Option(
+            "--allow-unknown-run",
+            help="Label a run the kit has never seen (no registration, no verdict); without "
+            "it such a label is refused, since it is most often a typo in RUN_ID.",
+        ),
+    ] = False,
     sign_key: Annotated[
         Path | None,
         typer.Option(
@@ -163,8 +245,8 @@ def accept(
             "Required when pmos.yaml has signing.required: true.",
         ),
     ] = None,
-    ledger: Path | None = LEDGER_OPTION,
-    json_output: bool = JSON_OPTION,
+    ledger: Ledger = None,
+    json_output: JsonFlag = False,
 ) -> None:
     """Record a PM's acceptance label for a run (supersedes an earlier one).
 
@@ -178,11 +260,12 @@ def accept(
     written = record_acceptance(
         k,
         run_id=run_id,
-        label=label,
+        label=label.value,
         by=by,
         note=note,
         target=ledger,
         signing_key=_signing_key(sign_key, k),
+        refuse_unknown_run=not allow_unknown_run,
     )
     _report(written, json_output)
 

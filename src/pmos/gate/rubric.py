@@ -63,8 +63,31 @@ def resolve_rubric_path(root: Path, rubric_path: str) -> Path:
     """The rubric file ``rubric_path`` names, which must be a file inside ``root``."""
     real = resolve_inside(root, rubric_path, what="rubric", for_writing=False)
     if not real.is_file():
-        raise BadInput(f"rubric {rubric_path!r} does not exist in the kit root {root}")
+        found = ", ".join(list_rubrics(root)) or "none"
+        raise BadInput(
+            f"rubric {rubric_path!r} does not exist in the kit root {root} (rubric paths are "
+            f"relative to the kit root, not to the working directory); rubrics found: {found}"
+        )
     return real
+
+
+def list_rubrics(root: Path) -> list[str]:
+    """Kit-relative paths of the Markdown files with rubric frontmatter under ``planning/``.
+
+    Named in the error for a rubric path that does not exist, so the fix is a copy away.
+    """
+    found = []
+    for path in sorted((Path(root) / "planning").rglob("*.md")):
+        if path.is_symlink() or not path.is_file():
+            continue
+        try:
+            with path.open(encoding="utf-8") as handle:
+                head = handle.read(4096)
+        except (OSError, UnicodeDecodeError):
+            continue
+        if head.startswith("---") and "\ndimensions:" in head and "\nthreshold:" in head:
+            found.append(path.relative_to(root).as_posix())
+    return found
 
 
 def load_rubric(root: Path, rubric_path: str) -> Rubric:

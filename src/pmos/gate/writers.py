@@ -268,6 +268,11 @@ def parse_short_form(
             criteria=grades,
         )
     fields["evaluator_model"] = rest[1] if len(rest) > 1 else evaluator_model_from_env()
+    if fields["evaluator_model"] is None and third != SKIPPED:
+        raise BadInput(
+            "EVALUATOR_MODEL is missing: give the evaluator's model as the sixth argument, "
+            "after RUBRIC_PATH, or set PMOS_EVALUATOR_MODEL\n" + SHORT_FORM_USAGE
+        )
     return fields
 
 
@@ -370,6 +375,9 @@ def _verdict_flags(
 
 # ---------------------------------------------------------------- acceptance
 
+#: The rule that refuses a label for a run the kit has never seen.
+UNKNOWN_RUN = "unknown-run"
+
 
 def record_acceptance(
     kit: Kit,
@@ -381,6 +389,7 @@ def record_acceptance(
     target: str | Path | None = None,
     only_if_unlabelled: bool = False,
     signing_key: Any = None,
+    refuse_unknown_run: bool = False,
 ) -> Written | None:
     """Store a PM's acceptance label; it supersedes any earlier label of the run.
 
@@ -399,6 +408,13 @@ def record_acceptance(
     signs the label (:mod:`pmos.gate.signing`). When the kit's pmos.yaml names
     an allowed-signers file, a signature it does not allow is refused, and with
     ``signing.required`` so is an unsigned label.
+
+    With ``refuse_unknown_run`` (what ``pmos accept`` passes unless told
+    ``--allow-unknown-run``), a run the kit has never seen (not registered, no
+    verdict of any kind) is refused (``unknown-run``): a label is permanent,
+    and a label for a run nobody registered or judged is far more often a typo
+    in the run id than a run recorded elsewhere. Programs that label runs they
+    know about (seeding, tests, other kits' imports) keep the old behaviour.
     """
     from pmos.gate import exemplars, signing
 
@@ -427,6 +443,9 @@ def record_acceptance(
             record["flags"] = ["unregistered-run"]
             notes.append(f"run {run_id!r} was never registered; the label is flagged")
         latest = lookup.latest_verdict(kit.store, run_id, judged=True)
+        unknown = run is None and latest is None and refuse_unknown_run
+        if unknown and lookup.latest_verdict(kit.store, run_id) is None:
+            raise RecordRejected("acceptance", [_unknown_run(run_id)])
         record["gate_verdict"] = latest["verdict"] if latest else None
         record["gate_record_id"] = latest["record_id"] if latest else None
         reject_if("acceptances", schema_problems("acceptances", record))
@@ -463,6 +482,16 @@ def record_acceptance(
     if overridden:
         written.warnings.append(exemplars.log_override(kit, written.record, overridden["verdict"]))
     return written
+
+
+def _unknown_run(run_id: str) -> Violation:
+    return Violation(
+        UNKNOWN_RUN,
+        "run_id",
+        f"the kit has never seen run {run_id!r}: it is not registered and has no verdict. "
+        "Check RUN_ID for a typo ('pmos queue' and 'pmos ledger show runs' list known runs), "
+        "or pass --allow-unknown-run to label it anyway",
+    )
 
 
 def evaluator_model_from_env() -> str | None:

@@ -119,3 +119,21 @@ def _create(target: Path, rel: str, report: InitReport, make) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     make(target)
     report.created.append(rel)
+
+
+def summarise(files: list[str]) -> str:
+    """``files`` (kit-relative paths) in one line: top-level files by name, folders by count.
+
+    ``pmos init`` prints this instead of one line per file, so its output fits a
+    screen and the next steps are not scrolled away.
+    """
+    loose: list[str] = []
+    folders: dict[str, int] = {}
+    for rel in files:
+        top, sep, _ = rel.partition("/")
+        if sep:
+            folders[top] = folders.get(top, 0) + 1
+        else:
+            loose.append(rel)
+    parts = loose + [f"{top}/ ({n})" for top, n in sorted(folders.items())]
+    return ", ".join(parts)

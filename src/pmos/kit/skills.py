@@ -33,7 +33,15 @@ from pmos.errors import BadInput
 from pmos.inputs import read_input_text
 
 #: What ``pmos skill check`` reads when given no path (those present in the kit root).
-DEFAULT_TARGETS = ("skills", "planning", "AGENTS.md", "CLAUDE.md", "DECISIONS.md", "README.md")
+DEFAULT_TARGETS = (
+    "skills",
+    "planning",
+    "AGENTS.md",
+    "CLAUDE.md",
+    "DECISIONS.md",
+    "README.md",
+    "docs",
+)
 MAX_BODY_LINES = 500
 SHELL_LANGUAGES = frozenset({"", "sh", "bash", "shell", "console", "zsh", "shell-session"})
 KIT_SCRIPT = "scripts/pmos-log.sh"
@@ -155,8 +163,8 @@ class CommandTree:
     def check_script(self, args: list[str]) -> str | None:
         if self.script is None:
             return f"{KIT_SCRIPT} was not found, so its subcommands cannot be checked"
-        if not args:
-            return None
+        if not args or args[0] in ("--help", "-h"):
+            return None  # the script's own usage
         sub = args[0]
         if sub not in self.script:
             known = ", ".join(sorted(self.script))

@@ -505,3 +505,50 @@ def _recommend(mode: str, qualified: bool, reason: str | None) -> tuple[bool, st
     if qualified:
         return True, "policy auto_create_qualified: critical or must-fix, so it is created"
     return False, "policy auto_create_qualified: below must-fix, so kept for review, not created"
+
+
+# ---------------------------------------------------------------- promote
+
+
+def promote(
+    kit: Kit, suggestion: str, *, by: str | None = None, note: str | None = None
+) -> dict[str, Any]:
+    """Create the task of a suggestion a person reviewed; return the created record.
+
+    A suggestion persisted without a task (policy ``suggest``, below must-fix, or
+    suppressed as generic or weak) can be promoted by hand. The task is built as
+    ``suggest`` builds a decided one: from the stored suggestion record alone
+    (:func:`task_from_suggestion`). Its id is derived from
+    the suggestion id and checked under the tasks lock, so a suggestion becomes
+    at most one task. Refused (:class:`BadInput`) when the id is unknown, the
+    suggestion already has a task, or an open task has the same dedupe key.
+    Only the tasks ledger is written; the task's provenance names the suggestion.
+    """
+    stored = [r for r in read.records(kit.store, KIND) if r["suggestionId"] == suggestion]
+    if not stored:
+        raise BadInput(
+            f"SUGGESTION_ID {suggestion!r} is not in the followups ledger "
+            "(see: pmos followups suggest --run-id RUN --json)"
+        )
+    latest = stored[-1]
+    task_id = task_id_for(suggestion)
+    fields = task_from_suggestion({**latest, "createdTaskId": task_id})
+    fields.update({k: v for k, v in (("by", by), ("note", note)) if v is not None})
+
+    def build() -> list[dict[str, Any]]:
+        tasks_now = current_tasks(kit)
+        made = next((r["createdTaskId"] for r in stored if r["createdTaskId"]), None)
+        if task_id in tasks_now or made is not None:
+            raise BadInput(
+                f"suggestion {suggestion!r} is already task {made or task_id!r} "
+                "(see: pmos tasks list)"
+            )
+        for view in tasks_now.values():
+            if view.is_open and view.created["dedupeKey"] == latest["dedupeKey"]:
+                raise BadInput(
+                    f"open task {view.task_id!r} already tracks this problem "
+                    f"(dedupe key {latest['dedupeKey']})"
+                )
+        return [created_record(fields)]
+
+    return append_created(kit, build)[0]
