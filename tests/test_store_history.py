@@ -249,3 +249,31 @@ def test_a_vanished_ledger_folder_is_refused_not_read_as_empty(cli, kit_root):
     assert result.exit_code == 2 and "missing" in result.stderr
     assert not (kit_root / "state" / "acceptances").exists()
     assert cli("ledger", "verify").exit_code == 1
+
+
+def test_a_forged_record_that_breaks_a_writer_rule_is_named_by_verify(cli, kit_root):
+    """Issue 11's reproduction: a hand-made verdict, correctly sealed, that no writer
+    would accept (PASS with score 0.01 and a failed spec axis). Every file checks
+    out; re-applying the writer's rules names the record and the rule."""
+    from conftest import good_verdict
+
+    assert cli(*REGISTER_R).exit_code == 0
+    verdict = good_verdict(run_id="r", initiative_id="i")
+    assert cli("eval", "record", "--file", "-", input=json.dumps(verdict)).exit_code == 0
+    [stored_verdict] = stored(kit_root, "evals")
+    forged = {
+        **stored_verdict,
+        "record_id": stored_verdict["record_id"][:-8] + "f0f0f0f0",
+        "score": 0.01,
+        "axes": {**stored_verdict["axes"], "spec": {"verdict": "fail", "rationale": "x"}},
+    }
+    path = forge(kit_root, "evals", forged)
+    assert cli("ledger", "verify").exit_code == 0  # sealed like any record
+    result = cli("ledger", "verify", "--schema", "--json")
+    assert result.exit_code == 1
+    [evals] = [r for r in json.loads(result.stdout)["ledgers"] if r["kind"] == "evals"]
+    named = [p for p in evals["problems"] if p["file"] == str(path)]
+    assert named and all(p["problem"].startswith("rule: ") for p in named)
+    assert any("score" in p["problem"] for p in named)
+    human = cli("ledger", "verify", "--schema")
+    assert f"{path}: rule: " in human.stdout

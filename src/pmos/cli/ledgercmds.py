@@ -41,7 +41,13 @@ def register(app: typer.Typer) -> None:
 
 def verify(
     schema: Annotated[
-        bool, typer.Option("--schema", help="Also re-validate every record.")
+        bool,
+        typer.Option(
+            "--schema",
+            help="Also re-check every record against its schema and every rule its writer "
+            "enforces (the combine rule, axes, weighted sum, verified cap, contract grading, "
+            "rubric match, label signatures).",
+        ),
     ] = False,
     since: Annotated[
         str | None,
@@ -61,8 +67,18 @@ def verify(
     """
     from pmos.store.verify import verify_store
 
-    store = kit().store
-    reports = verify_store(store, with_schema=schema)
+    k = kit()
+    store = k.store
+    check = None
+    if schema:
+        from pmos.gate.recheck import Context, stored_record_problems
+
+        context = Context(k)
+
+        def check(kind: str, record: dict) -> list:
+            return stored_record_problems(k, kind, record, context=context)
+
+    reports = verify_store(store, check=check)
     ok = all(r.ok for r in reports)
     history = None
     if since is not None and ok:
