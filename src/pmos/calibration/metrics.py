@@ -24,7 +24,7 @@ from typing import Any
 from pmos.calibration import stats
 from pmos.errors import BadInput, LedgerCorrupt
 from pmos.gate.pass_fraction import MAX_WINDOW, PassFraction
-from pmos.kit import Kit
+from pmos.kit import Config, Kit
 from pmos.store.layout import Store
 from pmos.store.read import records
 from pmos.store.rows import row_type
@@ -278,17 +278,42 @@ def compute_metrics(
     since: datetime | None = None,
 ) -> dict[str, Any]:
     """The calibration report (see the README's "Calibration metrics" for every key)."""
-    config = kit.config
+    settings = settings_for(kit.config, window)
+    scope = Scope(initiative, model, since)
+    return metrics_report(_read_and_pair(kit, scope, settings.window), settings)
+
+
+def metrics_from_readings(
+    judged: Verdicts,
+    labelled: Labels,
+    config: Config,
+    *,
+    window: int | None = None,
+    initiative: str | None = None,
+    model: str | None = None,
+    since: datetime | None = None,
+) -> dict[str, Any]:
+    """The calibration report from per-run readings made elsewhere (``pmos metrics
+    --db`` builds them from SQL): the same pairing and statistics as :func:`compute_metrics`."""
+    settings = settings_for(config, window)
+    scope = Scope(initiative, model, since)
+    return metrics_report(_pair(judged, labelled, scope), settings)
+
+
+def settings_for(config: Config, window: int | None) -> Settings:
+    """The settings a report uses: ``config``'s, with ``window`` (checked) if given."""
     if window is None:
         window = config.pass_fraction_window
     if isinstance(window, bool) or not isinstance(window, int) or not 1 <= window <= MAX_WINDOW:
         raise BadInput(
             f"window: must be a whole number of verdicts from 1 to {MAX_WINDOW:,}; got {window!r}"
         )
-    settings = Settings(config.kappa_threshold, config.min_pairs, window, config.goodhart_alarm)
-    scope = Scope(initiative, model, since)
-    paired = _read_and_pair(kit, scope, window)
+    return Settings(config.kappa_threshold, config.min_pairs, window, config.goodhart_alarm)
 
+
+def metrics_report(paired: Paired, settings: Settings) -> dict[str, Any]:
+    """Every key of the report, computed from the paired counts."""
+    window = settings.window
     report = _group_report(paired.total, paired.pass_fraction, settings)
     report["kappa_threshold"] = settings.kappa_threshold
     report["pass_fraction_window"] = window

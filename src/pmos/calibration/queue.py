@@ -79,6 +79,20 @@ def compute_queue(kit: Kit, now: datetime | None = None) -> Queue:
             state[2] = verdict
     labels = row_type("acceptances", ("run_id",))
     labelled = {label.run_id for label in records(kit.store, "acceptances", row=labels)}
+    return queue_from(registered, verdicts, labelled, now)
+
+
+def queue_from(
+    registered: dict[str, tuple[str, str]],
+    verdicts: dict[str, list[Any]],
+    labelled: set[str],
+    now: datetime,
+) -> Queue:
+    """Both debts from per-run readings (``pmos queue --db`` builds them from SQL):
+    ``registered`` run -> (initiative_id, recorded_at) of its first registration;
+    ``verdicts`` run -> [latest verdict, its skipped_reason, latest non-SKIPPED
+    verdict or None, first verdict's initiative_id, first verdict's recorded_at];
+    ``labelled`` the runs with a PM label."""
 
     def entry(run: str, initiative: str, since: str, registered_run: bool) -> dict[str, Any]:
         age = int((now - parse_instant(since)).total_seconds())

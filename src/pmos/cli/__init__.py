@@ -39,6 +39,8 @@ COMMAND_MODULES: dict[str, str] = {
     "assess": "assesscmds",
     "metrics": "metricscmds",
     "queue": "metricscmds",
+    "sync": "dbcmds",
+    "db": "dbcmds",
     "exemplars": "skillcmds",
     "known-bad": "skillcmds",
     "skill": "skillcmds",

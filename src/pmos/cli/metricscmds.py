@@ -2,12 +2,33 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
 from pmos import exit_codes
 from pmos.cli._app import JSON_OPTION, emit_json, kit, table
+
+DbOption = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        metavar="DSN",
+        help="Read the kits synced to this PostgreSQL database ('pmos sync') instead of "
+        "this kit's ledgers.",
+    ),
+]
+KitsOption = Annotated[
+    list[str] | None,
+    typer.Option("--kit", help="With --db: only this kit id (repeatable; default all kits)."),
+]
+
+
+def _no_kits_without_db(kits: list[str] | None) -> None:
+    if kits:
+        from pmos.errors import BadInput
+
+        raise BadInput("--kit selects kits in a database: it needs --db DSN")
 
 
 def register(app: typer.Typer) -> None:
@@ -27,24 +48,35 @@ def metrics(
     since: str | None = typer.Option(
         None, "--since", help="Only verdicts recorded at or after DATE (YYYY-MM-DD or RFC 3339)."
     ),
+    db: DbOption = None,
+    kits: KitsOption = None,
 ) -> None:
     """Calibration of the review gate against PM labels: kappa, TPR/TNR, pass fraction.
 
     The gate stays advisory until kappa reaches the threshold over enough pairs
-    with both pass and fail PM labels.
+    with both pass and fail PM labels. With --db, over the kits synced to that
+    database (all, or those given with --kit).
     """
     from pmos.calibration.metrics import compute_metrics, parse_since
 
-    report = compute_metrics(
-        kit(),
-        window=window,
-        initiative=initiative,
-        model=model,
-        since=parse_since(since) if since is not None else None,
-    )
+    filters = {
+        "window": window,
+        "initiative": initiative,
+        "model": model,
+        "since": parse_since(since) if since is not None else None,
+    }
+    if db is not None:
+        from pmos.db.readings import db_metrics
+
+        report = db_metrics(db, kits=kits, **filters)
+    else:
+        _no_kits_without_db(kits)
+        report = compute_metrics(kit(), **filters)
     if json_output:
         emit_json(report)
         return
+    if db is not None:
+        typer.echo(f"kits ({len(report['kits'])}): {', '.join(report['kits']) or 'none'}")
     typer.echo(render_metrics(report))
 
 
@@ -144,9 +176,18 @@ def render_metrics(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def queue(json_output: bool = JSON_OPTION) -> None:
+def queue(json_output: bool = JSON_OPTION, db: DbOption = None, kits: KitsOption = None) -> None:
     """Verification debt (runs with no verdict or a SKIPPED one) and acceptance debt
-    (judged runs the PM has not labelled). Exits 1 while verification debt exists."""
+    (judged runs the PM has not labelled). Exits 1 while verification debt exists.
+
+    With --db, every synced kit's queue (or those given with --kit); entries name their kit.
+    """
+    if db is not None:
+        from pmos.db.queue import db_queue
+
+        _render_db_queue(db_queue(db, kits=kits), json_output)
+        return
+    _no_kits_without_db(kits)
     from pmos.calibration.queue import compute_queue
 
     q = compute_queue(kit())
@@ -174,4 +215,41 @@ def queue(json_output: bool = JSON_OPTION) -> None:
             ]
             typer.echo(table(["run_id", "initiative", "age", "verdict", "note"], rows))
     if q.verification_debt:
+        raise typer.Exit(exit_codes.CHECK_FAILED)
+
+
+def _render_db_queue(q: dict[str, Any], json_output: bool) -> None:
+    if json_output:
+        emit_json(q)
+    else:
+        typer.echo(f"kits: {len(q['kits'])}")
+        typer.echo(f"verification debt: {len(q['verification_debt'])} run(s)")
+        if q["verification_debt"]:
+            rows = [
+                [
+                    d["kit_id"],
+                    d["run_id"],
+                    d["initiative_id"],
+                    d["age"],
+                    d["status"],
+                    d["skipped_reason"],
+                ]
+                for d in q["verification_debt"]
+            ]
+            typer.echo(table(["kit", "run_id", "initiative", "age", "status", "skip reason"], rows))
+        typer.echo(f"acceptance debt: {len(q['acceptance_debt'])} run(s)")
+        if q["acceptance_debt"]:
+            rows = [
+                [
+                    d["kit_id"],
+                    d["run_id"],
+                    d["initiative_id"],
+                    d["age"],
+                    d["verdict"],
+                    "" if d["registered"] else "unregistered",
+                ]
+                for d in q["acceptance_debt"]
+            ]
+            typer.echo(table(["kit", "run_id", "initiative", "age", "verdict", "note"], rows))
+    if q["verification_debt"]:
         raise typer.Exit(exit_codes.CHECK_FAILED)
