@@ -38,9 +38,7 @@ def git_kit(folder: Path, remote: str | None) -> Kit:
     kit = new_kit(folder)
     subprocess.run(["git", "init", "-q", str(folder)], check=True)
     if remote is not None:
-        subprocess.run(
-            ["git", "-C", str(folder), "remote", "add", "origin", remote], check=True
-        )
+        subprocess.run(["git", "-C", str(folder), "remote", "add", "origin", remote], check=True)
     return kit
 
 

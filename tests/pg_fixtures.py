@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+
 from pgserver import PgServer, find_bin_dir
 
 #: Faster, crash-unsafe settings: a test server never outlives its session.
