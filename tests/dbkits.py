@@ -116,30 +116,25 @@ def union_kit(folder: Path, *kits: Kit) -> Kit:
     return union
 
 
-def bulk_verdicts(kit: Kit, count: int, *, prefix: str = "bulk", batch: int = 2_000) -> None:
-    """``count`` schema-valid short-form verdicts through the store's append path, in
-    batches (the gate's writer takes a lock and an fsync per record: too slow for bulk)."""
+def bulk_labels(
+    kit: Kit, count: int, *, prefix: str = "bulk", note_bytes: int = 20_000, batch: int = 100
+) -> None:
+    """``count`` schema-valid PM labels with long notes, through the store's append path
+    in batches: many bytes for a sync to copy, from few records (each record is
+    validated against its schema, which costs far more per record than its size)."""
     from pmos.store.append import record_meta
 
     for start in range(0, count, batch):
-        records = []
-        for i in range(start, min(count, start + batch)):
-            passing = i % 3 != 0
-            records.append(
-                {
-                    **record_meta("evals"),
-                    "form": "short",
-                    "run_id": f"{prefix}-{i:07d}",
-                    "initiative_id": "init-bulk",
-                    "verdict": "PASS" if passing else "FAIL",
-                    "score": 0.9 if passing else 0.3,
-                    "rubric_path": RUBRIC,
-                    "evaluator_model": "gpt-5",
-                    "axes": {
-                        "spec": {"verdict": "pass" if passing else "fail"},
-                        "standards": {"verdict": "pass" if passing else "fail"},
-                    },
-                    "pass_fraction": 0.5,
-                }
-            )
-        append(kit.store, "evals", lambda records=records: Draft(records))
+        records = [
+            {
+                **record_meta("acceptances"),
+                "run_id": f"{prefix}-{i:07d}",
+                "label": "pass" if i % 3 else "fail",
+                "by": "pm-bulk",
+                "note": f"{i} " + "review notes " * (note_bytes // 13),
+                "gate_verdict": None,
+                "gate_record_id": None,
+            }
+            for i in range(start, min(count, start + batch))
+        ]
+        append(kit.store, "acceptances", lambda records=records: Draft(records))

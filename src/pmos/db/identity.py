@@ -85,7 +85,7 @@ def normalise_remote(url: str, repo: Path) -> str:
         parts = urlsplit(url)
         path = parts.path
         if parts.scheme == "file":
-            return "file:" + _clean_path(str(Path(path).resolve()))
+            return _local(Path(path), repo)
         host = (parts.hostname or "").lower()
         try:
             port = parts.port
@@ -97,10 +97,13 @@ def normalise_remote(url: str, repo: Path) -> str:
     scp = _SCP.match(url)
     if scp:
         return f"{scp.group(1).lower()}/{_clean_path(scp.group(2))}"
-    local = Path(url)
-    if not local.is_absolute():
-        local = repo / local
-    return "file:" + _clean_path(str(local.resolve()))
+    return _local(Path(url), repo)
+
+
+def _local(path: Path, repo: Path) -> str:
+    """A remote on this machine: ``file:`` and its absolute path, without ``.git``."""
+    absolute = (path if path.is_absolute() else repo / path).resolve()
+    return "file:/" + _clean_path(absolute.as_posix())
 
 
 def _clean_path(path: str) -> str:
