@@ -74,10 +74,13 @@ def register(kit: Kit, run: str, initiative: str) -> None:
     register_run(kit, run_id=run, initiative_id=initiative, builder_model="claude-builder")
 
 
-def populate(kit: Kit, prefix: str, models: list[str], runs: int = 40, seed: int = 1) -> None:
-    """``runs`` registered runs in the mix described in the module docstring."""
-    rng = random.Random(seed)
-    for i in range(runs):
+def populate(
+    kit: Kit, prefix: str, models: list[str], runs: int = 40, seed: int = 1, first: int = 0
+) -> None:
+    """``runs`` registered runs (numbered from ``first``) in the mix described in the
+    module docstring."""
+    rng = random.Random(seed * 100_003 + first)
+    for i in range(first, first + runs):
         run = f"{prefix}-{i:03d}"
         initiative = f"init-{i % 3}"
         model = models[i % len(models)]
