@@ -39,7 +39,9 @@ class PgServer:
     def __init__(self, bin_dir: Path, settings: dict[str, str] | None = None) -> None:
         self.bin_dir = bin_dir
         self.as_root = os.geteuid() == 0
-        self.folder = Path(tempfile.mkdtemp(prefix="pmos-pg-"))
+        # /tmp, not $TMPDIR: the server user must reach the folder, and the socket
+        # path must stay short (at most 107 bytes).
+        self.folder = Path(tempfile.mkdtemp(prefix="pmos-pg-", dir="/tmp"))
         self.data = self.folder / "data"
         self.log = self.folder / "server.log"
         self.superuser = SERVER_USER if self.as_root else _current_user()
