@@ -3,18 +3,20 @@
 The whole sync is one transaction:
 
 1. the database must be at this pmos's schema version, and the kit's ledgers
-   must pass verification (:func:`pmos.store.verify.verify_store`): a kit
-   that fails is refused before anything is written;
+   must pass verification (:func:`pmos.store.verify.verify_store`, run in a
+   forked child while the copy proceeds): a kit that fails is refused and
+   the transaction rolled back, so nothing of it is ever committed;
 2. the kit gets its row in ``kits`` (by its stable id, :mod:`pmos.db.identity`)
    and the transaction takes an advisory lock on it, so two syncs of one kit
    (two clones, two CI jobs) run one after the other while syncs of other kits
    run side by side;
 3. per ledger kind, the digests the database already holds for the kit are
    read, and only the records it lacks are streamed with COPY into a
-   temporary table, then moved with ``INSERT ... ON CONFLICT DO NOTHING``
-   (the database types the queried columns itself, see the migrations);
-4. a row in ``syncs`` records what was copied and the kit's settings, and the
-   transaction commits.
+   temporary table, then moved by the kind's ``pmos_store_<table>`` function
+   with ``INSERT ... ON CONFLICT DO NOTHING`` (the database types the queried
+   columns itself, see the migrations);
+4. once verification has passed, a row in ``syncs`` records what was copied
+   and the kit's settings, and the transaction commits.
 
 A sync killed at any point (a crash, SIGKILL mid-COPY, a lost connection)
 commits nothing: the server rolls the transaction back, and the next sync
@@ -30,6 +32,7 @@ database overlap (psycopg releases the GIL while it waits on the server).
 from __future__ import annotations
 
 import contextlib
+import os
 import queue
 import threading
 from collections.abc import Callable, Iterator
@@ -46,6 +49,8 @@ from pmos.db.settings import settings_of
 from pmos.db.tables import table_of
 from pmos.errors import LedgerCorrupt
 from pmos.kit import Kit
+from pmos.store.forked import ForkedCall
+from pmos.store.layout import Store
 from pmos.store.read import records_with_digests
 from pmos.store.registry import LEDGER_KINDS
 from pmos.store.verify import verify_store
@@ -97,44 +102,83 @@ class SyncReport(NamedTuple):
 def sync_kit(kit: Kit, dsn: str, *, kit_id: str | None = None) -> SyncReport:
     """Copy every record of ``kit`` the database lacks (see the module docstring)."""
     identity = kit_identity(kit.root, kit_id)
-    with connection(dsn, purpose="sync") as conn:
-        require_current(conn)
-        _require_tables(conn)
-        _refuse_unverified(kit)
-        kit_key, new_kit = _kit_key(conn, identity)
-        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, kit_key))
-        conn.execute(
-            f"CREATE TEMP TABLE {_INCOMING} (digest bytea NOT NULL, record jsonb NOT NULL) "
-            "ON COMMIT DROP"
-        )
-        results = [_sync_kind(conn, kit, kit_key, kind, new_kit) for kind in LEDGER_KINDS]
-        conn.execute(
-            "INSERT INTO syncs (kit, pmos_version, settings, records, added) "
-            "VALUES (%s, %s, %s::jsonb, %s::jsonb, %s::jsonb)",
-            (
-                kit_key,
-                _pmos_version(),
-                orjson.dumps(settings_of(kit.config)).decode(),
-                orjson.dumps({r.kind: r.records for r in results}).decode(),
-                orjson.dumps({r.kind: r.added for r in results}).decode(),
-            ),
-        )
-        conn.commit()
+    verification = _Verification(kit)
+    try:
+        with connection(dsn, purpose="sync") as conn:
+            require_current(conn)
+            _require_tables(conn)
+            kit_key, new_kit = _kit_key(conn, identity)
+            conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, kit_key))
+            conn.execute(
+                f"CREATE TEMP TABLE {_INCOMING} (digest bytea NOT NULL, record jsonb NOT NULL) "
+                "ON COMMIT DROP"
+            )
+            try:
+                results = [_sync_kind(conn, kit, kit_key, kind, new_kit) for kind in LEDGER_KINDS]
+            except _ReadFailed as failed:
+                verification.refuse_if_failed()  # its full report, when it saw the damage too
+                raise KitRefused(_REFUSED.format(details=failed)) from None
+            verification.refuse_if_failed()
+            conn.execute(
+                "INSERT INTO syncs (kit, pmos_version, settings, records, added) "
+                "VALUES (%s, %s, %s::jsonb, %s::jsonb, %s::jsonb)",
+                (
+                    kit_key,
+                    _pmos_version(),
+                    orjson.dumps(settings_of(kit.config)).decode(),
+                    orjson.dumps({r.kind: r.records for r in results}).decode(),
+                    orjson.dumps({r.kind: r.added for r in results}).decode(),
+                ),
+            )
+            conn.commit()
+    finally:
+        verification.cancel()
     return SyncReport(identity, new_kit, results)
 
 
-def _refuse_unverified(kit: Kit) -> None:
-    failing = [report for report in verify_store(kit.store) if not report.ok]
-    if failing:
-        details = "; ".join(
-            f"{r.kind}: {len(r.problems)} problem(s), first at line {r.problems[0].line}: "
-            f"{r.problems[0].problem}"
-            for r in failing
-        )
-        raise KitRefused(
-            f"the kit's ledgers fail verification, so nothing was copied ({details}); "
-            "see 'pmos ledger verify'"
-        )
+_REFUSED = (
+    "the kit's ledgers fail verification, so nothing was copied ({details}); "
+    "see 'pmos ledger verify'"
+)
+
+
+class _Verification:
+    """``pmos ledger verify`` of the kit, run in a forked child from the start.
+
+    Verifying reads every record, as copying does; running it on the other
+    core while this process copies takes it off the sync's critical path.
+    The sync asks for the outcome before it writes its ``syncs`` row and
+    commits, so a kit that fails is refused with nothing committed, exactly
+    as if it had been checked first.
+    """
+
+    def __init__(self, kit: Kit) -> None:
+        self._store = kit.store
+        self._call = ForkedCall(_verification_failures, kit.store) if hasattr(os, "fork") else None
+
+    def refuse_if_failed(self) -> None:
+        call, self._call = self._call, None
+        failing = call.result() if call is not None else _verification_failures(self._store)
+        if failing:
+            details = "; ".join(
+                f"{kind}: {count} problem(s), first at line {line}: {problem}"
+                for kind, count, line, problem in failing
+            )
+            raise KitRefused(_REFUSED.format(details=details))
+
+    def cancel(self) -> None:
+        if self._call is not None:
+            self._call.cancel()
+            self._call = None
+
+
+def _verification_failures(store: Store) -> list[tuple[str, int, int, str]]:
+    """(kind, problems, first line, first problem) of each ledger that fails verification."""
+    return [
+        (r.kind, len(r.problems), r.problems[0].line, r.problems[0].problem)
+        for r in verify_store(store)
+        if not r.ok
+    ]
 
 
 def _require_tables(conn: Any) -> None:
@@ -164,10 +208,7 @@ def _kit_key(conn: Any, identity: KitIdentity) -> tuple[int, bool]:
 def _sync_kind(conn: Any, kit: Kit, kit_key: int, kind: str, new_kit: bool) -> KindResult:
     table = table_of(kind)
     known = set() if new_kit else _digests(conn, table, kit_key)
-    insert = (
-        f"INSERT INTO {table} (kit, digest, record) SELECT %s, digest, record "
-        f"FROM {_INCOMING} ON CONFLICT DO NOTHING"
-    )
+    insert = f"SELECT pmos_store_{table}(%s)"
     seen = [0]
 
     def produce() -> Iterator[tuple[str, dict[str, Any]]]:
@@ -187,7 +228,7 @@ def _sync_kind(conn: Any, kit: Kit, kit_key: int, kind: str, new_kit: bool) -> K
                         chunk_ended = True
                         break
                     copy.write(block)
-            added += conn.execute(insert, (kit_key,)).rowcount
+            added += conn.execute(insert, (kit_key,)).fetchone()[0]
             conn.execute(f"TRUNCATE {_INCOMING}")
             if not chunk_ended:
                 break
@@ -294,15 +335,17 @@ class _Producer:
         except _Stopped:
             return
         except LedgerCorrupt as exc:
-            self._hand_over(
-                KitRefused(f"a ledger changed during the sync and no longer verifies: {exc}")
-            )
+            self._hand_over(_ReadFailed(str(exc)))
         except BaseException as exc:  # handed to the caller, who raises it
             self._hand_over(exc)
 
     def _hand_over(self, exc: BaseException) -> None:
         with contextlib.suppress(_Stopped):
             self._put(exc)
+
+
+class _ReadFailed(Exception):
+    """A ledger did not verify as it was read for copying."""
 
 
 class _Stopped(Exception):

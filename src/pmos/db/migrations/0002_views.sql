@@ -186,8 +186,10 @@ JOIN window_counts w ON w.kit IS NOT DISTINCT FROM sc.kit;
 CREATE VIEW v_skipped_runs AS
 SELECT s.kit, s.run_id, s.evaluator_model
 FROM v_latest_skip s
-LEFT JOIN v_latest_judged j ON j.kit = s.kit AND j.run_id = s.run_id
-WHERE j.run_id IS NULL;
+WHERE NOT EXISTS (
+    SELECT 1 FROM evals e
+    WHERE e.kit = s.kit AND e.run_id = s.run_id AND e.verdict <> 'SKIPPED'
+);
 
 -- Calibration per kit and over all kits (kit_id NULL): pairs, the confusion
 -- counts, agreement statistics and the pass fraction, as in pmos metrics --json.
