@@ -19,6 +19,7 @@ import psycopg
 import pytest
 
 from dbkits import judge, label, new_kit, populate, register, union_kit
+from pmos.kit import open_kit
 from pmos.timestamps import parse_instant
 
 #: Keys of pmos metrics --json that the SQL views also give, view column -> report key.
@@ -81,6 +82,17 @@ def two_kits(tmp_path, db, cli):
     time, both synced; and the union of their records as a third kit."""
     a = new_kit(tmp_path / "a")
     b = new_kit(tmp_path / "b")
+    # Kit a has settings of its own: they apply to it alone, never to all kits.
+    config = a.root / "pmos.yaml"
+    text = config.read_text()
+    for old, new in (
+        ("pass_fraction_window: 20", "pass_fraction_window: 7"),
+        ("min_pairs: 20", "min_pairs: 5"),
+    ):
+        assert old in text
+        text = text.replace(old, new)
+    config.write_text(text)
+    a = open_kit(a.root)
     for first in range(0, 40, 10):
         populate(a, "a", ["gpt-5", "claude-opus-4"], runs=10, seed=1, first=first)
         populate(b, "b", ["gemini-2.5-pro", "gpt-5", "llama-4"], runs=10, seed=2, first=first)
@@ -96,6 +108,7 @@ def test_metrics_db_equals_file_mode_over_the_union_of_the_kits(cli, db, two_kit
     assert expected["skipped"] > 0 and expected["labels_without_verdict"] > 0
     assert db_metrics(cli, db) == expected
     # One kit asked for by id: that kit's own file-mode numbers, with its settings.
+    assert file_metrics(cli, a)["pass_fraction_window"] == 7
     assert db_metrics(cli, db, "--kit", "kit-a") == file_metrics(cli, a)
     assert db_metrics(cli, db, "--kit", "kit-b") == file_metrics(cli, b)
     both = cli("metrics", "--db", db, "--json", "--kit", "kit-b", "--kit", "kit-a")
@@ -154,7 +167,13 @@ def test_the_views_equal_pmos_metrics(cli, db, two_kits):
         report = by_kit[row["kit_id"]]
         assert same(row["pass_fraction"], report["pass_fraction"])
         assert row["goodhart_alarm"] is report["goodhart_alarm"]
-        assert same(row["alarm_at"], 0.9) and row["verdicts_in_window"] == 20
+        assert same(row["alarm_at"], 0.9)
+        assert row["verdicts_in_window"] == row["pass_fraction_window"]
+    assert {r["kit_id"]: r["pass_fraction_window"] for r in tripwire} == {
+        "kit-a": 7,
+        "kit-b": 20,
+        None: 20,
+    }
 
 
 def test_the_goodhart_alarm_sounds_in_the_views_and_metrics_alike(cli, db, tmp_path):

@@ -66,9 +66,10 @@ def metrics(
         "since": parse_since(since) if since is not None else None,
     }
     if db is not None:
+        from pmos.db.connect import resolve_dsn
         from pmos.db.readings import db_metrics
 
-        report = db_metrics(db, kits=kits, **filters)
+        report = db_metrics(resolve_dsn(db), kits=kits, **filters)
     else:
         _no_kits_without_db(kits)
         report = compute_metrics(kit(), **filters)
@@ -183,9 +184,10 @@ def queue(json_output: bool = JSON_OPTION, db: DbOption = None, kits: KitsOption
     With --db, every synced kit's queue (or those given with --kit); entries name their kit.
     """
     if db is not None:
+        from pmos.db.connect import resolve_dsn
         from pmos.db.queue import db_queue
 
-        _render_db_queue(db_queue(db, kits=kits), json_output)
+        _render_db_queue(db_queue(resolve_dsn(db), kits=kits), json_output)
         return
     _no_kits_without_db(kits)
     from pmos.calibration.queue import compute_queue
