@@ -164,13 +164,14 @@ def metrics_from_rows(
     model: str | None = None,
     since: datetime | None = None,
     by: By | None = None,
+    rubric_threshold: float | None = None,
 ) -> dict[str, Any]:
     """The same report as :func:`compute_metrics`, from verdict and label rows read
     elsewhere (``pmos metrics --db`` reads them from SQL): the fields of
     :data:`pmos.calibration.pairs.VERDICT_FIELDS` and ``LABEL_FIELDS`` (plus the
     initiative when a scope filters), each oldest first. Pairing and every
-    statistic are this module's. A database holds no rubric file, so the rubric
-    threshold is reported as undefined."""
+    statistic are this module's. A database holds no rubric file: the rubric's
+    threshold comes with the rows (``rubric_threshold``), or is undefined."""
     from pmos.calibration.pairs import pair, read_labels, read_verdicts
 
     window = _check_window(config, window)
@@ -179,8 +180,12 @@ def metrics_from_rows(
     judged = read_verdicts(None, scope, window, rows=verdict_rows)
     labelled = read_labels(None, not scope.everything, rows=label_rows)
     paired = pair(judged, labelled, scope, by)
-    no_rubric = (None, "the database holds no rubric file; 'pmos metrics' on a kit reads it")
-    return _report(paired, config, window, by, no_rubric)
+    rubric = (
+        (float(rubric_threshold), None)
+        if rubric_threshold is not None
+        else (None, "no rubric threshold was synced for these kits (one kit: --kit K)")
+    )
+    return _report(paired, config, window, by, rubric)
 
 
 def _check_window(config: Config, window: int | None) -> int:

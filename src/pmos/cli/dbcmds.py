@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from pmos.cli._app import JSON_OPTION, emit_json, kit, new_typer, table
+from pmos.cli._app import JsonFlag, emit_json, kit, new_typer, table
 from pmos.db.roles import Access
 
 DbOption = Annotated[
@@ -39,7 +39,7 @@ def sync(
             "folder in the repository; needed when the kit has no git remote).",
         ),
     ] = None,
-    json_output: bool = JSON_OPTION,
+    json_output: JsonFlag = False,
 ) -> None:
     """Copy the kit's records the database lacks, in one transaction.
 
@@ -66,7 +66,7 @@ def migrate(
         int | None,
         typer.Option("--to", help="Stop at this schema version (default: the latest)."),
     ] = None,
-    json_output: bool = JSON_OPTION,
+    json_output: JsonFlag = False,
 ) -> None:
     """Apply the pending schema migrations, all in one transaction (as the database owner)."""
     from pmos.db.connect import connection, resolve_dsn
@@ -85,7 +85,7 @@ def migrate(
     typer.echo(f"schema version {report.after}")
 
 
-def status(db: DbOption = None, json_output: bool = JSON_OPTION) -> None:
+def status(db: DbOption = None, json_output: JsonFlag = False) -> None:
     """The database's schema version and the migrations pending. Exits 1 while any is."""
     from pmos import exit_codes
     from pmos.db.connect import connection, resolve_dsn
@@ -114,7 +114,7 @@ def grant(
         ),
     ],
     db: DbOption = None,
-    json_output: bool = JSON_OPTION,
+    json_output: JsonFlag = False,
 ) -> None:
     """Grant ROLE the least privileges pmos sync (--as sync) or a reader (--as read) needs."""
     from pmos.db.connect import resolve_dsn

@@ -292,7 +292,7 @@ def queue(
         if json_output:
             emit_json(found)
         else:
-            typer.echo(f"kits ({len(found['kits'])}): {', '.join(found['kits']) or 'none'}")
+            typer.echo(f"kits: {len(found['kits'])} ({', '.join(found['kits']) or 'none'})")
         fails = bool(found["verification_debt"]) or (
             include_calibration and bool(found["calibration_debt"])
         )

@@ -111,6 +111,11 @@ def db_metrics(
             model=model,
             since=since,
             by=by,
+            rubric_threshold=_threshold(config.raw.get("rubric_threshold")),
         )
     report["kits"] = [k.kit_id for k in selected]
     return report
+
+
+def _threshold(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

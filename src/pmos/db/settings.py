@@ -26,8 +26,15 @@ def settings_of(config: Config) -> dict[str, Any]:
 
 
 def default_settings() -> dict[str, Any]:
-    """pmos's defaults, as a kit without any setting in pmos.yaml would have them."""
-    return settings_of(Config(ledgers={}))
+    """pmos's defaults, as a kit without any setting in pmos.yaml would have them
+    (with the bundled default rubric's pass threshold)."""
+    from pmos.assets import kit_source
+    from pmos.gate.rubric import load_rubric
+
+    config = Config(ledgers={})
+    settings = settings_of(config)
+    settings["rubric_threshold"] = load_rubric(kit_source(), config.default_rubric).threshold
+    return settings
 
 
 def config_from(settings: dict[str, Any]) -> Config:

@@ -125,7 +125,7 @@ def sync_kit(kit: Kit, dsn: str, *, kit_id: str | None = None) -> SyncReport:
                 (
                     kit_key,
                     _pmos_version(),
-                    orjson.dumps(settings_of(kit.config)).decode(),
+                    orjson.dumps(_settings_with_rubric(kit)).decode(),
                     orjson.dumps({r.kind: r.records for r in results}).decode(),
                     orjson.dumps({r.kind: r.added for r in results}).decode(),
                 ),
@@ -359,3 +359,17 @@ def _pmos_version() -> str:
         from pmos import __version__
 
         return __version__
+
+
+def _settings_with_rubric(kit: Kit) -> dict[str, Any]:
+    """The kit's settings, with its default rubric's pass threshold: the database
+    holds no rubric file, and the score statistics compare against it."""
+    from pmos.errors import BadInput
+    from pmos.gate.rubric import load_rubric
+
+    settings = settings_of(kit.config)
+    try:
+        settings["rubric_threshold"] = load_rubric(kit.root, kit.config.default_rubric).threshold
+    except BadInput:
+        settings["rubric_threshold"] = None
+    return settings
