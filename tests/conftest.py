@@ -161,3 +161,7 @@ def ledger_bytes(root: Path) -> dict[str, bytes]:
 def write_json(path: Path, data: Any) -> Path:
     path.write_text(json.dumps(data), encoding="utf-8")
     return path
+
+
+# PostgreSQL fixtures (pg_server, pg_dsn, db) for the database tests.
+from pg_fixtures import db, pg_dsn, pg_server  # noqa: E402, F401

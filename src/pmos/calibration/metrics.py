@@ -15,6 +15,7 @@ statistics, intervals and decision in :mod:`pmos.calibration.agreement`
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
@@ -27,7 +28,7 @@ from pmos.calibration.periods import MONTH, WEEK, By
 from pmos.calibration.scores import score_report
 from pmos.errors import BadInput
 from pmos.gate.pass_fraction import MAX_WINDOW, PassFraction
-from pmos.kit import Kit
+from pmos.kit import Config, Kit
 
 __all__ = [
     "PARALLEL_MIN_BYTES",
@@ -147,16 +148,65 @@ def compute_metrics(
     oldest first; without it ``periods`` is None and ``drift`` compares months.
     """
     config = kit.config
+    window = _check_window(config, window)
+    by = _check_by(by)
+    paired = read_and_pair(kit, Scope(initiative, model, since), window, by)
+    return _report(paired, config, window, by, _rubric_threshold(kit))
+
+
+def metrics_from_rows(
+    verdict_rows: Iterable[Any],
+    label_rows: Iterable[Any],
+    config: Config,
+    *,
+    window: int | None = None,
+    initiative: str | None = None,
+    model: str | None = None,
+    since: datetime | None = None,
+    by: By | None = None,
+    rubric_threshold: float | None = None,
+) -> dict[str, Any]:
+    """The same report as :func:`compute_metrics`, from verdict and label rows read
+    elsewhere (``pmos metrics --db`` reads them from SQL): the fields of
+    :data:`pmos.calibration.pairs.VERDICT_FIELDS` and ``LABEL_FIELDS`` (plus the
+    initiative when a scope filters), each oldest first. Pairing and every
+    statistic are this module's. A database holds no rubric file: the rubric's
+    threshold comes with the rows (``rubric_threshold``), or is undefined."""
+    from pmos.calibration.pairs import pair, read_labels, read_verdicts
+
+    window = _check_window(config, window)
+    by = _check_by(by)
+    scope = Scope(initiative, model, since)
+    judged = read_verdicts(None, scope, window, rows=verdict_rows)
+    labelled = read_labels(None, not scope.everything, rows=label_rows)
+    paired = pair(judged, labelled, scope, by)
+    rubric = (
+        (float(rubric_threshold), None)
+        if rubric_threshold is not None
+        else (None, "no rubric threshold was synced for these kits (one kit: --kit K)")
+    )
+    return _report(paired, config, window, by, rubric)
+
+
+def _check_window(config: Config, window: int | None) -> int:
     if window is None:
         window = config.pass_fraction_window
     if isinstance(window, bool) or not isinstance(window, int) or not 1 <= window <= MAX_WINDOW:
         raise BadInput(
             f"window: must be a whole number of verdicts from 1 to {MAX_WINDOW:,}; got {window!r}"
         )
-    by = _check_by(by)
+    return window
+
+
+def _report(
+    paired: Paired,
+    config: Config,
+    window: int,
+    by: By | None,
+    rubric: tuple[float | None, str | None],
+) -> dict[str, Any]:
     rule = Rule.from_config(config)
-    paired = read_and_pair(kit, Scope(initiative, model, since), window, by)
-    rubric_threshold, rubric_problem = _rubric_threshold(kit)
+    rubric_threshold, rubric_problem = rubric
     groups = _Groups(paired, rule, window, config.goodhart_alarm, by)
     report: dict[str, Any] = groups.report(None, rubric_threshold, rubric_problem)
     report["pass_fraction_window"] = window

@@ -31,7 +31,7 @@ import math
 import os
 from array import array
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
@@ -199,7 +199,9 @@ def _wanted(scope: Scope) -> Callable[[str | None, str | None, str], bool] | Non
     return wanted
 
 
-def read_verdicts(store: Store, scope: Scope, window: int) -> Verdicts:
+def read_verdicts(
+    store: Store | None, scope: Scope, window: int, *, rows: Iterable[Any] | None = None
+) -> Verdicts:
     """Stream the eval ledger once.
 
     This loop runs once per record of the largest file pmos has, so it keeps
@@ -225,8 +227,10 @@ def read_verdicts(store: Store, scope: Scope, window: int) -> Verdicts:
     history_codes, history_scores = history.codes.append, history.scores.append
     nan = math.nan
     fields = VERDICT_FIELDS + FILTER_FIELDS if detailed else VERDICT_FIELDS
-    path = lambda: store.display("evals")  # noqa: E731
-    for row in records(store, "evals", row=row_type("evals", fields)):
+    path = lambda: store.display("evals") if store is not None else "the evals table"  # noqa: E731
+    if rows is None:
+        rows = records(store, "evals", row=row_type("evals", fields))  # type: ignore[arg-type]
+    for row in rows:
         verdict = row.verdict
         run = row.run_id
         at = row.recorded_at
@@ -286,13 +290,19 @@ def read_verdicts(store: Store, scope: Scope, window: int) -> Verdicts:
     )
 
 
-def read_labels(store: Store, detailed: bool) -> Labels:
+def read_labels(
+    store: Store | None, detailed: bool, *, rows: Iterable[Any] | None = None
+) -> Labels:
     """Stream the acceptance ledger once, keeping each run's latest label as
     (recorded_at key, PM passed, gate_record_id, initiative)."""
     latest: dict[str, tuple[Any, ...]] = {}
     fields = LABEL_FIELDS + FILTER_FIELDS if detailed else LABEL_FIELDS
-    path = lambda: store.display("acceptances")  # noqa: E731
-    for row in records(store, "acceptances", row=row_type("acceptances", fields)):
+    path = (  # noqa: E731
+        lambda: store.display("acceptances") if store is not None else "the acceptances table"
+    )
+    if rows is None:
+        rows = records(store, "acceptances", row=row_type("acceptances", fields))  # type: ignore[arg-type]
+    for row in rows:
         run = row.run_id
         at = row.recorded_at
         if len(at) != 27 or at[26] != "Z" or at[10] != "T":

@@ -20,6 +20,7 @@ while any exists. Ledgers are streamed once each; one small tuple per run is kep
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -88,19 +89,47 @@ class _Run:
     label_judged: str | None = None
 
 
+RUN_FIELDS = ("run_id", "initiative_id", "recorded_at")
+VERDICT_FIELDS = (
+    "run_id",
+    "verdict",
+    "skipped_reason",
+    "initiative_id",
+    "recorded_at",
+    "record_id",
+)
+LABEL_FIELDS = ("run_id", "initiative_id", "recorded_at", "gate_record_id")
+
+
 def compute_queue(kit: Kit, now: datetime | None = None) -> Queue:
     """All three debts, oldest first. Age runs from the run's registration; a
     run that was never registered is aged from the first record that names it."""
+    store = kit.store
+    return queue_from_rows(
+        records(store, "runs", row=row_type("runs", RUN_FIELDS)),
+        records(store, "evals", row=row_type("evals", VERDICT_FIELDS)),
+        records(store, "acceptances", row=row_type("acceptances", LABEL_FIELDS)),
+        now,
+    )
+
+
+def queue_from_rows(
+    run_rows: Iterable[Any],
+    verdict_rows: Iterable[Any],
+    label_rows: Iterable[Any],
+    now: datetime | None = None,
+) -> Queue:
+    """The debts from rows of :data:`RUN_FIELDS`, :data:`VERDICT_FIELDS` and
+    :data:`LABEL_FIELDS`, each oldest first (by recorded time, then record id),
+    wherever they were read: the kit's ledgers, or a database (``pmos queue --db``)."""
     now = now or datetime.now(UTC)
     runs: dict[str, _Run] = {}
-    fields = ("run_id", "initiative_id", "recorded_at")
-    for run_row in records(kit.store, "runs", row=row_type("runs", fields)):
+    for run_row in run_rows:
         if run_row.run_id not in runs:
             runs[run_row.run_id] = _Run(
                 run_row.initiative_id, run_row.recorded_at, registered_at=run_row.recorded_at
             )
-    fields = ("run_id", "verdict", "skipped_reason", "initiative_id", "recorded_at", "record_id")
-    for row in records(kit.store, "evals", row=row_type("evals", fields)):
+    for row in verdict_rows:
         state = runs.get(row.run_id)
         if state is None:
             state = runs[row.run_id] = _Run(row.initiative_id, row.recorded_at)
@@ -109,8 +138,7 @@ def compute_queue(kit: Kit, now: datetime | None = None) -> Queue:
         if row.verdict != SKIPPED:
             state.judged_verdict = row.verdict
             state.judged_record_id = row.record_id
-    fields = ("run_id", "initiative_id", "recorded_at", "gate_record_id")
-    for label in records(kit.store, "acceptances", row=row_type("acceptances", fields)):
+    for label in label_rows:
         state = runs.get(label.run_id)
         if state is None:
             state = runs[label.run_id] = _Run(label.initiative_id, label.recorded_at)

@@ -41,6 +41,8 @@ COMMAND_MODULES: dict[str, str] = {
     "queue": "metricscmds",
     "board": "boardcmds",
     "stats": "statscmds",
+    "sync": "dbcmds",
+    "db": "dbcmds",
     "exemplars": "skillcmds",
     "known-bad": "skillcmds",
     "skill": "skillcmds",

@@ -9,6 +9,27 @@ import typer
 from pmos import exit_codes
 from pmos.cli._app import JsonFlag, emit_json, examples, kit, table
 
+DbOption = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        metavar="DSN",
+        help="Read the kits synced to this PostgreSQL database ('pmos sync') instead of "
+        "this kit's ledgers ('-' or empty: $PMOS_DATABASE_URL).",
+    ),
+]
+KitsOption = Annotated[
+    list[str] | None,
+    typer.Option("--kit", help="With --db: only this kit id (repeatable; default all kits)."),
+]
+
+
+def _no_kits_without_db(kits: list[str] | None) -> None:
+    if kits:
+        from pmos.errors import BadInput
+
+        raise BadInput("--kit selects kits in a database: it needs --db DSN")
+
 
 def register(app: typer.Typer) -> None:
     app.command(
@@ -46,6 +67,8 @@ def metrics(
             "groups of N pairs, each pair dated by its PM label.",
         ),
     ] = None,
+    db: DbOption = None,
+    kits: KitsOption = None,
 ) -> None:
     """Calibration of the review gate against PM labels: kappa, TPR/TNR, pass fraction.
 
@@ -60,17 +83,26 @@ def metrics(
         period = parse_by(by) if by is not None else None
     except ValueError as exc:
         raise BadInput(f"--by: {exc}") from None
-    report = compute_metrics(
-        kit(),
-        window=window,
-        initiative=initiative,
-        model=model,
-        since=parse_since(since) if since is not None else None,
-        by=period,
-    )
+    filters = {
+        "window": window,
+        "initiative": initiative,
+        "model": model,
+        "since": parse_since(since) if since is not None else None,
+        "by": period,
+    }
+    if db is not None:
+        from pmos.db.connect import resolve_dsn
+        from pmos.db.readings import db_metrics
+
+        report = db_metrics(resolve_dsn(db), kits=kits, **filters)
+    else:
+        _no_kits_without_db(kits)
+        report = compute_metrics(kit(), **filters)
     if json_output:
         emit_json(report)
         return
+    if db is not None:
+        typer.echo(f"kits ({len(report['kits'])}): {', '.join(report['kits']) or 'none'}")
     typer.echo(render_metrics(report))
 
 
@@ -238,6 +270,8 @@ def queue(
             help="Also exit 1 while seeded known-bad runs await a verdict (calibration debt).",
         ),
     ] = False,
+    db: DbOption = None,
+    kits: KitsOption = None,
 ) -> None:
     """What is owed: verification debt (exit 1), acceptance debt, calibration debt.
 
@@ -248,9 +282,32 @@ def queue(
     apart so a CI gate on 'pmos queue' stays meaningful after seeding.
     Example: pmos queue --json
     """
-    from pmos.calibration.queue import compute_queue
+    from pmos.calibration.queue import Queue, compute_queue
 
-    q = compute_queue(kit())
+    if db is not None:
+        from pmos.db.connect import resolve_dsn
+        from pmos.db.queue import db_queue
+
+        found = db_queue(resolve_dsn(db), kits=kits)
+        if json_output:
+            emit_json(found)
+        else:
+            typer.echo(f"kits: {len(found['kits'])} ({', '.join(found['kits']) or 'none'})")
+        fails = bool(found["verification_debt"]) or (
+            include_calibration and bool(found["calibration_debt"])
+        )
+        if not json_output:
+            for name in ("verification_debt", "acceptance_debt", "calibration_debt"):
+                typer.echo(f"{name.replace('_', ' ')}: {len(found[name])} run(s)")
+                if found[name]:
+                    cols = ["kit_id", "run_id", "initiative_id", "age"]
+                    rows = [[d.get(c) for c in cols] for d in found[name]]
+                    typer.echo(table(["kit", "run_id", "initiative", "age"], rows))
+        if fails:
+            raise typer.Exit(exit_codes.CHECK_FAILED)
+        return
+    _no_kits_without_db(kits)
+    q: Queue = compute_queue(kit())
     if json_output:
         emit_json(q.as_dict())
     else:

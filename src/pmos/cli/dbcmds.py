@@ -1,0 +1,128 @@
+"""Database commands: sync (a kit into PostgreSQL), db migrate, db status, db grant."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from pmos.cli._app import JsonFlag, emit_json, kit, new_typer, table
+from pmos.db.roles import Access
+
+DbOption = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        metavar="DSN",
+        help="PostgreSQL DSN (postgresql://user@host/dbname or 'host=... dbname=...'); "
+        "default $PMOS_DATABASE_URL.",
+    ),
+]
+
+
+def register(app: typer.Typer) -> None:
+    app.command("sync")(sync)
+    db_app = new_typer("Set up the PostgreSQL database that pmos sync writes.")
+    db_app.command("migrate")(migrate)
+    db_app.command("status")(status)
+    db_app.command("grant")(grant)
+    app.add_typer(db_app, name="db")
+
+
+def sync(
+    db: DbOption = None,
+    kit_id: Annotated[
+        str | None,
+        typer.Option(
+            "--kit-id",
+            help="The kit's id in the database (default: the git remote URL and the kit's "
+            "folder in the repository; needed when the kit has no git remote).",
+        ),
+    ] = None,
+    json_output: JsonFlag = False,
+) -> None:
+    """Copy the kit's records the database lacks, in one transaction.
+
+    Refuses (exit 1, nothing copied) a kit whose ledgers fail 'pmos ledger verify',
+    and (exit 2) a database whose schema is not at this pmos's version.
+    """
+    from pmos.db.connect import resolve_dsn
+    from pmos.db.sync import sync_kit
+
+    report = sync_kit(kit(), resolve_dsn(db), kit_id=kit_id)
+    if json_output:
+        emit_json(report.as_dict())
+        return
+    state = "new in the database" if report.new_kit else "already in the database"
+    typer.echo(f"kit {report.identity.kit_id} ({state})")
+    rows = [[k.kind, k.records, k.added] for k in report.kinds]
+    rows.append(["total", report.records, report.added])
+    typer.echo(table(["ledger", "records in kit", "added"], rows))
+
+
+def migrate(
+    db: DbOption = None,
+    to: Annotated[
+        int | None,
+        typer.Option("--to", help="Stop at this schema version (default: the latest)."),
+    ] = None,
+    json_output: JsonFlag = False,
+) -> None:
+    """Apply the pending schema migrations, all in one transaction (as the database owner)."""
+    from pmos.db.connect import connection, resolve_dsn
+    from pmos.db.migrate import migrate as apply
+
+    with connection(resolve_dsn(db), purpose="migrate") as conn:
+        report = apply(conn, to=to)
+    if json_output:
+        emit_json(report.as_dict())
+        return
+    if report.applied:
+        for name in report.applied:
+            typer.echo(f"applied {name}")
+    else:
+        typer.echo("nothing to apply")
+    typer.echo(f"schema version {report.after}")
+
+
+def status(db: DbOption = None, json_output: JsonFlag = False) -> None:
+    """The database's schema version and the migrations pending. Exits 1 while any is."""
+    from pmos import exit_codes
+    from pmos.db.connect import connection, resolve_dsn
+    from pmos.db.migrate import status as read_status
+
+    with connection(resolve_dsn(db), purpose="status") as conn:
+        found = read_status(conn)
+    if json_output:
+        emit_json(found)
+    else:
+        typer.echo(f"schema version {found['schema_version']} (latest {found['latest_version']})")
+        for name in found["pending"]:
+            typer.echo(f"pending {name}")
+    if not found["current"]:
+        raise typer.Exit(exit_codes.CHECK_FAILED)
+
+
+def grant(
+    role: Annotated[str, typer.Argument(help="An existing database role.")],
+    access: Annotated[
+        Access,
+        typer.Option(
+            "--as",
+            help="sync: insert-only, for pmos sync; read: select-only, for dashboards and "
+            "pmos metrics/queue --db.",
+        ),
+    ],
+    db: DbOption = None,
+    json_output: JsonFlag = False,
+) -> None:
+    """Grant ROLE the least privileges pmos sync (--as sync) or a reader (--as read) needs."""
+    from pmos.db.connect import resolve_dsn
+    from pmos.db.roles import grant as apply
+
+    done = apply(resolve_dsn(db), role, access)
+    if json_output:
+        emit_json(done)
+        return
+    for statement in done["statements"]:
+        typer.echo(statement)

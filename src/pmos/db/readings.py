@@ -1,0 +1,121 @@
+"""``pmos metrics --db``: the file readers' rows, read from SQL.
+
+The file readers (:mod:`pmos.calibration.pairs`) stream each ledger's records
+as rows of a few typed fields, oldest first. Here the database hands over the
+same rows, in the same order (recorded time, then record id), and the same
+Python code pairs them and computes every statistic, interval and the
+calibrated decision: nothing is re-implemented for the database.
+
+A run is a kit's run: over several kits a run id is prefixed with its kit's
+id, so equal run ids of two kits stay two runs.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from pmos.db.connect import connection
+from pmos.db.migrate import require_current
+from pmos.db.settings import config_from
+from pmos.errors import BadInput
+from pmos.kit import Config
+
+
+class KitRef(NamedTuple):
+    key: int
+    kit_id: str
+
+
+def select_kits(conn: Any, wanted: list[str] | None) -> list[KitRef]:
+    """The kits a command covers: all (by default) or the ones named, each known."""
+    rows = conn.execute("SELECT kit, kit_id FROM kits ORDER BY kit_id").fetchall()
+    known = [KitRef(key, kit_id) for key, kit_id in rows]
+    if not wanted:
+        return known
+    by_id = {k.kit_id: k for k in known}
+    missing = [name for name in dict.fromkeys(wanted) if name not in by_id]
+    if missing:
+        listed = ", ".join(k.kit_id for k in known[:20]) or "none yet"
+        raise BadInput(
+            f"--kit: no kit {', '.join(repr(m) for m in missing)} in the database "
+            f"(known: {listed}{', ...' if len(known) > 20 else ''})"
+        )
+    return [by_id[name] for name in dict.fromkeys(wanted)]
+
+
+def settings_config(conn: Any, kits: list[KitRef], one_kit: bool) -> Config:
+    """The settings that apply: the kit's own (as last synced) when exactly one kit
+    was asked for, else the team's (``team_settings``)."""
+    if one_kit and len(kits) == 1:
+        row = conn.execute(
+            "SELECT settings FROM v_kit_settings WHERE kit = %s", (kits[0].key,)
+        ).fetchone()
+    else:
+        row = conn.execute("SELECT settings FROM team_settings").fetchone()
+    return config_from(row[0] if row else {})
+
+
+def rows_of(
+    conn: Any, kind: str, fields: tuple[str, ...], keys: list[int], *, prefix: bool = False
+) -> Any:
+    """The rows :func:`pmos.store.read.records` would yield for ``fields`` of ``kind``,
+    from the kits ``keys``, oldest first (by recorded time, then record id)."""
+    from pmos.store.rows import row_type
+
+    row = row_type(kind, fields)
+    table = kind.replace("-", "_")
+    select = ", ".join(f"record->'{name}'" for name in fields)
+    cursor = conn.execute(
+        f"SELECT k.kit_id, {select} FROM {table} t JOIN kits k ON k.kit = t.kit "
+        "WHERE t.kit = ANY(%s) ORDER BY t.record->>'recorded_at', t.record->>'record_id', k.kit_id",
+        (keys,),
+    )
+    renamed = [i for i, name in enumerate(fields) if name in ("run_id", "gate_record_id")]
+    for kit_id, *values in cursor:
+        if prefix:
+            for i in renamed:
+                if isinstance(values[i], str):
+                    values[i] = f"{kit_id}/{values[i]}"
+        yield row(**{name: value for name, value in zip(fields, values, strict=True)})
+
+
+def db_metrics(
+    dsn: str,
+    *,
+    kits: list[str] | None = None,
+    window: int | None = None,
+    initiative: str | None = None,
+    model: str | None = None,
+    since: datetime | None = None,
+    by: Any = None,
+) -> dict[str, Any]:
+    """The calibration report over the database's kits (all, or those named)."""
+    from pmos.calibration.metrics import metrics_from_rows
+    from pmos.calibration.pairs import FILTER_FIELDS, LABEL_FIELDS, VERDICT_FIELDS
+
+    detailed = initiative is not None or model is not None or since is not None
+    extra = FILTER_FIELDS if detailed else ()
+    with connection(dsn, purpose="metrics") as conn:
+        require_current(conn)
+        selected = select_kits(conn, kits)
+        config = settings_config(conn, selected, one_kit=bool(kits))
+        keys = [k.key for k in selected]
+        several = len(selected) > 1
+        report = metrics_from_rows(
+            rows_of(conn, "evals", VERDICT_FIELDS + extra, keys, prefix=several),
+            rows_of(conn, "acceptances", LABEL_FIELDS + extra, keys, prefix=several),
+            config,
+            window=window,
+            initiative=initiative,
+            model=model,
+            since=since,
+            by=by,
+            rubric_threshold=_threshold(config.raw.get("rubric_threshold")),
+        )
+    report["kits"] = [k.kit_id for k in selected]
+    return report
+
+
+def _threshold(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

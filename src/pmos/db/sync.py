@@ -1,0 +1,375 @@
+"""``pmos sync``: copy a kit's records into the database, once each, all or nothing.
+
+The whole sync is one transaction:
+
+1. the database must be at this pmos's schema version, and the kit's ledgers
+   must pass verification (:func:`pmos.store.verify.verify_store`, run in a
+   forked child while the copy proceeds): a kit that fails is refused and
+   the transaction rolled back, so nothing of it is ever committed;
+2. the kit gets its row in ``kits`` (by its stable id, :mod:`pmos.db.identity`)
+   and the transaction takes an advisory lock on it, so two syncs of one kit
+   (two clones, two CI jobs) run one after the other while syncs of other kits
+   run side by side;
+3. per ledger kind, the digests the database already holds for the kit are
+   read, and only the records it lacks are streamed with COPY into a
+   temporary table, then moved by the kind's ``pmos_store_<table>`` function
+   with ``INSERT ... ON CONFLICT DO NOTHING`` (the database types the queried
+   columns itself, see the migrations);
+4. once verification has passed, a row in ``syncs`` records what was copied
+   and the kit's settings, and the transaction commits.
+
+A sync killed at any point (a crash, SIGKILL mid-COPY, a lost connection)
+commits nothing: the server rolls the transaction back, and the next sync
+copies everything that is missing. Records come from the store
+(:func:`pmos.store.read.records_with_digests`); this module never reads a
+ledger file itself.
+
+While the database inserts one chunk, a producer thread already reads and
+encodes the next one from the kit, so reading the kit and writing the
+database overlap (psycopg releases the GIL while it waits on the server).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, NamedTuple
+
+import orjson
+
+from pmos.db.connect import LOCK_CLASS, connection
+from pmos.db.errors import KitRefused, SchemaMismatch
+from pmos.db.identity import KitIdentity, kit_identity
+from pmos.db.migrate import require_current
+from pmos.db.settings import settings_of
+from pmos.db.tables import table_of
+from pmos.errors import LedgerCorrupt
+from pmos.kit import Kit
+from pmos.store.forked import ForkedCall
+from pmos.store.layout import Store
+from pmos.store.read import records_with_digests
+from pmos.store.registry import LEDGER_KINDS
+from pmos.store.verify import verify_store
+
+#: Records per COPY-then-INSERT round: large enough that a round's fixed costs
+#: vanish, small enough that the producer can encode the next round meanwhile.
+CHUNK_RECORDS = 50_000
+#: Bytes per block handed from the producer thread to COPY.
+BLOCK_BYTES = 1 << 20
+#: Blocks the producer may run ahead (about one chunk of typical records).
+QUEUE_BLOCKS = 48
+
+_INCOMING = "pmos_incoming"
+_END_OF_CHUNK = object()
+_END = object()
+
+
+class KindResult(NamedTuple):
+    kind: str
+    records: int
+    added: int
+
+
+class SyncReport(NamedTuple):
+    identity: KitIdentity
+    new_kit: bool
+    kinds: list[KindResult]
+
+    @property
+    def added(self) -> int:
+        return sum(k.added for k in self.kinds)
+
+    @property
+    def records(self) -> int:
+        return sum(k.records for k in self.kinds)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kit_id": self.identity.kit_id,
+            "repository": self.identity.repository,
+            "path": self.identity.path,
+            "new_kit": self.new_kit,
+            "records": self.records,
+            "added": self.added,
+            "kinds": {k.kind: {"records": k.records, "added": k.added} for k in self.kinds},
+        }
+
+
+def sync_kit(kit: Kit, dsn: str, *, kit_id: str | None = None) -> SyncReport:
+    """Copy every record of ``kit`` the database lacks (see the module docstring)."""
+    identity = kit_identity(kit.root, kit_id)
+    verification = _Verification(kit)
+    try:
+        with connection(dsn, purpose="sync") as conn:
+            require_current(conn)
+            _require_tables(conn)
+            kit_key, new_kit = _kit_key(conn, identity)
+            conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, kit_key))
+            conn.execute(
+                f"CREATE TEMP TABLE {_INCOMING} (digest bytea NOT NULL, record jsonb NOT NULL) "
+                "ON COMMIT DROP"
+            )
+            try:
+                results = [_sync_kind(conn, kit, kit_key, kind, new_kit) for kind in LEDGER_KINDS]
+            except _ReadFailed as failed:
+                verification.refuse_if_failed()  # its full report, when it saw the damage too
+                raise KitRefused(_REFUSED.format(details=failed)) from None
+            verification.refuse_if_failed()
+            conn.execute(
+                "INSERT INTO syncs (kit, pmos_version, settings, records, added) "
+                "VALUES (%s, %s, %s::jsonb, %s::jsonb, %s::jsonb)",
+                (
+                    kit_key,
+                    _pmos_version(),
+                    orjson.dumps(_settings_with_rubric(kit)).decode(),
+                    orjson.dumps({r.kind: r.records for r in results}).decode(),
+                    orjson.dumps({r.kind: r.added for r in results}).decode(),
+                ),
+            )
+            conn.commit()
+    finally:
+        verification.cancel()
+    return SyncReport(identity, new_kit, results)
+
+
+_REFUSED = (
+    "the kit's ledgers fail verification, so nothing was copied ({details}); "
+    "see 'pmos ledger verify'"
+)
+
+
+class _Verification:
+    """``pmos ledger verify`` of the kit, run in a forked child from the start.
+
+    Verifying reads every record, as copying does; running it on the other
+    core while this process copies takes it off the sync's critical path.
+    The sync asks for the outcome before it writes its ``syncs`` row and
+    commits, so a kit that fails is refused with nothing committed, exactly
+    as if it had been checked first.
+    """
+
+    def __init__(self, kit: Kit) -> None:
+        self._store = kit.store
+        self._call = ForkedCall(_verification_failures, kit.store) if hasattr(os, "fork") else None
+
+    def refuse_if_failed(self) -> None:
+        call, self._call = self._call, None
+        failing = call.result() if call is not None else _verification_failures(self._store)
+        if failing:
+            details = "; ".join(
+                f"{kind}: {count} problem(s), first at line {line}: {problem}"
+                for kind, count, line, problem in failing
+            )
+            raise KitRefused(_REFUSED.format(details=details))
+
+    def cancel(self) -> None:
+        if self._call is not None:
+            self._call.cancel()
+            self._call = None
+
+
+def _verification_failures(store: Store) -> list[tuple[str, int, int, str]]:
+    """(kind, problems, first line, first problem) of each ledger that fails verification."""
+    return [
+        (r.kind, len(r.problems), r.problems[0].line, r.problems[0].problem)
+        for r in verify_store(store)
+        if not r.ok
+    ]
+
+
+def _require_tables(conn: Any) -> None:
+    for kind in LEDGER_KINDS:
+        table = table_of(kind)
+        if not conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone()[0]:
+            raise SchemaMismatch(
+                f"the database has no table {table} for the {kind} ledger: its schema is "
+                "older than this pmos's ledgers; run 'pmos db migrate'"
+            )
+
+
+def _kit_key(conn: Any, identity: KitIdentity) -> tuple[int, bool]:
+    """The kit's key, adding its row when it is new. A concurrent first sync of the
+    same kit waits here on the unique kit id until the other transaction ends."""
+    row = conn.execute(
+        "INSERT INTO kits (kit_id, repository, path) VALUES (%s, %s, %s) "
+        "ON CONFLICT (kit_id) DO NOTHING RETURNING kit",
+        identity,
+    ).fetchone()
+    if row is not None:
+        return row[0], True
+    found = conn.execute("SELECT kit FROM kits WHERE kit_id = %s", (identity.kit_id,)).fetchone()
+    return found[0], False
+
+
+def _sync_kind(conn: Any, kit: Kit, kit_key: int, kind: str, new_kit: bool) -> KindResult:
+    table = table_of(kind)
+    known = set() if new_kit else _digests(conn, table, kit_key)
+    insert = f"SELECT pmos_store_{table}(%s)"
+    seen = [0]
+
+    def produce() -> Iterator[tuple[str, dict[str, Any]]]:
+        for digest, record in records_with_digests(kit.store, kind):
+            seen[0] += 1
+            if digest not in known:
+                known.add(digest)  # a record is copied once even if read twice
+                yield digest, record
+
+    added = 0
+    with _Producer(produce) as blocks:
+        while True:
+            chunk_ended = False
+            with conn.cursor().copy(f"COPY {_INCOMING} (digest, record) FROM STDIN") as copy:
+                for block in blocks:
+                    if block is _END_OF_CHUNK:
+                        chunk_ended = True
+                        break
+                    copy.write(block)
+            added += conn.execute(insert, (kit_key,)).fetchone()[0]
+            conn.execute(f"TRUNCATE {_INCOMING}")
+            if not chunk_ended:
+                break
+    return KindResult(kind, seen[0], added)
+
+
+def _digests(conn: Any, table: str, kit_key: int) -> set[str]:
+    """The digests (hex) of the kit's records of one kind that the database holds."""
+    out = bytearray()
+    query = f"COPY (SELECT encode(digest, 'hex') FROM {table} WHERE kit = {int(kit_key)}) TO STDOUT"
+    with conn.cursor().copy(query) as copy:
+        for data in copy:
+            out += data
+    return set(out.decode("ascii").split())
+
+
+def copy_line(digest: str, record: dict[str, Any]) -> bytes:
+    """One row of COPY's text format: the digest as bytea and the record's JSON.
+
+    COPY's text format escapes with backslashes, so every backslash of the
+    JSON is doubled; JSON text never holds a raw tab or newline. PostgreSQL's
+    jsonb cannot hold the character U+0000: a record with one is stored with
+    U+FFFD in its place (its digest still names the record as the kit has it).
+    """
+    line = orjson.dumps(record)
+    if b"\\u0000" in line:
+        line = orjson.dumps(_without_nul(record))
+    return b"\\\\x" + digest.encode("ascii") + b"\t" + line.replace(b"\\", b"\\\\") + b"\n"
+
+
+def _without_nul(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_nul(v) for v in value]
+    return value
+
+
+class _Producer:
+    """Reads and encodes records in a thread, handing COPY blocks to the caller.
+
+    Iterating yields byte blocks, ``_END_OF_CHUNK`` after every
+    :data:`CHUNK_RECORDS` records, and stops at the end. An error in the thread
+    (a ledger that changed under the sync) is raised in the caller; leaving
+    the ``with`` block early stops the thread.
+    """
+
+    def __init__(self, records: Callable[[], Iterator[tuple[str, dict[str, Any]]]]) -> None:
+        self._records = records
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=QUEUE_BLOCKS)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="pmos-sync-reader", daemon=True)
+
+    def __enter__(self) -> Iterator[Any]:
+        self._thread.start()
+        return self._blocks()
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        while self._thread.is_alive():
+            try:
+                self._queue.get_nowait()
+            except queue.Empty:
+                self._thread.join(0.05)
+
+    def _blocks(self) -> Iterator[Any]:
+        while True:
+            item = self._queue.get()
+            if item is _END:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+    def _put(self, item: Any) -> None:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+        raise _Stopped
+
+    def _run(self) -> None:
+        try:
+            block: list[bytes] = []
+            size = count = 0
+            for digest, record in self._records():
+                line = copy_line(digest, record)
+                block.append(line)
+                size += len(line)
+                count += 1
+                if size >= BLOCK_BYTES or count == CHUNK_RECORDS:
+                    self._put(b"".join(block))
+                    block, size = [], 0
+                if count == CHUNK_RECORDS:
+                    self._put(_END_OF_CHUNK)
+                    count = 0
+            if block:
+                self._put(b"".join(block))
+            self._put(_END)
+        except _Stopped:
+            return
+        except LedgerCorrupt as exc:
+            self._hand_over(_ReadFailed(str(exc)))
+        except BaseException as exc:  # handed to the caller, who raises it
+            self._hand_over(exc)
+
+    def _hand_over(self, exc: BaseException) -> None:
+        with contextlib.suppress(_Stopped):
+            self._put(exc)
+
+
+class _ReadFailed(Exception):
+    """A ledger did not verify as it was read for copying."""
+
+
+class _Stopped(Exception):
+    """The consumer left; the producer thread ends quietly."""
+
+
+def _pmos_version() -> str:
+    try:
+        return version("pmos")
+    except PackageNotFoundError:  # a source checkout that was never installed
+        from pmos import __version__
+
+        return __version__
+
+
+def _settings_with_rubric(kit: Kit) -> dict[str, Any]:
+    """The kit's settings, with its default rubric's pass threshold: the database
+    holds no rubric file, and the score statistics compare against it."""
+    from pmos.errors import BadInput
+    from pmos.gate.rubric import load_rubric
+
+    settings = settings_of(kit.config)
+    try:
+        settings["rubric_threshold"] = load_rubric(kit.root, kit.config.default_rubric).threshold
+    except BadInput:
+        settings["rubric_threshold"] = None
+    return settings

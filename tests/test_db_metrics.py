@@ -1,0 +1,318 @@
+"""The same numbers from the database: ``pmos metrics --db``, ``pmos queue --db`` and
+the SQL views equal file mode on the same records.
+
+Two kits are written through pmos's writers, their records interleaved in
+time, and synced; file mode over a kit holding the union of their records is
+what the database must give over both. The data keeps every label after the
+verdict it judges (see tests/dbkits.py), where this branch's file readers and
+the views' pairing rule (a label pairs with the verdict its gate_record_id
+names) agree; the views' handling of a superseded label is checked by hand
+in its own test.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import psycopg
+import pytest
+
+from dbkits import judge, label, new_kit, populate, register, union_kit
+from pmos.kit import open_kit
+from pmos.timestamps import parse_instant
+
+#: Keys of pmos metrics --json that the SQL views also give, view column -> report key.
+VIEW_KEYS = {
+    "pairs": "pairs",
+    "observed_agreement": "observed_agreement",
+    "kappa": "kappa",
+    "tpr": "tpr",
+    "tnr": "tnr",
+    "pass_fraction": "pass_fraction",
+    "goodhart_alarm": "goodhart_alarm",
+    "skipped": "skipped",
+    "unlabeled_verdicts": "unlabeled_verdicts",
+}
+
+
+def file_metrics(cli, kit, *args: str) -> dict:
+    result = cli("--root", str(kit.root), "metrics", "--json", *args)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def db_metrics(cli, dsn: str, *args: str) -> dict:
+    result = cli("metrics", "--db", dsn, "--json", *args)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    report.pop("kits")
+    return report
+
+
+def sync(cli, kit, dsn: str, kit_id: str) -> None:
+    result = cli("--root", str(kit.root), "sync", "--db", dsn, "--kit-id", kit_id)
+    assert result.exit_code == 0, result.output
+
+
+def rows(dsn: str, query: str) -> list[dict]:
+    with psycopg.connect(dsn) as conn:
+        cursor = conn.execute(query)
+        names = [c.name for c in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def same(value, expected) -> bool:
+    if value is None or expected is None:
+        return value is None and expected is None
+    if isinstance(expected, bool):
+        return value is expected
+    return abs(float(value) - float(expected)) <= 1e-6
+
+
+def assert_view_row_matches(row: dict, report: dict) -> None:
+    for column, key in VIEW_KEYS.items():
+        assert same(row[column], report[key]), (column, row[column], report[key])
+    assert {k: row[k] for k in ("tp", "fn", "fp", "tn")} == report["confusion"]
+
+
+@pytest.fixture
+def two_kits(tmp_path, db, cli):
+    """Kits a and b, written in alternating slices so their records interleave in
+    time, both synced; and the union of their records as a third kit."""
+    a = new_kit(tmp_path / "a")
+    b = new_kit(tmp_path / "b")
+    # Kit a has settings of its own: they apply to it alone, never to all kits.
+    config = a.root / "pmos.yaml"
+    text = config.read_text()
+    for old, new in (
+        ("pass_fraction_window: 20", "pass_fraction_window: 7"),
+        ("min_pairs: 20", "min_pairs: 5"),
+    ):
+        assert old in text
+        text = text.replace(old, new)
+    config.write_text(text)
+    a = open_kit(a.root)
+    for first in range(0, 40, 10):
+        populate(a, "a", ["gpt-5", "claude-opus-4"], runs=10, seed=1, first=first)
+        populate(b, "b", ["gemini-2.5-pro", "gpt-5", "llama-4"], runs=10, seed=2, first=first)
+    sync(cli, a, db, "kit-a")
+    sync(cli, b, db, "kit-b")
+    return a, b, union_kit(tmp_path / "union", a, b)
+
+
+def test_metrics_db_equals_file_mode_over_the_union_of_the_kits(cli, db, two_kits):
+    a, b, union = two_kits
+    expected = file_metrics(cli, union)
+    assert expected["pairs"] >= 30 and len(expected["by_model"]) == 4
+    assert expected["skipped"] > 0 and expected["labels_without_verdict"] > 0
+    assert db_metrics(cli, db) == expected
+    # One kit asked for by id: that kit's own file-mode numbers, with its settings.
+    assert file_metrics(cli, a)["pass_fraction_window"] == 7
+    assert db_metrics(cli, db, "--kit", "kit-a") == file_metrics(cli, a)
+    assert db_metrics(cli, db, "--kit", "kit-b") == file_metrics(cli, b)
+    both = cli("metrics", "--db", db, "--json", "--kit", "kit-b", "--kit", "kit-a")
+    assert json.loads(both.stdout)["kits"] == ["kit-b", "kit-a"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--model", "gpt-5"),
+        ("--model", "llama-4"),
+        ("--initiative", "init-1"),
+        ("--window", "7"),
+        ("--model", "claude-opus-4", "--initiative", "init-2", "--window", "3"),
+    ],
+)
+def test_filtered_metrics_db_equal_file_mode(cli, db, two_kits, args):
+    _, _, union = two_kits
+    assert db_metrics(cli, db, *args) == file_metrics(cli, union, *args)
+
+
+def test_metrics_db_since_equals_file_mode(cli, db, two_kits, tmp_path):
+    a, b, _ = two_kits
+    since = datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    for first in range(40, 50, 5):
+        populate(a, "a", ["gpt-5"], runs=5, seed=3, first=first)
+        populate(b, "b", ["llama-4"], runs=5, seed=4, first=first)
+    sync(cli, a, db, "kit-a")
+    sync(cli, b, db, "kit-b")
+    union = union_kit(tmp_path / "union-later", a, b)
+    expected = file_metrics(cli, union, "--since", since)
+    assert expected["pairs"] > 0
+    assert db_metrics(cli, db, "--since", since) == expected
+
+
+def test_the_views_equal_pmos_metrics(cli, db, two_kits):
+    a, b, union = two_kits
+    by_kit = {"kit-a": file_metrics(cli, a), "kit-b": file_metrics(cli, b), None: None}
+    by_kit[None] = file_metrics(cli, union)
+    calibration = rows(db, "SELECT * FROM v_calibration")
+    assert sorted(r["kit_id"] or "" for r in calibration) == ["", "kit-a", "kit-b"]
+    for row in calibration:
+        report = by_kit[row["kit_id"]]
+        assert_view_row_matches(row, report)
+        assert row["labels_without_verdict"] == report["labels_without_verdict"]
+        assert row["pass_fraction_window"] == report["pass_fraction_window"]
+        assert row["labels_superseded"] == 0
+    by_model = rows(db, "SELECT * FROM v_calibration_by_model")
+    for kit_id, report in by_kit.items():
+        mine = {r["evaluator_model"]: r for r in by_model if r["kit_id"] == kit_id}
+        assert set(mine) == set(report["by_model"])
+        for model, row in mine.items():
+            assert_view_row_matches(row, report["by_model"][model])
+    tripwire = rows(db, "SELECT * FROM v_goodhart_tripwire")
+    for row in tripwire:
+        report = by_kit[row["kit_id"]]
+        assert same(row["pass_fraction"], report["pass_fraction"])
+        assert row["goodhart_alarm"] is report["goodhart_alarm"]
+        assert same(row["alarm_at"], 0.9)
+        assert row["verdicts_in_window"] == row["pass_fraction_window"]
+    assert {r["kit_id"]: r["pass_fraction_window"] for r in tripwire} == {
+        "kit-a": 7,
+        "kit-b": 20,
+        None: 20,
+    }
+
+
+def test_the_goodhart_alarm_sounds_in_the_views_and_metrics_alike(cli, db, tmp_path):
+    kit = new_kit(tmp_path / "lenient")
+    for i in range(25):
+        judge(kit, f"r{i}", "PASS" if i != 3 else "FAIL", model="gpt-5", initiative="i")
+    sync(cli, kit, db, "lenient")
+    report = file_metrics(cli, kit)
+    assert report["goodhart_alarm"] is True and report["pass_fraction"] == 1.0
+    assert db_metrics(cli, db) == report
+    for row in rows(db, "SELECT * FROM v_goodhart_tripwire"):
+        assert row["goodhart_alarm"] is True and row["window_full"] is True
+        assert same(row["pass_fraction"], 1.0)
+
+
+def test_a_superseded_label_is_not_paired_in_the_views(cli, db, tmp_path):
+    """The pairing rule of the views, counted by hand: run x was labelled fail
+    against its FAIL, then judged PASS: its label is superseded (not an fp) and
+    the run owes a label again; y pairs (tp); z was never labelled."""
+    kit = new_kit(tmp_path / "superseded")
+    for run in ("x", "y", "z"):
+        register(kit, run, "i")
+    judge(kit, "x", "FAIL", model="gpt-5", initiative="i")
+    label(kit, "x", "fail")
+    judge(kit, "x", "PASS", model="gpt-5", initiative="i")
+    judge(kit, "y", "PASS", model="gpt-5", initiative="i")
+    label(kit, "y", "pass")
+    judge(kit, "z", "FAIL", model="gpt-5", initiative="i")
+    sync(cli, kit, db, "s")
+    pairs = {r["run_id"]: r["pairing"] for r in rows(db, "SELECT * FROM v_pairs")}
+    assert pairs == {"x": "superseded", "y": "paired", "z": "unlabelled"}
+    (row,) = rows(db, "SELECT * FROM v_calibration WHERE kit_id = 's'")
+    assert (row["pairs"], row["tp"], row["fn"], row["fp"], row["tn"]) == (1, 1, 0, 0, 0)
+    assert (row["labels_superseded"], row["unlabeled_verdicts"]) == (1, 2)
+    assert row["kappa"] is None and row["tpr"] == 1 and row["tnr"] is None
+    debt = {r["run_id"]: r for r in rows(db, "SELECT * FROM v_acceptance_queue")}
+    assert set(debt) == {"x", "z"}
+    assert debt["x"]["label_superseded"] is True and debt["x"]["verdict"] == "PASS"
+    assert debt["z"]["label_superseded"] is False
+
+
+def test_an_unregistered_skipped_run_is_verification_debt_in_the_views(cli, db, tmp_path):
+    kit = new_kit(tmp_path / "unregistered")
+    judge(kit, "ghost", "SKIPPED", model="gpt-5", initiative="i")
+    label(kit, "labelled-only", "pass")
+    sync(cli, kit, db, "u")
+    debt = {r["run_id"]: r for r in rows(db, "SELECT * FROM v_verification_queue")}
+    assert set(debt) == {"ghost", "labelled-only"}
+    assert debt["ghost"]["status"] == "skipped" and debt["ghost"]["registered"] is False
+    assert debt["ghost"]["skipped_reason"] == "evaluator unavailable"
+    assert debt["labelled-only"]["status"] == "no-verdict"
+
+
+def queue_items(items: list[dict], extra: tuple[str, ...]) -> list[tuple]:
+    """Each entry's kit, run, initiative, registered, age_from (an instant) and ``extra``."""
+    return [
+        (
+            item["kit_id"],
+            item["run_id"],
+            item["initiative_id"],
+            item["registered"],
+            parse_instant(item["age_from"]),
+            *(item[k] for k in extra),
+        )
+        for item in items
+    ]
+
+
+def test_queue_db_and_the_queue_views_equal_each_kits_pmos_queue(cli, db, two_kits):
+    a, b, _ = two_kits
+    expected = {"verification_debt": [], "acceptance_debt": []}
+    for kit_id, kit in (("kit-a", a), ("kit-b", b)):
+        result = cli("--root", str(kit.root), "queue", "--json")
+        assert result.exit_code == 1  # both kits owe verdicts
+        found = json.loads(result.stdout)
+        for key in expected:
+            expected[key] += [{"kit_id": kit_id, **item} for item in found[key]]
+    for key in expected:
+        expected[key].sort(key=lambda i: (parse_instant(i["age_from"]), i["kit_id"], i["run_id"]))
+    assert expected["verification_debt"] and expected["acceptance_debt"]
+    result = cli("queue", "--db", db, "--json")
+    assert result.exit_code == 1
+    found = json.loads(result.stdout)
+    assert found["kits"] == ["kit-a", "kit-b"]
+    verification_extra = ("status", "skipped_reason")
+    assert queue_items(found["verification_debt"], verification_extra) == queue_items(
+        expected["verification_debt"], verification_extra
+    )
+    assert queue_items(found["acceptance_debt"], ("verdict",)) == queue_items(
+        expected["acceptance_debt"], ("verdict",)
+    )
+    view = rows(db, "SELECT * FROM v_verification_queue ORDER BY age_from, kit_id, run_id")
+    assert queue_items(
+        [{**r, "age_from": r["age_from"].isoformat()} for r in view], verification_extra
+    ) == queue_items(expected["verification_debt"], verification_extra)
+    view = rows(db, "SELECT * FROM v_acceptance_queue ORDER BY age_from, kit_id, run_id")
+    assert queue_items(
+        [{**r, "age_from": r["age_from"].isoformat()} for r in view], ("verdict",)
+    ) == queue_items(expected["acceptance_debt"], ("verdict",))
+
+
+def test_queue_db_of_one_kit_and_its_human_output(cli, db, two_kits):
+    result = cli("queue", "--db", db, "--kit", "kit-b")
+    assert result.exit_code == 1
+    assert "kits: 1" in result.stdout and "kit-b" in result.stdout and "kit-a" not in result.stdout
+
+
+def test_metrics_db_human_output_names_the_kits(cli, db, two_kits):
+    result = cli("metrics", "--db", db)
+    assert result.exit_code == 0
+    assert result.stdout.startswith("kits (2): kit-a, kit-b")
+    assert "kappa" in result.stdout and "evaluator model" in result.stdout
+
+
+def test_an_empty_database_has_no_pairs_and_no_debt(cli, db):
+    result = cli("metrics", "--db", db, "--json")
+    assert result.exit_code == 0
+    report = json.loads(result.stdout)
+    assert report["kits"] == [] and report["pairs"] == 0 and report["kappa"] is None
+    assert cli("queue", "--db", db).exit_code == 0
+    (row,) = rows(db, "SELECT * FROM v_calibration")
+    assert row["kit_id"] is None and row["pairs"] == 0 and row["pass_fraction"] is None
+
+
+def test_an_unknown_kit_is_refused(cli, db, two_kits):
+    for command in ("metrics", "queue"):
+        refused = cli(command, "--db", db, "--kit", "kit-c")
+        assert refused.exit_code == 2
+        assert "no kit 'kit-c' in the database (known: kit-a, kit-b)" in refused.stderr
+
+
+def test_kit_without_db_is_refused(cli):
+    for command in ("metrics", "queue"):
+        refused = cli(command, "--kit", "kit-a")
+        assert refused.exit_code == 2
+        assert "--kit selects kits in a database: it needs --db DSN" in refused.stderr
+
+
+def test_a_bad_window_is_refused_in_db_mode_too(cli, db):
+    refused = cli("metrics", "--db", db, "--window", "0")
+    assert refused.exit_code == 2
+    assert "window: must be a whole number of verdicts" in refused.stderr

@@ -1,0 +1,477 @@
+"""``pmos sync`` against a real PostgreSQL server: every record once, by digest,
+all or nothing, safely side by side; real processes where kills and concurrency matter."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from dbkits import bulk_labels, git_kit, judge, label, new_kit, populate
+from pmos.db.identity import normalise_remote
+from pmos.store.read import records_with_digests
+from pmos.store.registry import LEDGER_KINDS
+
+
+def sync(cli, kit, dsn, *extra: str):
+    result = cli("--root", str(kit.root), "sync", "--db", dsn, "--json", *extra)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def pmos_proc(*args: str, **kwargs) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "pmos", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )
+
+
+def stored(dsn: str, table: str, kit_id: str) -> dict[bytes, dict]:
+    """digest -> record of one kit's rows of ``table``."""
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            f"SELECT t.digest, t.record FROM {table} t JOIN kits k USING (kit) WHERE k.kit_id = %s",
+            (kit_id,),
+        ).fetchall()
+    return {bytes(d): r for d, r in rows}
+
+
+def in_kit(kit, kind: str) -> dict[bytes, dict]:
+    return {bytes.fromhex(d): r for d, r in records_with_digests(kit.store, kind)}
+
+
+def counts(dsn: str) -> dict[str, int]:
+    """Rows of every pmos table: for 'nothing changed' assertions."""
+    tables = ["kits", "syncs", *(k.replace("-", "_") for k in LEDGER_KINDS)]
+    with psycopg.connect(dsn) as conn:
+        return {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables}
+
+
+@pytest.fixture
+def small_kit(tmp_path):
+    kit = new_kit(tmp_path / "small")
+    populate(kit, "s", ["gpt-5", "claude-opus-4"], runs=20)
+    return kit
+
+
+def test_sync_stores_every_record_once_with_its_digest_json_and_typed_columns(cli, db, small_kit):
+    report = sync(cli, small_kit, db, "--kit-id", "team/small")
+    assert report["kit_id"] == "team/small" and report["new_kit"] is True
+    for kind in LEDGER_KINDS:
+        expected = in_kit(small_kit, kind)
+        assert report["kinds"][kind] == {"records": len(expected), "added": len(expected)}
+        assert stored(db, kind.replace("-", "_"), "team/small") == expected
+    assert report["added"] == report["records"] > 0
+    with psycopg.connect(db) as conn:
+        evals = conn.execute(
+            "SELECT record_id, recorded_at, run_id, verdict, evaluator_model, score, form, record "
+            "FROM evals"
+        ).fetchall()
+        settings, added = conn.execute("SELECT settings, added FROM syncs").fetchone()
+    for record_id, recorded_at, run_id, verdict, model, score, form, record in evals:
+        assert (record_id, run_id, verdict, form) == (
+            record["record_id"],
+            record["run_id"],
+            record["verdict"],
+            record["form"],
+        )
+        assert model == record.get("evaluator_model") and score == record["score"]
+        assert recorded_at.isoformat().replace("+00:00", "Z") == record["recorded_at"]
+    assert settings["pass_fraction_window"] == 20 and settings["min_pairs"] == 20
+    assert added == {kind: report["kinds"][kind]["added"] for kind in LEDGER_KINDS}
+
+
+def test_a_second_sync_adds_nothing(cli, db, small_kit):
+    sync(cli, small_kit, db, "--kit-id", "k")
+    before = counts(db)
+    again = sync(cli, small_kit, db, "--kit-id", "k")
+    assert again["new_kit"] is False and again["added"] == 0
+    assert again["records"] == sum(before[k.replace("-", "_")] for k in LEDGER_KINDS)
+    assert counts(db) == {**before, "syncs": before["syncs"] + 1}
+
+
+def test_a_sync_adds_exactly_the_records_the_database_lacks(cli, db, small_kit):
+    sync(cli, small_kit, db, "--kit-id", "k")
+    judge(small_kit, "s-new", "PASS", model="gpt-5", initiative="init-0")
+    label(small_kit, "s-new", "pass")
+    label(small_kit, "s-000", "fail")
+    report = sync(cli, small_kit, db, "--kit-id", "k")
+    assert report["added"] == 3
+    assert report["kinds"]["evals"]["added"] == 1 and report["kinds"]["acceptances"]["added"] == 2
+    assert stored(db, "acceptances", "k") == in_kit(small_kit, "acceptances")
+
+
+def test_human_output_is_a_table_of_kinds(cli, db, small_kit):
+    result = cli("--root", str(small_kit.root), "sync", "--db", db, "--kit-id", "k")
+    assert result.exit_code == 0
+    assert "kit k (new in the database)" in result.stdout
+    assert "ledger" in result.stdout and "records in kit" in result.stdout
+    assert any(line.startswith("total") for line in result.stdout.splitlines())
+
+
+def test_a_record_with_a_nul_character_is_stored_with_a_replacement(cli, db, tmp_path):
+    from pmos.gate.writers import record_acceptance
+
+    kit = new_kit(tmp_path / "nul")
+    label(kit, "r1", "pass")
+    record_acceptance(kit, run_id="r2", label="fail", by="pm", note="a\x00b \\u0000 c\\d")
+    sync(cli, kit, db, "--kit-id", "nul")
+    notes = {r["run_id"]: r.get("note") for r in stored(db, "acceptances", "nul").values()}
+    assert notes["r2"] == "a\ufffdb \\u0000 c\\d"
+    assert set(stored(db, "acceptances", "nul")) == set(in_kit(kit, "acceptances"))
+
+
+# ---------------------------------------------------------------- kit identity
+
+
+def test_two_clones_of_one_repository_land_in_one_kit(cli, db, tmp_path):
+    first = git_kit(tmp_path / "clone-a", "git@GitHub.com:acme/shop.git")
+    populate(first, "r", ["gpt-5"], runs=10)
+    second_root = tmp_path / "clone-b"
+    shutil.copytree(first.root, second_root, symlinks=True)
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(second_root),
+            "remote",
+            "set-url",
+            "origin",
+            "https://ci-token:secret@github.com/acme/shop",
+        ],
+        check=True,
+    )
+    from pmos.kit import open_kit
+
+    second = open_kit(second_root)
+    judge(second, "r-extra", "FAIL", model="gpt-5", initiative="init-0")
+    a = sync(cli, first, db)
+    b = sync(cli, second, db)
+    assert a["kit_id"] == b["kit_id"] == "github.com/acme/shop#."
+    assert a["repository"] == "github.com/acme/shop" and a["path"] == "."
+    assert a["new_kit"] is True and b["new_kit"] is False
+    assert b["added"] == 1  # only the record the first clone did not have
+    with psycopg.connect(db) as conn:
+        assert conn.execute("SELECT kit_id, repository, path FROM kits").fetchall() == [
+            ("github.com/acme/shop#.", "github.com/acme/shop", ".")
+        ]
+        text = json.dumps(conn.execute("SELECT * FROM kits").fetchall(), default=str)
+    assert "secret" not in text and "ci-token" not in text
+    assert stored(db, "evals", "github.com/acme/shop#.") == in_kit(second, "evals")
+
+
+def test_a_vendored_kit_is_named_by_its_folder_in_the_repository(cli, db, tmp_path):
+    repo = tmp_path / "product"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(repo),
+            "remote",
+            "add",
+            "upstream",
+            "ssh://git@gitlab.example:2222/a/b.git",
+        ],
+        check=True,
+    )
+    kit = new_kit(repo / "tools" / "pmos")
+    assert sync(cli, kit, db)["kit_id"] == "gitlab.example:2222/a/b#tools/pmos"
+
+
+@pytest.mark.parametrize(
+    ("url", "normalised"),
+    [
+        ("git@github.com:acme/shop.git", "github.com/acme/shop"),
+        ("https://github.com/acme/shop", "github.com/acme/shop"),
+        ("https://user:token@GITHUB.com/acme/shop.git/", "github.com/acme/shop"),
+        ("ssh://git@github.com/acme/shop.git", "github.com/acme/shop"),
+        ("ssh://git@github.com:22/acme/shop.git", "github.com/acme/shop"),
+        ("https://git.example:8443/team/kit", "git.example:8443/team/kit"),
+        ("/srv/git/kit.git", "file:/srv/git/kit"),
+        ("file:///srv/git/kit.git", "file:/srv/git/kit"),
+    ],
+)
+def test_remote_urls_are_normalised(url, normalised, tmp_path):
+    assert normalise_remote(url, tmp_path) == normalised
+
+
+def test_a_relative_local_remote_is_resolved_against_the_repository(tmp_path):
+    assert normalise_remote("../kit.git", tmp_path / "repo") == f"file:{tmp_path}/kit"
+
+
+def test_a_kit_outside_git_needs_an_explicit_id(cli, db, small_kit):
+    refused = cli("--root", str(small_kit.root), "sync", "--db", db)
+    assert refused.exit_code == 2
+    assert "not inside a git repository" in refused.stderr and "--kit-id" in refused.stderr
+    assert counts(db)["kits"] == 0
+
+
+def test_a_repository_without_a_remote_needs_an_explicit_id(cli, db, tmp_path):
+    kit = git_kit(tmp_path / "local", None)
+    refused = cli("--root", str(kit.root), "sync", "--db", db)
+    assert refused.exit_code == 2
+    assert "has no remote" in refused.stderr
+    assert sync(cli, kit, db, "--kit-id", "local-kit")["kit_id"] == "local-kit"
+
+
+@pytest.mark.parametrize(
+    ("kit_id", "problem"),
+    [(" ", "cannot be empty"), ("a\nb", "control characters"), ("x" * 501, "at most 500")],
+)
+def test_a_bad_explicit_kit_id_is_refused(cli, db, small_kit, kit_id, problem):
+    refused = cli("--root", str(small_kit.root), "sync", "--db", db, "--kit-id", kit_id)
+    assert refused.exit_code == 2
+    assert problem in refused.stderr
+    assert counts(db)["kits"] == 0
+
+
+# ---------------------------------------------------------------- refusals
+
+
+def tamper(kit, marker: str, replacement: str) -> None:
+    """Edit a stored record in place, wherever the store keeps it."""
+    assert len(marker) == len(replacement)
+    for path in sorted(Path(kit.root, "state").rglob("*")):
+        if path.is_file() and marker.encode() in path.read_bytes():
+            path.write_bytes(path.read_bytes().replace(marker.encode(), replacement.encode()))
+            return
+    raise AssertionError(f"no stored record holds {marker!r}")
+
+
+def test_a_tampered_kit_is_refused_and_nothing_is_copied(cli, db, small_kit):
+    from pmos.gate.writers import record_acceptance
+
+    record_acceptance(small_kit, run_id="s-003", label="pass", by="pm", note="TAMPER-ME")
+    tamper(small_kit, "TAMPER-ME", "TAMPER-OK")
+    refused = cli("--root", str(small_kit.root), "sync", "--db", db, "--kit-id", "k")
+    assert refused.exit_code == 1
+    assert "fail verification, so nothing was copied" in refused.stderr
+    assert "acceptances" in refused.stderr
+    assert set(counts(db).values()) == {0}
+
+
+def test_a_kit_tampered_after_a_sync_leaves_the_database_as_it_was(cli, db, small_kit):
+    from pmos.gate.writers import record_acceptance
+
+    record_acceptance(small_kit, run_id="s-004", label="fail", by="pm", note="TAMPER-ME")
+    sync(cli, small_kit, db, "--kit-id", "k")
+    before = counts(db)
+    judge(small_kit, "s-late", "PASS", model="gpt-5", initiative="init-0")
+    tamper(small_kit, "TAMPER-ME", "TAMPER-OK")
+    refused = cli("--root", str(small_kit.root), "sync", "--db", db, "--kit-id", "k")
+    assert refused.exit_code == 1
+    assert counts(db) == before
+
+
+def test_without_a_kit_root_sync_says_so(cli, db, tmp_path, monkeypatch):
+    monkeypatch.delenv("PMOS_ROOT")
+    monkeypatch.chdir(tmp_path)
+    refused = cli("sync", "--db", db, "--kit-id", "k")
+    assert refused.exit_code == 2
+    assert "no kit root found" in refused.stderr
+
+
+# ---------------------------------------------------------------- crashes and concurrency
+
+
+def copy_in_progress(dsn: str) -> int:
+    """Rows a running COPY of a sync into this database has received so far (0: none)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT max(p.tuples_processed) FROM pg_stat_progress_copy p "
+            "JOIN pg_stat_activity a USING (pid) "
+            "WHERE a.application_name = 'pmos sync' AND p.datname = current_database() "
+            "AND p.command = 'COPY FROM'"
+        ).fetchone()
+    return row[0] or 0
+
+
+def sync_backends(dsn: str, *, waiting_on_a_lock: bool = False) -> int:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        return conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pmos sync' "
+            "AND datname = current_database() AND (NOT %s OR wait_event_type = 'Lock')",
+            (waiting_on_a_lock,),
+        ).fetchone()[0]
+
+
+@pytest.fixture
+def big_kit(tmp_path):
+    kit = new_kit(tmp_path / "big")
+    populate(kit, "b", ["gpt-5", "claude-opus-4"], runs=20)
+    bulk_labels(kit, 600, note_bytes=50_000)
+    return kit
+
+
+@pytest.mark.parametrize("when", ["mid-copy", "before-commit"])
+def test_a_sync_killed_with_sigkill_commits_nothing_and_the_next_one_completes(
+    cli, db, pg_server, big_kit, when
+):
+    # A first, complete sync of part of the kit: the kill must leave exactly this.
+    sync(cli, big_kit, db, "--kit-id", "big")
+    before = counts(db)
+    bulk_labels(big_kit, 600, prefix="more", note_bytes=50_000)
+    # Holding a lock on syncs keeps the sync from committing, whatever the timing:
+    # the kill always lands before the commit.
+    blocker = psycopg.connect(db)
+    blocker.execute("LOCK TABLE syncs IN SHARE MODE")
+    proc = pmos_proc("--root", str(big_kit.root), "sync", "--db", db, "--kit-id", "big")
+    try:
+        deadline = time.monotonic() + 120
+        seen = 0
+        while not seen and time.monotonic() < deadline and proc.poll() is None:
+            if when == "mid-copy":
+                seen = copy_in_progress(db)
+            else:
+                seen = sync_backends(db, waiting_on_a_lock=True)
+        assert seen, f"never saw the sync {when}; it ended with {proc.poll()}"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        blocker.rollback()
+        blocker.close()
+    assert proc.returncode == -signal.SIGKILL
+    # The server notices the dead client and rolls its transaction back.
+    deadline = time.monotonic() + 60
+    while sync_backends(db) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert counts(db) == before
+    report = sync(cli, big_kit, db, "--kit-id", "big")
+    assert report["added"] == 600 and report["kinds"]["acceptances"]["added"] == 600
+    assert stored(db, "acceptances", "big") == in_kit(big_kit, "acceptances")
+    assert counts(db)["acceptances"] == before["acceptances"] + 600
+
+
+def test_four_concurrent_syncs_of_different_kits(db, tmp_path):
+    kits = []
+    for n in range(4):
+        kit = new_kit(tmp_path / f"kit-{n}")
+        populate(kit, f"k{n}", ["gpt-5", "claude-opus-4"], runs=12, seed=n)
+        bulk_labels(kit, 150, prefix=f"bulk{n}")
+        kits.append(kit)
+    procs = [
+        pmos_proc("--root", str(kit.root), "sync", "--db", db, "--kit-id", f"kit-{n}", "--json")
+        for n, kit in enumerate(kits)
+    ]
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+        assert json.loads(out)["new_kit"] is True
+    for n, kit in enumerate(kits):
+        for kind in ("runs", "evals", "acceptances"):
+            assert stored(db, kind, f"kit-{n}") == in_kit(kit, kind)
+    assert counts(db)["kits"] == 4 and counts(db)["syncs"] == 4
+
+
+def test_concurrent_syncs_of_one_kit_store_each_record_once(db, small_kit):
+    bulk_labels(small_kit, 300)
+    procs = [
+        pmos_proc("--root", str(small_kit.root), "sync", "--db", db, "--kit-id", "one", "--json")
+        for _ in range(3)
+    ]
+    reports = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+        reports.append(json.loads(out))
+    total = sum(len(in_kit(small_kit, kind)) for kind in LEDGER_KINDS)
+    assert sorted(r["added"] for r in reports) == [0, 0, total]
+    assert sum(r["new_kit"] for r in reports) == 1
+    assert stored(db, "acceptances", "one") == in_kit(small_kit, "acceptances")
+    assert counts(db)["kits"] == 1
+
+
+# ---------------------------------------------------------------- roles
+
+
+@pytest.fixture
+def roles(db, pg_server):
+    """Login roles made by the owner (access -> role name); dropped with the database."""
+    database = db.split("dbname=")[1].split()[0]
+    names = {access: f"{access}_{database}" for access in ("sync", "read", "none")}
+    with psycopg.connect(pg_server.dsn(), autocommit=True) as conn:
+        for name in names.values():
+            conn.execute(f"CREATE ROLE {name} LOGIN")
+    yield names
+    with psycopg.connect(pg_server.dsn(), autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+        for name in names.values():
+            conn.execute(f"DROP ROLE IF EXISTS {name}")
+
+
+def as_role(dsn: str, role: str) -> str:
+    return " ".join(part for part in dsn.split() if not part.startswith("user=")) + f" user={role}"
+
+
+def test_sync_works_under_an_insert_only_role_that_cannot_read_or_change_records(
+    cli, db, roles, small_kit
+):
+    sync_role = roles["sync"]
+    granted = cli("db", "grant", sync_role, "--as", "sync", "--db", db, "--json")
+    assert granted.exit_code == 0, granted.output
+    assert any("INSERT" in s for s in json.loads(granted.stdout)["statements"])
+    dsn = as_role(db, sync_role)
+    first = sync(cli, small_kit, dsn, "--kit-id", "k")
+    label(small_kit, "s-001", "fail")
+    second = sync(cli, small_kit, dsn, "--kit-id", "k")
+    assert first["added"] > 0 and second["added"] == 1
+    assert stored(db, "acceptances", "k") == in_kit(small_kit, "acceptances")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for statement in (
+            "SELECT record FROM evals",
+            "SELECT * FROM v_calibration",
+            "UPDATE evals SET record = '{}'",
+            "DELETE FROM acceptances",
+            "UPDATE kits SET kit_id = 'x'",
+            "DELETE FROM syncs",
+            "TRUNCATE runs",
+        ):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(statement)
+
+
+def test_a_read_only_role_reads_views_and_metrics_but_writes_nothing(cli, db, roles, small_kit):
+    sync(cli, small_kit, db, "--kit-id", "k")
+    read_role = roles["read"]
+    assert cli("db", "grant", read_role, "--as", "read", "--db", db).exit_code == 0
+    dsn = as_role(db, read_role)
+    metrics = cli("metrics", "--db", dsn, "--json")
+    assert metrics.exit_code == 0, metrics.output
+    assert json.loads(metrics.stdout)["kits"] == ["k"]
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM v_calibration").fetchone()[0] == 2
+        assert conn.execute("SELECT count(*) FROM evals").fetchone()[0] > 0
+        for statement in (
+            "INSERT INTO kits (kit_id) VALUES ('x')",
+            "DELETE FROM evals",
+            "UPDATE team_settings SET settings = '{}'",
+        ):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(statement)
+    refused = cli("--root", str(small_kit.root), "sync", "--db", dsn, "--kit-id", "k2")
+    assert refused.exit_code == 2
+    assert "the database refused" in refused.stderr and "pmos db grant" in refused.stderr
+
+
+def test_a_role_without_grants_is_refused_with_what_to_do(cli, db, roles, small_kit):
+    refused = cli(
+        "--root", str(small_kit.root), "sync", "--db", as_role(db, roles["none"]), "--kit-id", "k"
+    )
+    assert refused.exit_code == 2
+    assert "pmos db grant" in refused.stderr
+    assert counts(db)["kits"] == 0
