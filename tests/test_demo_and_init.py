@@ -84,11 +84,11 @@ def test_init_prints_a_summary_and_three_next_steps_that_work(tmp_path):
     commands = [line.strip() for line in lines if line.startswith("       ")]
     commit, gate, first_verdict = commands
     assert sh(commit).returncode == 0
-    assert "pmos/state/evals.jsonl" in sh("git ls-files").stdout
+    assert "pmos/state/evals/.pmos-ledger" in sh("git ls-files").stdout
     # The CI gate passes on the empty kit; the first verdict is recorded as printed,
     # with its placeholders filled in.
     assert sh(gate).returncode == 0, sh(gate).stderr
     filled = first_verdict.replace("RUN_ID", "run-1").replace("INITIATIVE_ID", "init-1")
     recorded = sh(filled.replace("EVALUATOR_MODEL", "gpt-5"))
     assert recorded.returncode == 0, recorded.stderr
-    assert (product / "pmos" / "state" / "evals.jsonl").read_text().count("\n") == 1
+    assert len(list((product / "pmos" / "state" / "evals").glob("*.json"))) == 1

@@ -94,6 +94,7 @@ OLD_KEYS = [
 ]
 KEYS = [
     "pairs",
+    "short_form_pairs",
     "confusion",
     "observed_agreement",
     "kappa",

@@ -8,7 +8,6 @@ install pmos when it is missing instead of failing inside Python.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import ledgerfiles
 import pmos
 from conftest import ledger_bytes
 from pmos.kit import init_kit
@@ -54,8 +54,7 @@ def product(tmp_path: Path) -> Path:
 
 
 def registered(kit: Path) -> list[str]:
-    text = (kit / "state" / "runs.jsonl").read_text()
-    return [json.loads(line)["run_id"] for line in text.splitlines()]
+    return [r["run_id"] for r in ledgerfiles.stored(kit, "runs")]
 
 
 def test_help_shows_the_three_forms(product):

@@ -58,7 +58,7 @@ def test_large_sample_ci_by_hand():
     c = Confusion(tp=9, fn=1, fp=1, tn=9)
     kappa = stats.cohen_kappa(c)
     assert kappa == pytest.approx(0.8)
-    low, high = stats.kappa_ci95(c, kappa)
+    low, high = stats.large_sample_kappa_ci95(c, kappa)
     se = math.sqrt(0.018)
     assert low == pytest.approx(0.8 - stats.Z95 * se)
     assert high == 1.0  # 0.8 + 0.263 clipped
@@ -80,7 +80,7 @@ def test_kappa_undefined_only_when_both_sides_are_one_class():
 def test_no_zero_width_interval_at_the_edges():
     for c in (Confusion(tp=12, tn=8), Confusion(fn=5, fp=5), Confusion(tp=3, fp=2)):
         with pytest.raises(Undefined, match="standard error is 0"):
-            stats.kappa_ci95(c, stats.cohen_kappa(c))
+            stats.large_sample_kappa_ci95(c, stats.cohen_kappa(c))
 
 
 def test_rates_and_their_undefined_cases():
@@ -146,7 +146,7 @@ def test_kappa_matches_the_formula_or_is_undefined(tp, fn, fp, tn):
     assert kappa == pytest.approx((p_o - p_e) / (1 - p_e), abs=1e-9)
     assert -1.0 - 1e-9 <= kappa <= 1.0 + 1e-9
     try:
-        low, high = stats.kappa_ci95(c, kappa)
+        low, high = stats.large_sample_kappa_ci95(c, kappa)
     except Undefined:
         # Only at the edges: perfect (dis)agreement or one side all one class.
         assert p_o in (0.0, 1.0) or tp + fp in (0, c.n) or tp + fn in (0, c.n)

@@ -66,8 +66,7 @@ def check_writable(kit: Kit) -> None:
     read-only ``state/`` or file system is found here, not after every command
     of the spec has run.
     """
-    target = kit.store.path("assessments")
-    folder = target if target.is_dir() else target.parent
+    target = folder = kit.store.folder("assessments")
 
     def abort() -> Draft:
         raise _Probe()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from pmos.cli._app import JSON_OPTION, emit_json, kit
+from pmos.cli._app import JsonFlag, emit_json, kit
 
 
 def register(app: typer.Typer) -> None:
@@ -32,7 +32,7 @@ def board(
     limit: int = typer.Option(
         50, "--limit", help="Records listed per section (latest verdicts, each queue, overrides)."
     ),
-    json_output: bool = JSON_OPTION,
+    json_output: JsonFlag = False,
 ) -> None:
     """Write one self-contained HTML page of the review gate: status, agreement, trends,
     queues, latest verdicts and overrides. No network, no scripts; needs the 'board' extra.

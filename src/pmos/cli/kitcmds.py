@@ -72,8 +72,7 @@ def render_init(report: Any, directory: str) -> str:
         f"       git add {kit_dir} && git commit -m 'Add the pmos kit'",
         f"  2. in the product's CI, install pmos {__version__} (from where your team keeps it) "
         "and gate on the kit:",
-        f"       pmos --root {kit_dir} ledger verify --since origin/main && "
-        f"pmos --root {kit_dir} queue",
+        f"       pmos --root {kit_dir} ledger verify && pmos --root {kit_dir} queue",
         "  3. record the first verdict (an evaluator agent, from the product's root):",
         f"       {kit_dir}/scripts/pmos-log.sh eval RUN_ID INITIATIVE_ID 0.9 PASS "
         "planning/evals/agent-run-eval-rubric.md EVALUATOR_MODEL --spec pass --standards pass",

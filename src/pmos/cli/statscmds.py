@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from pmos.cli._app import JSON_OPTION, new_typer, table
+from pmos.cli._app import JsonFlag, new_typer, table
 
 
 def register(app: typer.Typer) -> None:
@@ -27,7 +27,7 @@ def agreement(
             "tn gate fail & PM fail); - reads standard input.",
         ),
     ],
-    json_output: bool = JSON_OPTION,
+    json_output: JsonFlag = False,
 ) -> None:
     """Every agreement statistic and interval pmos reports, for each table given.
 
