@@ -96,12 +96,12 @@ def _calls(tree: ast.AST):
             yield name, node
 
 
-@pytest.mark.parametrize(("module", "path"), _modules(), ids=[m for m, _ in _modules()])
 #: Modules outside the store that create write-once files with pmos.atomic: the
 #: module itself, and the override log (entries of the exemplar log, not records).
 ATOMIC_WRITERS = {"pmos.atomic", "pmos.gate.exemplars"}
 
 
+@pytest.mark.parametrize(("module", "path"), _modules(), ids=[m for m, _ in _modules()])
 def test_only_the_store_writes_or_validates_records(module: str, path: Path):
     if _layer(module) == "store":
         return
