@@ -230,7 +230,8 @@ def test_edited_record_with_a_fresh_digest_keeps_the_old_name_and_is_named(fille
     code, report = verify_cli(pmos)
     assert code == 1
     [(file, _, text)] = problems(report)
-    assert file == str(filled[1]) and "name does not carry its record's digest" in text
+    assert file == str(filled[1]) and "name does not carry its record's" in text
+    assert "digest" in text and "renamed" in text
     readers_refuse(pmos, filled[1])
 
 
