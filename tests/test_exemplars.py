@@ -260,7 +260,7 @@ def test_an_override_note_with_any_line_break_is_logged_once(cli, kit_root, tmp_
     each retry stored another label. It is logged, exactly, the first time."""
     judge(cli, tmp_path, "run-1", "PASS")
     first = label(cli, "run-1", "fail", note=note)
-    assert "logged to planning/evals/eval-calibration.md as case" in first.stderr, first.stderr
+    assert "logged to planning/evals/overrides/" in first.stderr, first.stderr
     [logged] = log_entries(kit_root)
     assert logged["lesson"] == note
     again = label(cli, "run-1", "fail", note=note)

@@ -143,6 +143,7 @@ def test_a_write_is_fsynced_before_and_after_its_rename(kit_root, tmp_path):
             "pass",
             "--by",
             "pm",
+            "--allow-unknown-run",
         ],
         capture_output=True,
         text=True,

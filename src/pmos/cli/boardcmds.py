@@ -4,38 +4,55 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
-from pmos.cli._app import JsonFlag, emit_json, kit
+from pmos.cli._app import JsonFlag, emit_json, examples, kit
 
 
 def register(app: typer.Typer) -> None:
-    app.command("board")(board)
+    app.command("board", epilog=examples("pmos board --out board.html"))(board)
 
 
 def board(
-    out: str | None = typer.Option(
-        None,
-        "--out",
-        help="Where to write the page (default: board.html in the kit's state/ folder); "
-        "'-' writes it to stdout.",
-    ),
-    initiative: str | None = typer.Option(None, "--initiative", help="Only this initiative."),
-    model: str | None = typer.Option(None, "--model", help="Only this evaluator model."),
-    since: str | None = typer.Option(
-        None, "--since", help="Only verdicts recorded at or after DATE (YYYY-MM-DD or RFC 3339)."
-    ),
-    by: str = typer.Option(
-        "week", "--by", help="Period of the agreement-over-time chart: week, month or N runs."
-    ),
-    limit: int = typer.Option(
-        50, "--limit", help="Records listed per section (latest verdicts, each queue, overrides)."
-    ),
+    out: Annotated[
+        str | None,
+        typer.Option(
+            "--out",
+            help="Where to write the page (default: board.html in the kit's state/ folder); "
+            "'-' writes it to stdout.",
+        ),
+    ] = None,
+    initiative: Annotated[
+        str | None, typer.Option("--initiative", help="Only this initiative.")
+    ] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Only this evaluator model.")] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since", help="Only verdicts recorded at or after DATE (YYYY-MM-DD or RFC 3339)."
+        ),
+    ] = None,
+    by: Annotated[
+        str,
+        typer.Option(
+            "--by", help="Period of the agreement-over-time chart: week, month or N runs."
+        ),
+    ] = "week",
+    limit: Annotated[
+        int,
+        typer.Option(
+            "--limit", help="Records listed per section (latest verdicts, each queue, overrides)."
+        ),
+    ] = 50,
     json_output: JsonFlag = False,
 ) -> None:
-    """Write one self-contained HTML page of the review gate: status, agreement, trends,
-    queues, latest verdicts and overrides. No network, no scripts; needs the 'board' extra.
+    """Write one self-contained HTML page of the review gate.
+
+    It shows the gate's status, agreement and its trend, per-model figures, score
+    distributions, the queues, the latest verdicts and the overrides. No network, no
+    scripts; it needs the 'board' extra.
     """
     from pmos.board.extra import require_extra
     from pmos.errors import BadInput

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from pmos.cli._app import JsonFlag, emit_json, kit, new_typer, table
+from pmos.cli._app import JsonFlag, emit_json, examples, kit, new_typer, table
 from pmos.db.roles import Access
 
 DbOption = Annotated[
@@ -21,11 +21,14 @@ DbOption = Annotated[
 
 
 def register(app: typer.Typer) -> None:
-    app.command("sync")(sync)
-    db_app = new_typer("Set up the PostgreSQL database that pmos sync writes.")
-    db_app.command("migrate")(migrate)
-    db_app.command("status")(status)
-    db_app.command("grant")(grant)
+    app.command("sync", epilog=examples("pmos sync --db postgresql:///pmos"))(sync)
+    db_app = new_typer(
+        "Set up the PostgreSQL database that pmos sync writes.",
+        example="pmos db migrate --db postgresql:///pmos",
+    )
+    db_app.command("migrate", epilog=examples("pmos db migrate --db postgresql:///pmos"))(migrate)
+    db_app.command("status", epilog=examples("pmos db status --db postgresql:///pmos"))(status)
+    db_app.command("grant", epilog=examples("pmos db grant --db postgresql:///pmos --help"))(grant)
     app.add_typer(db_app, name="db")
 
 

@@ -7,12 +7,17 @@ from typing import Annotated, Any
 
 import typer
 
-from pmos.cli._app import JsonFlag, new_typer, table
+from pmos.cli._app import JsonFlag, examples, new_typer, table
 
 
 def register(app: typer.Typer) -> None:
-    stats_app = new_typer("Statistics for planning, computed by the code pmos metrics uses.")
-    stats_app.command("agreement")(agreement)
+    stats_app = new_typer(
+        "Statistics for planning, computed by the code pmos metrics uses.",
+        example="pmos stats agreement --tables tables.jsonl",
+    )
+    stats_app.command(
+        "agreement", epilog=examples("pmos stats agreement --tables tables.jsonl --json")
+    )(agreement)
     app.add_typer(stats_app, name="stats")
 
 
