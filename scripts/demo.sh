@@ -4,9 +4,8 @@
 # one), verify the ledgers, read the calibration metrics and the queue, then judge
 # and label a few more runs and write the board (needs the 'board' extra:
 # pip install 'pmos[board]'). Leaves the repository's own state/ alone, and removes
-# the throw-away folder when it ends, however it ends; the board is copied to
-# $PMOS_DEMO_BOARD (default: pmos-demo-board.html in the temp folder), one file
-# that each run overwrites.
+# the throw-away folder when it ends, however it ends; the board goes to
+# $PMOS_DEMO_BOARD when set (kept), else into the throw-away kit.
 #
 # PMOS_DEMO_SCREENSHOT=docs/board.png also takes a screenshot of the board with
 # Debian's headless chromium (how the README's picture was made).
@@ -51,8 +50,8 @@ if command -v ssh-keygen >/dev/null 2>&1; then
   # Signed PM labels: the demo PM's SSH key (a real PM uses the key they sign
   # commits with), listed in the kit's allowed signers; labels must be signed.
   step ssh-keygen -q -t ed25519 -N "" -C demo-pm -f "$kit/demo-pm-key"
-  printf 'demo-pm %s\n' "$(cut -d' ' -f1,2 "$kit/demo-pm-key.pub")" >"$kit/allowed_signers"
-  printf 'signing:\n  allowed_signers: allowed_signers\n  required: true\n' >>"$kit/pmos.yaml"
+  step bash -c "printf 'demo-pm %s\\n' \"\$(cut -d' ' -f1,2 $(quote "$kit/demo-pm-key.pub"))\" >$(quote "$kit/allowed_signers")"
+  step bash -c "printf 'signing:\\n  allowed_signers: allowed_signers\\n  required: true\\n' >>$(quote "$kit/pmos.yaml")"
   sign=(--sign-key "$kit/demo-pm-key")
 fi
 step pmos accept demo-run-1 --label pass --by demo-pm --note "works as asked" "${sign[@]}"
@@ -63,7 +62,7 @@ step pmos queue
 # More runs, so the board has agreement to show: each is registered, judged in
 # the short form by one of two evaluator models, and labelled by the PM
 # (evaluator model, score, verdict, PM label; "-" leaves it unlabelled).
-printf '\n$ (six more runs registered, judged and labelled)\n'
+printf '\n# six more runs are registered, judged and labelled (quietly)\n'
 rubric=planning/evals/agent-run-eval-rubric.md
 n=1
 for run in "gpt-5 0.91 PASS pass" "gpt-5 0.34 FAIL fail" "gpt-5 0.78 PASS fail" \
@@ -84,7 +83,7 @@ done
 pmos run register --run-id demo-run-waiting --initiative-id demo-initiative \
   --builder-model claude-sonnet-4 >/dev/null
 
-board="${PMOS_DEMO_BOARD:-${TMPDIR:-/tmp}/pmos-demo-board.html}"
+board="${PMOS_DEMO_BOARD:-$kit/state/board.html}"
 step pmos board --out "$board"
 if [ -n "${PMOS_DEMO_SCREENSHOT:-}" ]; then
   profile="$(mktemp -d "${TMPDIR:-/tmp}/pmos-demo-chromium.XXXXXX")"
@@ -95,5 +94,10 @@ if [ -n "${PMOS_DEMO_SCREENSHOT:-}" ]; then
   rm -rf "$profile"
   printf 'screenshot of the board written to %s\n' "$PMOS_DEMO_SCREENSHOT"
 fi
-printf '\nboard: %s (open it in a browser)\n' "$(quote "$board")"
+if [ -n "${PMOS_DEMO_BOARD:-}" ]; then
+  printf '\nboard: %s (open it in a browser)\n' "$(quote "$board")"
+else
+  printf '\nboard: %s (removed with the kit; set PMOS_DEMO_BOARD=FILE to keep it)\n' \
+    "$(quote "$board")"
+fi
 printf 'demo finished; the throw-away kit %s is removed\n' "$(quote "$kit")"

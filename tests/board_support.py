@@ -46,10 +46,14 @@ QUEUE_OWED = "queue-owed-1"
 
 #: Text an attacker controls, in every place a ledger carries text to the board.
 #: Each payload would set window.__pwned if it ever ran.
-HOSTILE_RUN = "run-<script>window.__pwned=1</script>-\u202eevil"
+# Identifiers refuse bidi and invisible characters at write time (issue 16), so the
+# right-to-left override rides in a note instead.
+HOSTILE_RUN = "run-<script>window.__pwned=1</script>-evil"
 HOSTILE_INITIATIVE = '"><img src=x onerror="window.__pwned=2">'
 HOSTILE_MODEL = "</svg><script>__pwned=3</script>$x$"
-HOSTILE_NOTE = "</td></tr></table><script>window.__pwned=4</script> note \u2066isolated\u2069"
+HOSTILE_NOTE = (
+    "</td></tr></table><script>window.__pwned=4</script> note \u2066isolated\u2069 \u202eevil"
+)
 HOSTILE_EVIDENCE = "<svg onload=\"window.__pwned=5\"></svg> evidence ' onmouseover='x"
 HOSTILE_LESSON = '<iframe src="https://example.invalid/"></iframe> lesson'
 HOSTILE_SKIP = "<style>body{display:none}</style> skipped \u200bzero-width"

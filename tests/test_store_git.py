@@ -78,7 +78,9 @@ class Product:
         spec.unlink()
         if full:
             verdict = good_verdict(run_id=run, initiative_id="init-1")
-            verdict["criteria"] = [{"id": "c1", "result": "pass", "evidence": "app/x.py:1"}]
+            verdict["criteria"] = [
+                {"id": "c1", "result": "pass", "evidence": "app/x.py:1", "verified": True}
+            ]
             if gate == "FAIL":
                 verdict = _failing(verdict)
             self.pmos("eval", "record", "--file", "-", input=json.dumps(verdict))
@@ -224,12 +226,16 @@ def test_latest_verdict_is_decided_by_time_not_by_merge_order(product: Product):
     git(repo, "tag", "start")
     git(repo, "checkout", "-q", "-b", "early", "start")
     failing = _failing(good_verdict(run_id="r", initiative_id="init-1"))
-    failing["criteria"] = [{"id": "c1", "result": "fail", "evidence": "app/x.py:1"}]
+    failing["criteria"] = [
+        {"id": "c1", "result": "fail", "evidence": "app/x.py:1", "verified": True}
+    ]
     product.pmos("eval", "record", "--file", "-", input=json.dumps(failing))
     product.commit("early verdict: FAIL")
     git(repo, "checkout", "-q", "-b", "late", "start")
     verdict = good_verdict(run_id="r", initiative_id="init-1")
-    verdict["criteria"] = [{"id": "c1", "result": "pass", "evidence": "app/x.py:1"}]
+    verdict["criteria"] = [
+        {"id": "c1", "result": "pass", "evidence": "app/x.py:1", "verified": True}
+    ]
     product.pmos("eval", "record", "--file", "-", input=json.dumps(verdict))
     product.commit("late verdict: PASS")
     answers = []

@@ -16,6 +16,7 @@ fix-triggered assessments so far, this one included, never below 0.
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -77,9 +78,12 @@ def check_writable(kit: Kit) -> None:
         pass
     except OSError as exc:
         raise BadInput(_unwritable(target, exc.strerror or str(exc))) from None
-    effective = os.access in os.supports_effective_ids
-    if not os.access(folder, os.W_OK | os.X_OK, effective_ids=effective):
-        raise BadInput(_unwritable(folder, "no permission to create files in it"))
+    try:  # the one sure test: create (and remove) a file where the record will go
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".tmp-probe-")
+    except OSError as exc:
+        raise BadInput(_unwritable(folder, exc.strerror or str(exc))) from None
+    os.close(fd)
+    os.unlink(probe)
 
 
 def _unwritable(path: Path, why: str) -> str:

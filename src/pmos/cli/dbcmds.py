@@ -28,7 +28,9 @@ def register(app: typer.Typer) -> None:
     )
     db_app.command("migrate", epilog=examples("pmos db migrate --db postgresql:///pmos"))(migrate)
     db_app.command("status", epilog=examples("pmos db status --db postgresql:///pmos"))(status)
-    db_app.command("grant", epilog=examples("pmos db grant --db postgresql:///pmos --help"))(grant)
+    db_app.command(
+        "grant", epilog=examples("pmos db grant pmos_dashboard --as read --db postgresql:///pmos")
+    )(grant)
     app.add_typer(db_app, name="db")
 
 

@@ -111,12 +111,32 @@ def decoder(
     parses without a type check, for code that only displays records.
     """
     if plain:
-        return _plain, (orjson.JSONDecodeError, LineError)
+        return _plain_decoder(kind), (orjson.JSONDecodeError, LineError)
     return _typed_decoder(kind, row), _typed_errors()
 
 
-def _plain(raw: bytes) -> Any:
-    return orjson.loads(split(raw)[0])
+def _check_kind(kind: str, record: Any) -> None:
+    """A record's id names its ledger: a record copied from another ledger is refused
+    (its digest alone cannot say where it belongs)."""
+    from pmos.store.registry import LEDGER_KINDS
+
+    prefix = LEDGER_KINDS[kind].id_prefix + "-"
+    record_id = record.get("record_id") if isinstance(record, dict) else None
+    if not (isinstance(record_id, str) and record_id.startswith(prefix)):
+        raise LineError(
+            f"the record id {record_id!r} is not one of the {kind} ledger ({prefix}...): "
+            "it was copied from another ledger or made by hand"
+        )
+
+
+@cache
+def _plain_decoder(kind: str) -> Callable[[bytes], Any]:
+    def decode_plain(raw: bytes) -> Any:
+        record = orjson.loads(split(raw)[0])
+        _check_kind(kind, record)
+        return record
+
+    return decode_plain
 
 
 @cache
@@ -133,6 +153,7 @@ def _typed_decoder(kind: str, row: type | None) -> Callable[[bytes], Any]:
     def decode_typed(raw: bytes) -> Any:
         record = decode(raw)
         record.pop(DIGEST_FIELD, None)
+        _check_kind(kind, record)
         if rules is not None:
             problem = rules(record)
             if problem is not None:
