@@ -110,7 +110,7 @@ class Sink:
 
 
 def generate(
-    kit_root: Path, runs: int, verdicts: int, labels: int, loose: int, seed: int = 7
+    kit_root: Path, runs: int, verdicts: int, labels: int, loose: int = 0, seed: int = 7
 ) -> None:
     """One merged timeline of verdict and label events; the newest ``loose`` left loose."""
     rng = random.Random(seed)
