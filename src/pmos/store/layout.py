@@ -200,7 +200,8 @@ class Store:
         return resolve_inside(self.root, configured, what=f"the {kind} ledger", for_writing=True)
 
     def _legacy_path(self, kind: str) -> Path:
-        return self._resolve(kind).with_name(self._resolve(kind).name + LEGACY_SUFFIX)
+        folder = self._resolve(kind)
+        return folder.with_name(folder.name + LEGACY_SUFFIX)
 
     def _was_created(self, kind: str) -> bool:
         """Whether this kit's ledgers were started by ``pmos init`` (any kind has a marker)."""
