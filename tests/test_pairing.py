@@ -12,6 +12,7 @@ import pytest
 from pmos.calibration import pairs
 from pmos.calibration.metrics import compute_metrics, scored_pairs
 from pmos.gate.writers import record_verdict
+from pmos.store.latest import Label, Verdict, latest_verdicts, per_run, verdicts_per_run
 from test_metrics import judge, label, metrics, seed_table
 
 
@@ -68,18 +69,25 @@ def test_records_in_any_order_give_the_same_pairs(kit, monkeypatch):
 
 
 def _judged(latest, *earlier):
-    history = pairs.History(detailed=False)
+    found = latest_verdicts([], window=1)
+    found.models.append("gpt-5")
     for entry in earlier:
-        history.add(entry)
-    return pairs.Verdicts(["gpt-5"], {"r1": latest}, history, {}, None, {})  # type: ignore[arg-type]
+        found.earlier.add(entry, 0)
+    found.latest["r1"] = latest
+    return pairs.Verdicts(found, None, {})  # type: ignore[arg-type]
 
 
-EARLY = ("2026-01-01T00:00:00.000000Z", "ev-1", 1, 0.9, None, 0)  # PASS, score .9
-LATE = ("2026-01-03T00:00:00.000000Z", "ev-2", 0, 0.3, None, 0)  # FAIL, score .3
+# PASS, score .9, then FAIL, score .3: both short verdicts of run number 0.
+EARLY = Verdict("2026-01-01T00:00:00.000000Z", "ev-1", "gpt-5", False, True, 0.9, None, 0)
+LATE = Verdict("2026-01-03T00:00:00.000000Z", "ev-2", "gpt-5", False, False, 0.3, None, 0)
+
+
+def _label(at: str, passed: bool, gate_id: str | None) -> dict[str, Label]:
+    return {"r1": Label(at, passed, gate_id, None, "acc-1")}
 
 
 def test_a_label_naming_an_earlier_verdict_pairs_with_it():
-    named = pairs.Labels({"r1": ("2026-01-04T00:00:00.000000Z", False, "ev-1", None)})
+    named = _label("2026-01-04T00:00:00.000000Z", False, "ev-1")
     paired = pairs.pair(_judged(LATE, EARLY), named, pairs.Scope(), None)
     assert paired.gate == [1] and paired.pm == [0] and paired.score == [0.9]
     assert paired.superseded == [1]
@@ -88,22 +96,52 @@ def test_a_label_naming_an_earlier_verdict_pairs_with_it():
 def test_a_label_naming_no_judged_verdict_judges_the_latest_before_it():
     """An older writer's label (no gate_record_id) or one naming a SKIPPED verdict."""
     judged = _judged(LATE, EARLY)
-    after = pairs.Labels({"r1": ("2026-01-04T00:00:00.000000Z", True, None, None)})
+    after = _label("2026-01-04T00:00:00.000000Z", True, None)
     paired = pairs.pair(judged, after, pairs.Scope(), None)
     assert paired.gate == [0] and paired.superseded == [0]
-    skip = pairs.Labels({"r1": ("2026-01-04T00:00:00.000000Z", True, "ev-skip", None)})
+    skip = _label("2026-01-04T00:00:00.000000Z", True, "ev-skip")
     assert pairs.pair(judged, skip, pairs.Scope(), None).gate == [0]
-    before = pairs.Labels({"r1": ("2026-01-02T00:00:00.000000Z", True, None, None)})
+    before = _label("2026-01-02T00:00:00.000000Z", True, None)
     paired = pairs.pair(judged, before, pairs.Scope(), None)
     assert paired.gate == [] and paired.superseded == [1] and paired.unlabelled == [1]
 
 
-def test_history_keeps_numbers_not_strings():
-    history = pairs.History(detailed=False)
-    history.add(EARLY)
-    assert history.ats is None
-    assert history.select({(0, hash("ev-1")): "ev-1"}) == {"ev-1": (None, "ev-1", 1, 0.9, None, 0)}
-    assert history.select({(1, hash("ev-1")): "ev-1"}) == {}  # another run's number
+def test_earlier_verdicts_keep_numbers_not_strings():
+    judged = _judged(LATE, EARLY)
+    assert judged.judged.earlier.ats is None
+    kept = judged.judged.earlier.select({(0, "ev-1"): True})
+    assert kept == {"ev-1": EARLY._replace(recorded_at=None)}
+    assert judged.judged.earlier.select({(1, "ev-1"): True}) == {}  # another run's number
+
+
+def test_the_store_keeps_the_latest_by_time_then_record_id():
+    """Rows out of time order, and two at one instant: the answer is by meaning."""
+    from types import SimpleNamespace as Row
+
+    def verdict(at: str, record_id: str, word: str) -> Row:
+        return Row(
+            run_id="r1",
+            verdict=word,
+            evaluator_model="gpt-5",
+            record_id=record_id,
+            recorded_at=f"2026-01-0{at}T00:00:00.000000Z",
+            score=0.5,
+            form="short",
+        )
+
+    rows = [
+        verdict("3", "ev-b", "FAIL"),
+        verdict("1", "ev-z", "PASS"),
+        verdict("3", "ev-a", "PASS"),
+    ]
+    found = latest_verdicts(rows, window=10)
+    assert found.latest["r1"].record_id == "ev-b" and found.latest["r1"].passed is False
+    assert len(found.earlier) == 2 and list(found.recent) == ["FAIL", "PASS", "PASS"]
+    spans = per_run(rows)
+    assert (spans["r1"].first.record_id, spans["r1"].latest.record_id) == ("ev-z", "ev-b")
+    skip = verdict("4", "ev-c", "SKIPPED")
+    both = verdicts_per_run([*rows, skip])["r1"]
+    assert both.latest is skip and both.judged.record_id == "ev-b"
 
 
 def test_scored_pairs_are_the_judged_verdicts(kit, verdict):

@@ -6,11 +6,9 @@ statistics never see a record. The pairing rule (calibration-method.md,
 
 * records of a run are ordered by (``recorded_at``, ``record_id``), never by
   their position in a file;
-* a run's latest label judges the verdict whose ``record_id`` its
-  ``gate_record_id`` names, if that is a judged (non-SKIPPED) verdict of the
-  run; a label that names none (recorded before any judgement, by an older
-  writer, or against a SKIPPED verdict) judges the run's latest judged
-  verdict if that was recorded before it, and nothing otherwise;
+* a run's latest label judges the verdict :func:`pmos.store.latest.judged_by`
+  says: the one its ``gate_record_id`` names, else the latest judged verdict
+  recorded before it, else nothing;
 * that verdict and the label are the run's pair, dated by the label (when
   the PM judged). When a newer judged verdict exists, the label is
   *superseded*: it still pairs with what the PM saw, never with the newer
@@ -18,33 +16,39 @@ statistics never see a record. The pairing rule (calibration-method.md,
   (``labels_superseded``). A label that judged nothing while the run now has
   a judged verdict pairs with nothing.
 
-Both ledgers are streamed once (on a large kit the eval ledger in a child
-process while this one reads the labels). Per run the readers keep the latest
-label and the latest judged verdict; of each superseded verdict only four
-numbers are kept (:class:`History`), so memory grows with runs, not records.
-The child returns one compact column per field of the pairs, not records.
+Both ledgers are streamed once through the store's latest-per-run reader
+(:mod:`pmos.store.latest`), on a large kit the eval ledger in a child process
+while this one reads the labels. The child returns one compact column per
+field of the pairs, not records.
 """
 
 from __future__ import annotations
 
-import math
 import os
-from array import array
-from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, NamedTuple
 
 from pmos.calibration.periods import By, assign_periods
-from pmos.errors import LedgerCorrupt
 from pmos.gate.pass_fraction import PassFraction
 from pmos.kit import Kit
+from pmos.store.latest import (
+    FILTER_FIELDS,
+    LABEL_FIELDS,
+    VERDICT_FIELDS,
+    InScope,
+    Label,
+    LatestVerdicts,
+    instant_key,
+    judged_by,
+    latest_labels,
+    latest_verdicts,
+    named_earlier,
+)
 from pmos.store.layout import Store
 from pmos.store.read import records, stored_bytes
 from pmos.store.rows import row_type
-from pmos.store.vocabulary import PASS_SIDE, SKIPPED
-from pmos.timestamps import parse_instant
 
 
 class ScoredPair(NamedTuple):
@@ -76,114 +80,7 @@ class Scope:
         return self.initiative is None and self.model is None and self.since is None
 
 
-def instant_key(stamp: str) -> str:
-    """A stored timestamp as the writers store it, ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` in
-    UTC: in that one layout, comparing strings compares instants."""
-    moment = parse_instant(stamp).astimezone(UTC)
-    return moment.isoformat(timespec="microseconds").replace("+00:00", "Z")
-
-
-def _key(stamp: Any, path: Callable[[], str], what: str) -> str:
-    """:func:`instant_key` for the readers' slow path (a stamp not in the writers' layout)."""
-    try:
-        return instant_key(stamp)
-    except Exception as exc:  # BadInput, or not a string at all
-        raise LedgerCorrupt(path(), None, f"{what}: {exc}") from None
-
-
-#: The fields each reader decodes (see :mod:`pmos.store.rows`).
-VERDICT_FIELDS = (
-    "run_id",
-    "verdict",
-    "evaluator_model",
-    "record_id",
-    "recorded_at",
-    "score",
-    "form",
-)
-LABEL_FIELDS = ("run_id", "label", "record_id", "recorded_at", "gate_record_id")
-#: A report filtered by initiative also needs each record's initiative.
-FILTER_FIELDS = ("initiative_id",)
-
-# A judged verdict is kept as (recorded_at key, record_id, code, score, initiative,
-# run number) with code = model index * 4 + 2 * (form is full) + (gate passed).
-_AT, _ID, _CODE, _SCORE, _INITIATIVE, _RUN = range(6)
-# A label is kept as (recorded_at key, PM passed, gate_record_id, initiative).
-_PM, _GATE_ID, _LABEL_INITIATIVE = 1, 2, 3
-
-
-class History:
-    """What is kept of the judged verdicts a later verdict of the same run superseded.
-
-    A label may name any earlier verdict of its run, so none can be forgotten,
-    but memory must grow with runs, not records: per superseded verdict this
-    keeps four machine numbers (about 32 bytes), never its strings. The record
-    id is kept as its 64-bit hash, matched together with the run's number, so
-    two ids are confused only if two verdicts of one run share a 64-bit hash.
-    A filtered report also keeps each one's time and initiative (its scope).
-    """
-
-    def __init__(self, detailed: bool) -> None:
-        self.runs = array("q")
-        self.ids = array("q")
-        self.codes = array("q")
-        self.scores = array("d")
-        self.ats: list[str] | None = [] if detailed else None
-        self.initiatives: list[Any] | None = [] if detailed else None
-
-    def add(self, entry: tuple[Any, ...]) -> None:
-        self.runs.append(entry[_RUN])
-        self.ids.append(hash(entry[_ID]))
-        self.codes.append(entry[_CODE])
-        score = entry[_SCORE]
-        self.scores.append(math.nan if score is None else score)
-        if self.ats is not None:
-            self.ats.append(entry[_AT])
-            self.initiatives.append(entry[_INITIATIVE])  # type: ignore[union-attr]
-
-    def select(self, wanted: dict[tuple[int, int], str]) -> dict[str, tuple[Any, ...]]:
-        """The kept verdicts named in ``wanted`` ((run number, hash of record id) -> record
-        id), as entries keyed by record id (time and initiative None unless kept)."""
-        found: dict[str, tuple[Any, ...]] = {}
-        if not wanted:
-            return found
-        for j, key in enumerate(zip(self.runs, self.ids, strict=True)):
-            record_id = wanted.get(key)
-            if record_id is not None:
-                score = self.scores[j]
-                found[record_id] = (
-                    None if self.ats is None else self.ats[j],
-                    record_id,
-                    self.codes[j],
-                    None if score != score else score,  # NaN stood for None
-                    None if self.initiatives is None else self.initiatives[j],
-                    key[0],
-                )
-        return found
-
-
-@dataclass
-class Verdicts:
-    """What the eval-ledger reader keeps: per run the latest judged verdict, the
-    earlier judged ones (:class:`History`), and the latest SKIPPED one as
-    (model, initiative, recorded_at key) for runs that may have no judgement."""
-
-    models: list[str]
-    latest: dict[str, tuple[Any, ...]]
-    earlier: History
-    skips: dict[str, tuple[str | None, str | None, str]]
-    pass_fraction: PassFraction
-    pass_fraction_by_model: dict[str, PassFraction]
-
-
-@dataclass
-class Labels:
-    """The latest PM label per run."""
-
-    latest: dict[str, tuple[Any, ...]]
-
-
-def _wanted(scope: Scope) -> Callable[[str | None, str | None, str], bool] | None:
+def _wanted(scope: Scope) -> InScope | None:
     """Predicate (model, initiative, recorded_at key) for a scope; None when it takes all."""
     if scope.everything:
         return None
@@ -199,125 +96,47 @@ def _wanted(scope: Scope) -> Callable[[str | None, str | None, str], bool] | Non
     return wanted
 
 
+@dataclass
+class Verdicts:
+    """What the eval-ledger reader keeps (:class:`pmos.store.latest.LatestVerdicts`)
+    and the pass fractions of its last judged verdicts in scope."""
+
+    judged: LatestVerdicts
+    pass_fraction: PassFraction
+    pass_fraction_by_model: dict[str, PassFraction]
+
+
 def read_verdicts(
     store: Store | None, scope: Scope, window: int, *, rows: Iterable[Any] | None = None
 ) -> Verdicts:
-    """Stream the eval ledger once.
-
-    This loop runs once per record of the largest file pmos has, so it keeps
-    to a few dict, list and tuple operations: a timestamp in the writers'
-    layout is compared as a string (only another layout is parsed), records
-    are expected in time order and one out of order costs a second
-    comparison, and a superseded verdict is handed to :class:`History` in
-    batches. The pass fraction needs the last ``window`` judged verdicts in
-    scope, which are buffered and handed to :class:`PassFraction` (the one
-    definition of the rule) at the end.
-    """
-    models: list[str] = []
-    bases: dict[str, int] = {}
-    latest: dict[str, tuple[Any, ...]] = {}
-    skips: dict[str, tuple[str | None, str | None, str]] = {}
-    recent: deque[str] = deque(maxlen=window)
-    recent_by_model: list[deque[str]] = []
-    pass_side = PASS_SIDE
+    """Stream the eval ledger once (or ``rows`` read elsewhere) through the store's
+    latest-per-run reader; the pass fraction (the gate's rule) is computed here."""
     wanted = _wanted(scope)
-    detailed = wanted is not None
-    history = History(detailed)
-    history_runs, history_ids = history.runs.append, history.ids.append
-    history_codes, history_scores = history.codes.append, history.scores.append
-    nan = math.nan
-    fields = VERDICT_FIELDS + FILTER_FIELDS if detailed else VERDICT_FIELDS
-    path = lambda: store.display("evals") if store is not None else "the evals table"  # noqa: E731
+    fields = VERDICT_FIELDS + FILTER_FIELDS if wanted is not None else VERDICT_FIELDS
     if rows is None:
         rows = records(store, "evals", row=row_type("evals", fields))  # type: ignore[arg-type]
-    for row in rows:
-        verdict = row.verdict
-        run = row.run_id
-        at = row.recorded_at
-        if len(at) != 27 or at[26] != "Z" or at[10] != "T":
-            at = _key(at, path, f"verdict {row.record_id} of run {run}")
-        initiative = row.initiative_id if detailed else None
-        if verdict == SKIPPED:
-            prior = skips.get(run)
-            if prior is None or at >= prior[2]:
-                skips[run] = (row.evaluator_model, initiative, at)
-            continue
-        model = row.evaluator_model
-        base = bases.get(model)  # type: ignore[arg-type]
-        if base is None:
-            if model is None:  # the schema requires it of every judged verdict
-                raise LedgerCorrupt(
-                    path(), None, f"a {verdict} verdict of run {run} names no evaluator_model"
-                )
-            base = bases[model] = len(models) << 2
-            models.append(model)
-            recent_by_model.append(deque(maxlen=window))
-        code = base | (row.form == "full") << 1 | (verdict in pass_side)
-        current = latest.get(run)
-        if current is None:
-            latest[run] = (at, row.record_id, code, row.score, initiative, len(latest))
-            older = None
-        else:
-            older = (at, row.record_id, code, row.score, initiative, current[5])
-            if at > current[0] or (at == current[0] and older[1] > current[1]):
-                latest[run] = older
-                older = current
-            # else: out of time order, the record already kept stays the latest
-        if older is not None:  # History.add, inlined: this runs for most records
-            history_runs(older[5])
-            history_ids(hash(older[1]))
-            history_codes(older[2])
-            score = older[3]
-            history_scores(nan if score is None else score)
-            if detailed:
-                history.ats.append(older[0])  # type: ignore[union-attr]
-                history.initiatives.append(older[4])  # type: ignore[union-attr]
-        if detailed and not wanted(model, initiative, at):  # type: ignore[misc]
-            continue
-        recent.append(verdict)
-        recent_by_model[base >> 2].append(verdict)
+    where = store.display("evals") if store is not None else "the evals table"
+    judged = latest_verdicts(rows, window=window, in_scope=wanted, where=where)
     return Verdicts(
-        models,
-        latest,
-        history,
-        skips,
-        PassFraction.of(recent, window),
+        judged,
+        PassFraction.of(judged.recent, window),
         {
-            models[index]: PassFraction.of(buffer, window)
-            for index, buffer in enumerate(recent_by_model)
-            if buffer
+            model: PassFraction.of(recent, window)
+            for model, recent in judged.recent_by_model.items()
+            if recent
         },
     )
 
 
 def read_labels(
     store: Store | None, detailed: bool, *, rows: Iterable[Any] | None = None
-) -> Labels:
-    """Stream the acceptance ledger once, keeping each run's latest label as
-    (recorded_at key, PM passed, gate_record_id, initiative)."""
-    latest: dict[str, tuple[Any, ...]] = {}
+) -> dict[str, Label]:
+    """Each run's latest PM label, from the acceptance ledger (or ``rows``)."""
     fields = LABEL_FIELDS + FILTER_FIELDS if detailed else LABEL_FIELDS
-    path = (  # noqa: E731
-        lambda: store.display("acceptances") if store is not None else "the acceptances table"
-    )
     if rows is None:
         rows = records(store, "acceptances", row=row_type("acceptances", fields))  # type: ignore[arg-type]
-    for row in rows:
-        run = row.run_id
-        at = row.recorded_at
-        if len(at) != 27 or at[26] != "Z" or at[10] != "T":
-            at = _key(at, path, f"label {row.record_id} of run {run}")
-        current = latest.get(run)
-        if current is None or at > current[0] or (at == current[0] and row.record_id > current[4]):
-            latest[run] = (
-                at,
-                row.label == "pass",
-                row.gate_record_id,
-                row.initiative_id if detailed else None,
-                row.record_id,
-            )
-    # The record id only broke ties between labels of the same instant.
-    return Labels({run: label[:4] for run, label in latest.items()})
+    where = store.display("acceptances") if store is not None else "the acceptances table"
+    return latest_labels(rows, detailed=detailed, where=where)
 
 
 # ---------------------------------------------------------------- pairing
@@ -353,8 +172,8 @@ class Paired:
 
 
 def pair(
-    judged: Verdicts,
-    labelled: Labels,
+    verdicts: Verdicts,
+    labels: dict[str, Label],
     scope: Scope,
     by: By | None,
     *,
@@ -362,9 +181,10 @@ def pair(
 ) -> Paired:
     """Apply the pairing rule (module docstring) to every run in scope."""
     wanted = _wanted(scope)
+    judged = verdicts.judged
     models = list(judged.models)
     known = set(models)
-    for name in [m for m, _, _ in judged.skips.values()] + list(judged.pass_fraction_by_model):
+    for name in [skip.model for skip in judged.skips.values()]:
         if name is not None and name not in known:
             known.add(name)
             models.append(name)
@@ -375,87 +195,71 @@ def pair(
     skipped = [0] * len(models)
     superseded = [0] * len(models)
     latest = judged.latest
-    labels = labelled.latest
-    # The superseded verdicts the labels name: found by (run number, hash of id).
-    named = {}
-    for run, label in labels.items():
-        current = latest.get(run)
-        gate_id = label[_GATE_ID]
-        if current is not None and gate_id is not None and gate_id != current[_ID]:
-            named[(current[_RUN], hash(gate_id))] = gate_id
-    by_id = judged.earlier.select(named)
+    named = named_earlier(judged, labels)
     times: list[str] = []
     runs: list[str] = []
     for run, label in labels.items():
         current = latest.get(run)
         if current is None:
             continue  # counted below with the labels that have no verdict
-        gate_id = label[_GATE_ID]
-        if gate_id is not None and current[_ID] == gate_id:
-            paired = current
-        else:
-            paired = by_id.get(gate_id) if gate_id is not None else None  # type: ignore[arg-type]
-            if paired is not None and paired[_RUN] != current[_RUN]:
-                paired = None
-            if paired is None and current[_AT] <= label[_AT]:
-                # The label names no judged verdict of its run (an older writer, or
-                # a SKIPPED one): it judged the latest, if that came before it.
-                paired = current
+        gate_id = label.gate_record_id
+        earlier = None if gate_id is None else named.get(gate_id)
+        if earlier is not None and earlier.run != current.run:
+            earlier = None  # another run's verdict with the same id: not this label's
+        paired = judged_by(label, current, earlier)
         subject = current if paired is None else paired
-        code = subject[_CODE]
         if wanted is not None and not wanted(
-            judged.models[code >> 2], subject[_INITIATIVE], subject[_AT]
+            subject.model, subject.initiative, subject.recorded_at
         ):
             continue
-        i = code >> 2
+        i = index[subject.model]
         if paired is not current:
             superseded[i] += 1
         if paired is None:
             unlabelled[i] += 1
-            unlabelled_pass[i] += code & 1
+            unlabelled_pass[i] += current.passed
             continue
         out.model.append(i)
-        out.gate.append(code & 1)
-        out.pm.append(int(label[_PM]))
-        out.full.append(code >> 1 & 1)
-        out.score.append(paired[_SCORE])
-        times.append(label[_AT])
+        out.gate.append(int(paired.passed))
+        out.pm.append(int(label.passed))
+        out.full.append(int(paired.full))
+        out.score.append(paired.score)
+        times.append(label.recorded_at)
         runs.append(run)
     for run, current in latest.items():
         if run in labels:
             continue
-        code = current[_CODE]
         if wanted is not None and not wanted(
-            judged.models[code >> 2], current[_INITIATIVE], current[_AT]
+            current.model, current.initiative, current.recorded_at
         ):
             continue
-        unlabelled[code >> 2] += 1
-        unlabelled_pass[code >> 2] += code & 1
-    for run, (skip_model, skip_initiative, at) in judged.skips.items():
+        unlabelled[index[current.model]] += 1
+        unlabelled_pass[index[current.model]] += current.passed
+    for run, skip in judged.skips.items():
         if run in latest:
             continue
-        if wanted is not None and not wanted(skip_model, skip_initiative, at):
+        if wanted is not None and not wanted(skip.model, skip.initiative, skip.recorded_at):
             continue
-        if skip_model is None:
+        if skip.model is None:
             out.skipped_unknown_model += 1
         else:
-            skipped[index[skip_model]] += 1
+            skipped[index[skip.model]] += 1
     for run, label in labels.items():
         if run in latest:
             continue
         if wanted is not None:
             skip = judged.skips.get(run)
-            skip_model = skip[0] if skip else None
-            initiative = label[_LABEL_INITIATIVE] or (skip[1] if skip else None)
-            if not wanted(skip_model, initiative, label[_AT]):
+            skip_model = skip.model if skip else None
+            initiative = label.initiative or (skip.initiative if skip else None)
+            if not wanted(skip_model, initiative, label.recorded_at):
                 continue
         out.labels_without_verdict += 1
     out.unlabelled, out.unlabelled_pass = unlabelled, unlabelled_pass
     out.skipped, out.superseded = skipped, superseded
     out.period, out.periods = assign_periods(times, runs, by or "month")
     out.run_ids = runs if with_runs else None
-    out.pass_fraction = judged.pass_fraction
-    out.pass_fraction_by_model = judged.pass_fraction_by_model
+    out.pass_fraction = verdicts.pass_fraction
+    out.pass_fraction_by_model = verdicts.pass_fraction_by_model
     return out
 
 
@@ -490,7 +294,7 @@ def read_and_pair(
 
 
 def _read_verdicts_and_pair(
-    receive: Callable[[], Labels],
+    receive: Callable[[], dict[str, Label]],
     store: Store,
     scope: Scope,
     window: int,

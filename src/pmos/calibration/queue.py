@@ -27,6 +27,7 @@ from typing import Any
 
 from pmos.gate.known_bad import is_seeded
 from pmos.kit import Kit
+from pmos.store.latest import per_run, verdicts_per_run
 from pmos.store.read import records
 from pmos.store.rows import row_type
 from pmos.store.vocabulary import SKIPPED
@@ -73,23 +74,7 @@ def human_age(seconds: int) -> str:
     return f"{secs}s"
 
 
-@dataclass
-class _Run:
-    """What the queue keeps of one run, from whichever ledger named it first."""
-
-    initiative_id: str | None
-    first_seen: str
-    registered_at: str | None = None
-    latest_verdict: str | None = None
-    skipped_reason: str | None = None
-    judged_verdict: str | None = None
-    judged_record_id: str | None = None
-    labelled: bool = False
-    #: The gate_record_id of the run's latest label (None: it named no verdict).
-    label_judged: str | None = None
-
-
-RUN_FIELDS = ("run_id", "initiative_id", "recorded_at")
+RUN_FIELDS = ("run_id", "initiative_id", "recorded_at", "record_id")
 VERDICT_FIELDS = (
     "run_id",
     "verdict",
@@ -98,7 +83,7 @@ VERDICT_FIELDS = (
     "recorded_at",
     "record_id",
 )
-LABEL_FIELDS = ("run_id", "initiative_id", "recorded_at", "gate_record_id")
+LABEL_FIELDS = ("run_id", "initiative_id", "recorded_at", "record_id", "gate_record_id")
 
 
 def compute_queue(kit: Kit, now: datetime | None = None) -> Queue:
@@ -123,35 +108,20 @@ def queue_from_rows(
     :data:`LABEL_FIELDS`, each oldest first (by recorded time, then record id),
     wherever they were read: the kit's ledgers, or a database (``pmos queue --db``)."""
     now = now or datetime.now(UTC)
-    runs: dict[str, _Run] = {}
-    for run_row in run_rows:
-        if run_row.run_id not in runs:
-            runs[run_row.run_id] = _Run(
-                run_row.initiative_id, run_row.recorded_at, registered_at=run_row.recorded_at
-            )
-    for row in verdict_rows:
-        state = runs.get(row.run_id)
-        if state is None:
-            state = runs[row.run_id] = _Run(row.initiative_id, row.recorded_at)
-        state.latest_verdict = row.verdict
-        state.skipped_reason = row.skipped_reason
-        if row.verdict != SKIPPED:
-            state.judged_verdict = row.verdict
-            state.judged_record_id = row.record_id
-    for label in label_rows:
-        state = runs.get(label.run_id)
-        if state is None:
-            state = runs[label.run_id] = _Run(label.initiative_id, label.recorded_at)
-        state.labelled = True
-        state.label_judged = label.gate_record_id
+    registered = per_run(run_rows)
+    verdicts = verdicts_per_run(verdict_rows)
+    labels = per_run(label_rows)
+    # Every run the kit knows of, in the order its first record names it.
+    known = dict.fromkeys([*registered, *verdicts, *labels])
 
-    def entry(run: str, state: _Run) -> dict[str, Any]:
-        since = state.registered_at or state.first_seen
+    def entry(run: str, first: Any) -> dict[str, Any]:
+        registration = registered.get(run)
+        since = registration.first.recorded_at if registration else first.recorded_at
         age = int((now - parse_instant(since)).total_seconds())
         return {
             "run_id": run,
-            "initiative_id": state.initiative_id,
-            "registered": state.registered_at is not None,
+            "initiative_id": first.initiative_id,
+            "registered": registration is not None,
             "age_from": since,
             "age_seconds": age,
             "age": human_age(age),
@@ -160,21 +130,28 @@ def queue_from_rows(
     verification: list[dict[str, Any]] = []
     calibration: list[dict[str, Any]] = []
     acceptance: list[dict[str, Any]] = []
-    for run, state in runs.items():
-        if state.latest_verdict is None or state.latest_verdict == SKIPPED:
-            item = entry(run, state)
-            status = "no-verdict" if state.latest_verdict is None else "skipped"
-            item.update(status=status, skipped_reason=state.skipped_reason)
-            seeded = state.registered_at is not None and is_seeded(run, state.initiative_id)
+    for run in known:
+        registration, verdict, label = registered.get(run), verdicts.get(run), labels.get(run)
+        # What the run is aged from and whose initiative it is: its registration,
+        # else the first record that names it (a verdict before a label).
+        first = (registration or verdict or label).first  # type: ignore[union-attr]
+        latest = verdict.latest if verdict else None
+        if latest is None or latest.verdict == SKIPPED:
+            item = entry(run, first)
+            status = "no-verdict" if latest is None else "skipped"
+            item.update(status=status, skipped_reason=latest.skipped_reason if latest else None)
+            seeded = registration is not None and is_seeded(run, first.initiative_id)
             (calibration if seeded else verification).append(item)
-        if state.judged_verdict is None:
+        judged = verdict.judged if verdict else None
+        if judged is None:
             continue
-        superseded = state.labelled and state.label_judged not in (None, state.judged_record_id)
-        if state.labelled and not superseded:
+        label_judged = label.latest.gate_record_id if label else None
+        superseded = label is not None and label_judged not in (None, judged.record_id)
+        if label is not None and not superseded:
             continue
-        item = entry(run, state)
-        item["verdict"] = state.judged_verdict
-        item["record_id"] = state.judged_record_id
+        item = entry(run, first)
+        item["verdict"] = judged.verdict
+        item["record_id"] = judged.record_id
         item["label_superseded"] = superseded
         acceptance.append(item)
     order = lambda item: (parse_instant(item["age_from"]), item["run_id"])  # noqa: E731

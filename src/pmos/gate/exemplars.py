@@ -27,8 +27,9 @@ the ``override_dir`` of pmos.yaml), written once and never appended to: two
 branches that each log an override then change different paths and merge
 cleanly, and logging costs the same however long the log has grown. The log
 is the hand-written entries plus every file of that folder. Anchors are
-picked from the paired ledgers (latest non-SKIPPED verdict and latest PM label
-of each run) and from the log, balanced across the PM's pass and fail labels.
+picked from the paired ledgers (each run's latest PM label and the verdict it
+judges, by calibration's pairing rule, :func:`pmos.store.latest.judged_by`) and
+from the log, balanced across the PM's pass and fail labels.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -443,36 +444,59 @@ class Selection:
         }
 
 
+_VERDICT = ("run_id", "verdict", "record_id", "recorded_at")
+_LABEL = ("run_id", "label", "record_id", "recorded_at", "gate_record_id")
+
+
 def candidates(kit: Kit, exclude_runs: Iterable[str] = ()) -> list[Anchor]:
     """Every usable case, newest first: ledger pairs (with their log lesson) and log-only cases."""
+    from pmos.store.latest import judged_by, per_run, verdicts_per_run
     from pmos.store.read import records
+    from pmos.store.rows import row_type
 
     excluded = set(exclude_runs)
-    verdicts: dict[str, dict[str, Any]] = {}
-    for record in records(kit.store, "evals"):
-        if record.get("verdict") != SKIPPED:
-            verdicts[record["run_id"]] = {"verdict": record["verdict"]}
-    labels: dict[str, dict[str, Any]] = {}
-    for record in records(kit.store, "acceptances"):
-        labels[record["run_id"]] = {"label": record["label"], "at": record["recorded_at"]}
+    judged_by_id: dict[str, Any] = {}
+
+    def remember(rows: Iterable[Any]) -> Iterator[Any]:
+        for row in rows:
+            if row.verdict != SKIPPED:
+                judged_by_id[row.record_id] = row
+            yield row
+
+    store = kit.store
+    verdicts = verdicts_per_run(remember(records(store, "evals", row=row_type("evals", _VERDICT))))
+    labelled = per_run(records(store, "acceptances", row=row_type("acceptances", _LABEL)))
+    # The ledger pairs, by calibration's rule: each run's latest label and the verdict it judges.
+    labels: dict[str, Any] = {}
+    pairs: dict[str, Any] = {}
+    for run_id, span in labelled.items():
+        label = labels[run_id] = span.latest
+        seen = verdicts.get(run_id)
+        if seen is None or seen.judged is None:
+            continue
+        named = judged_by_id.get(label.gate_record_id)  # type: ignore[arg-type]
+        subject = judged_by(label, seen.judged, named if named and named.run_id == run_id else None)
+        if subject is not None:
+            pairs[run_id] = subject
     entries = read_log(kit)
     by_run: dict[str, list[dict[str, Any]]] = {}
     for entry in entries:
         by_run.setdefault(entry["run_id"], []).append(entry)
 
     found: list[Anchor] = []
-    for run_id, label in labels.items():
-        if run_id in excluded or run_id not in verdicts:
+    for run_id, verdict in pairs.items():
+        label = labels[run_id]
+        if run_id in excluded:
             continue
-        matching = [e for e in by_run.get(run_id, []) if e["pm_label"] == label["label"]]
+        matching = [e for e in by_run.get(run_id, []) if e["pm_label"] == label.label]
         newest = max(matching, key=lambda e: parse_instant(e["recorded_at"]), default=None)
         found.append(
             Anchor(
                 case_id=newest["case_id"] if newest else run_id,
                 run_id=run_id,
-                gate_verdict=verdicts[run_id]["verdict"],
-                pm_label=label["label"],
-                recorded_at=label["at"],
+                gate_verdict=verdict.verdict,
+                pm_label=label.label,
+                recorded_at=label.recorded_at,
                 source="ledgers+log" if newest else "ledgers",
                 lesson=newest["lesson"] if newest else None,
             )

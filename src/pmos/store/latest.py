@@ -1,0 +1,391 @@
+"""Per run, its latest records: the one answer every reader of the kit shares.
+
+"What is the run's latest verdict, its latest *judged* verdict, its latest PM
+label, and which verdict did that label judge?" is asked by calibration, the
+queue, the exemplars and the board. Each used to answer it with its own loop;
+they answer it here, so a merge of branches, a re-pack or a database copy can
+never make two of them disagree.
+
+"Latest" is by meaning, never by file position: records are ordered by
+(``recorded_at``, ``record_id``), the order :func:`pmos.store.read.records`
+yields them in. The functions here take rows (anything with the schema's
+field names as attributes: the store's typed rows, or rows read from a
+database), oldest first, and also keep the right answer when one arrives out
+of order.
+
+Two shapes of answer:
+
+* :func:`per_run` and :func:`verdicts_per_run` keep the rows themselves, for
+  readers of modest kits that want whole records (the queue, the exemplars);
+* :func:`latest_verdicts` and :func:`latest_labels` are the calibration
+  reader of a million-line ledger. They keep per run small named tuples
+  (:class:`Verdict`, :class:`Label`, :class:`Skip`), and of every superseded
+  judged verdict only a few machine numbers (:class:`Earlier`), so memory
+  grows with runs, not records.
+
+:func:`judged_by` is the pairing rule: which of a run's verdicts a label
+judges (calibration-method.md, "Pairs").
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC
+from typing import Any, NamedTuple
+
+from pmos.errors import LedgerCorrupt
+from pmos.store.vocabulary import PASS_SIDE, SKIPPED
+from pmos.timestamps import parse_instant
+
+# ---------------------------------------------------------------- any kind
+
+
+class Span(NamedTuple):
+    """A run's first and latest row of one ledger."""
+
+    first: Any
+    latest: Any
+
+
+class RunVerdicts(NamedTuple):
+    """A run's first and latest verdict rows, and its latest judged one (None: never judged)."""
+
+    first: Any
+    latest: Any
+    judged: Any
+
+
+def _later(row: Any, than: Any) -> bool:
+    """Whether ``row`` comes at or after ``than`` in the readers' order."""
+    at, other = row.recorded_at, than.recorded_at
+    return at > other or (at == other and row.record_id >= than.record_id)
+
+
+def per_run(rows: Iterable[Any]) -> dict[str, Span]:
+    """Each run's first and latest row (runs in the order they first appear)."""
+    first: dict[str, Any] = {}
+    latest: dict[str, Any] = {}
+    for row in rows:
+        run = row.run_id
+        seen = latest.get(run)
+        if seen is None:
+            first[run] = latest[run] = row
+        elif _later(row, seen):
+            latest[run] = row
+        elif not _later(row, first[run]):
+            first[run] = row
+    return {run: Span(first[run], row) for run, row in latest.items()}
+
+
+def verdicts_per_run(rows: Iterable[Any]) -> dict[str, RunVerdicts]:
+    """Each run's first, latest and latest judged (non-SKIPPED) verdict row."""
+    first: dict[str, Any] = {}
+    latest: dict[str, Any] = {}
+    judged: dict[str, Any] = {}
+    for row in rows:
+        run = row.run_id
+        seen = latest.get(run)
+        if seen is None:
+            first[run] = latest[run] = row
+        elif _later(row, seen):
+            latest[run] = row
+        elif not _later(row, first[run]):
+            first[run] = row
+        if row.verdict != SKIPPED:
+            best = judged.get(run)
+            if best is None or _later(row, best):
+                judged[run] = row
+    return {run: RunVerdicts(first[run], row, judged.get(run)) for run, row in latest.items()}
+
+
+# ---------------------------------------------------------------- calibration's reader
+
+
+def instant_key(stamp: str) -> str:
+    """A stored timestamp as the writers store it, ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` in
+    UTC: in that one layout, comparing strings compares instants."""
+    moment = parse_instant(stamp).astimezone(UTC)
+    return moment.isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _key(stamp: Any, where: str, what: str) -> str:
+    """:func:`instant_key` for the readers' slow path (a stamp not in the writers' layout)."""
+    try:
+        return instant_key(stamp)
+    except Exception as exc:  # BadInput, or not a string at all
+        raise LedgerCorrupt(where, None, f"{what}: {exc}") from None
+
+
+class Verdict(NamedTuple):
+    """A judged verdict as the calibration reader keeps it."""
+
+    recorded_at: str  # as :func:`instant_key` gives it
+    record_id: str
+    model: str
+    full: bool  # written from a complete verdict (not the short form)
+    passed: bool  # on the pass side of the gate
+    score: float | None
+    #: The run's initiative; kept only when a scope filters (else None).
+    initiative: str | None
+    #: The run's number: the order in which runs were first judged.
+    run: int
+
+
+class Skip(NamedTuple):
+    """A run's latest SKIPPED verdict: who declared it, and when."""
+
+    model: str | None
+    initiative: str | None
+    recorded_at: str
+
+
+class Label(NamedTuple):
+    """A run's latest PM label."""
+
+    recorded_at: str
+    passed: bool
+    #: The verdict the label judges, as the writer recorded it (None: it named none).
+    gate_record_id: str | None
+    initiative: str | None
+    record_id: str
+
+
+class Earlier:
+    """The judged verdicts a later verdict of the same run superseded.
+
+    A label may name any earlier verdict of its run, so none can be forgotten,
+    but memory must grow with runs, not records: per superseded verdict this
+    keeps five machine numbers (about 40 bytes), never its strings. The record
+    id is kept as its 64-bit hash, matched together with the run's number, so
+    two ids are confused only if two verdicts of one run share a 64-bit hash.
+    A filtered report also keeps each one's time and initiative (its scope).
+    """
+
+    def __init__(self, models: list[str], detailed: bool) -> None:
+        self._models = models
+        self.runs = array("q")
+        self.ids = array("q")
+        self.models = array("q")
+        self.sides = array("b")  # 2 * full + passed
+        self.scores = array("d")
+        self.ats: list[str] | None = [] if detailed else None
+        self.initiatives: list[Any] | None = [] if detailed else None
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+    def add(self, verdict: Verdict, model_index: int) -> None:
+        self.runs.append(verdict.run)
+        self.ids.append(hash(verdict.record_id))
+        self.models.append(model_index)
+        self.sides.append(2 * verdict.full + verdict.passed)
+        self.scores.append(math.nan if verdict.score is None else verdict.score)
+        if self.ats is not None:
+            self.ats.append(verdict.recorded_at)
+            self.initiatives.append(verdict.initiative)  # type: ignore[union-attr]
+
+    def select(self, wanted: Mapping[tuple[int, str], Any]) -> dict[str, Verdict]:
+        """The kept verdicts named in ``wanted`` (keys: (run number, record id)), by record id.
+
+        Their time and initiative are None unless a filtered reader kept them.
+        """
+        found: dict[str, Verdict] = {}
+        if not wanted:
+            return found
+        hashed = {(run, hash(record_id)): record_id for run, record_id in wanted}
+        for j, key in enumerate(zip(self.runs, self.ids, strict=True)):
+            record_id = hashed.get(key)
+            if record_id is not None:
+                score, side = self.scores[j], self.sides[j]
+                found[record_id] = Verdict(
+                    None if self.ats is None else self.ats[j],  # type: ignore[arg-type]
+                    record_id,
+                    self._models[self.models[j]],
+                    bool(side & 2),
+                    bool(side & 1),
+                    None if score != score else score,  # NaN stood for None
+                    None if self.initiatives is None else self.initiatives[j],
+                    key[0],
+                )
+        return found
+
+
+#: (model, initiative, recorded_at key) -> whether a verdict is in a reader's scope.
+InScope = Callable[[str | None, str | None, str], bool]
+
+
+@dataclass
+class LatestVerdicts:
+    """Per run the latest judged verdict, the superseded ones, and the latest skip.
+
+    ``recent`` holds the verdict words of the last ``window`` judged verdicts in
+    scope, oldest first (``recent_by_model`` the same per model): what a pass
+    fraction is computed from.
+    """
+
+    models: list[str]
+    latest: dict[str, Verdict]
+    earlier: Earlier
+    skips: dict[str, Skip]
+    recent: deque[str]
+    recent_by_model: dict[str, deque[str]]
+
+
+#: The fields each reader decodes (see :mod:`pmos.store.rows`).
+VERDICT_FIELDS = (
+    "run_id",
+    "verdict",
+    "evaluator_model",
+    "record_id",
+    "recorded_at",
+    "score",
+    "form",
+)
+LABEL_FIELDS = ("run_id", "label", "record_id", "recorded_at", "gate_record_id")
+#: A scope that filters by initiative also needs each record's initiative.
+FILTER_FIELDS = ("initiative_id",)
+
+
+def latest_verdicts(
+    rows: Iterable[Any], *, window: int, in_scope: InScope | None = None, where: str = "evals"
+) -> LatestVerdicts:
+    """Stream verdict rows (:data:`VERDICT_FIELDS`, plus :data:`FILTER_FIELDS` when
+    ``in_scope`` is given) once.
+
+    This loop runs once per record of the largest file pmos has, so it keeps
+    to a few dict, list and tuple operations: a timestamp in the writers'
+    layout is compared as a string (only another layout is parsed), and a
+    record out of time order costs only a second comparison.
+    """
+    models: list[str] = []
+    model_index: dict[str, int] = {}
+    # Plain tuples laid out as Verdict / Skip while streaming (a named tuple
+    # costs three times as much to build, and most rows are superseded); the
+    # survivors become named tuples once, at the end.
+    latest: dict[str, tuple[Any, ...]] = {}
+    skips: dict[str, tuple[Any, ...]] = {}
+    recent: deque[str] = deque(maxlen=window)
+    recent_by_model: dict[str, deque[str]] = {}
+    pass_side = PASS_SIDE
+    detailed = in_scope is not None
+    earlier = Earlier(models, detailed)
+    runs, ids, kept_models = earlier.runs.append, earlier.ids.append, earlier.models.append
+    sides, scores, nan = earlier.sides.append, earlier.scores.append, math.nan
+    for row in rows:
+        verdict = row.verdict
+        run = row.run_id
+        at = row.recorded_at
+        if len(at) != 27 or at[26] != "Z" or at[10] != "T":
+            at = _key(at, where, f"verdict {row.record_id} of run {run}")
+        initiative = row.initiative_id if detailed else None
+        model = row.evaluator_model
+        if verdict == SKIPPED:
+            prior = skips.get(run)
+            if prior is None or at >= prior[2]:
+                skips[run] = (model, initiative, at)
+            continue
+        if model not in model_index:
+            if model is None:  # the schema requires it of every judged verdict
+                raise LedgerCorrupt(
+                    where, None, f"a {verdict} verdict of run {run} names no evaluator_model"
+                )
+            model_index[model] = len(models)
+            models.append(model)
+            recent_by_model[model] = deque(maxlen=window)
+        current = latest.get(run)
+        entry = (
+            at,
+            row.record_id,
+            model,
+            row.form == "full",
+            verdict in pass_side,
+            row.score,
+            initiative,
+            len(latest) if current is None else current[7],
+        )
+        if current is None:
+            latest[run] = entry
+            older = None
+        elif at > current[0] or (at == current[0] and entry[1] > current[1]):
+            latest[run] = entry
+            older = current
+        else:  # out of time order: the verdict already kept stays the latest
+            older = entry
+        if older is not None:  # Earlier.add, inlined: this runs for most rows
+            runs(older[7])
+            ids(hash(older[1]))
+            kept_models(model_index[older[2]])
+            sides(2 * older[3] + older[4])
+            score = older[5]
+            scores(nan if score is None else score)
+            if detailed:
+                earlier.ats.append(older[0])  # type: ignore[union-attr]
+                earlier.initiatives.append(older[6])  # type: ignore[union-attr]
+        if detailed and not in_scope(model, initiative, at):  # type: ignore[misc]
+            continue
+        recent.append(verdict)
+        recent_by_model[model].append(verdict)
+    return LatestVerdicts(
+        models,
+        dict(zip(latest, map(Verdict._make, latest.values()), strict=True)),
+        earlier,
+        dict(zip(skips, map(Skip._make, skips.values()), strict=True)),
+        recent,
+        recent_by_model,
+    )
+
+
+def latest_labels(
+    rows: Iterable[Any], *, detailed: bool = False, where: str = "acceptances"
+) -> dict[str, Label]:
+    """Stream label rows (:data:`LABEL_FIELDS`, plus :data:`FILTER_FIELDS` when
+    ``detailed``) once, keeping each run's latest label."""
+    latest: dict[str, tuple[Any, ...]] = {}  # laid out as Label (see latest_verdicts)
+    for row in rows:
+        run = row.run_id
+        at = row.recorded_at
+        if len(at) != 27 or at[26] != "Z" or at[10] != "T":
+            at = _key(at, where, f"label {row.record_id} of run {run}")
+        current = latest.get(run)
+        if current is None or at > current[0] or (at == current[0] and row.record_id > current[4]):
+            latest[run] = (
+                at,
+                row.label == "pass",
+                row.gate_record_id,
+                row.initiative_id if detailed else None,
+                row.record_id,
+            )
+    return dict(zip(latest, map(Label._make, latest.values()), strict=True))
+
+
+def judged_by(label: Any, latest: Any, named: Any = None) -> Any:
+    """The verdict a run's latest ``label`` judges (None: none), given the run's
+    latest judged verdict and ``named``, the judged verdict *of the same run*
+    whose record id the label's ``gate_record_id`` names, if there is one.
+
+    A label judges the verdict it names. A label naming none (recorded before
+    any judgement, by an older writer, or against a SKIPPED verdict) judges
+    the run's latest judged verdict if that was recorded before it, and
+    nothing otherwise. Works on rows and on this module's named tuples alike.
+    """
+    gate_id = label.gate_record_id
+    if gate_id is not None and gate_id == latest.record_id:
+        return latest
+    if named is not None and named.record_id == gate_id:
+        return named
+    return latest if latest.recorded_at <= label.recorded_at else None
+
+
+def named_earlier(verdicts: LatestVerdicts, labels: Mapping[str, Label]) -> dict[str, Verdict]:
+    """The superseded verdicts that ``labels`` name, by record id (for :func:`judged_by`)."""
+    wanted = {}
+    for run, label in labels.items():
+        current = verdicts.latest.get(run)
+        gate_id = label.gate_record_id
+        if current is not None and gate_id is not None and gate_id != current.record_id:
+            wanted[(current.run, gate_id)] = True
+    return verdicts.earlier.select(wanted)
