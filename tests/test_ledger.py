@@ -286,8 +286,9 @@ def test_record_copied_from_another_ledger_is_named(kit, pmos):
     shutil.copyfile(source, copied)
     code, report = verify_cli(pmos)
     assert code == 1
-    [(file, _, text)] = problems(report)
-    assert file == str(copied) and "not one of the acceptances ledger" in text
+    found = problems(report)
+    assert {file for file, _, _ in found} == {str(copied)}
+    assert any("not one of the acceptances ledger" in text for _, _, text in found)
     code, report = verify_cli(pmos, "--schema")
     assert code == 1 and any("'label' is a required" in t for _, _, t in problems(report))
     result = pmos("metrics")
@@ -334,12 +335,12 @@ def test_schema_option_revalidates_records(filled, kit, pmos):
     forged = ledgerfiles.forge(
         kit.root, "acceptances", {**record, "record_id": "acc-x", "label": "maybe"}
     )
-    assert pmos("ledger", "verify").returncode == 0  # the file itself is sound
-    code, report = verify_cli(pmos, "--schema")
-    assert code == 1
-    found = problems(report)
-    assert found and all(file == str(forged) for file, _, _ in found)
-    assert any("label" in text for _, _, text in found)
+    for options in ((), ("--schema",)):  # a loose record is checked either way
+        code, report = verify_cli(pmos, *options)
+        assert code == 1
+        found = problems(report)
+        assert found and all(file == str(forged) for file, _, _ in found)
+        assert any("label" in text for _, _, text in found)
 
 
 # ---------------------------------------------------------------- tampering, packs
@@ -365,6 +366,7 @@ def test_a_pack_holds_the_records_sorted_under_a_header_and_its_own_hash(filled,
     lines = pack_lines(packed)
     header = orjson.loads(lines[0])
     keys = [key_of(orjson.loads(line)) for line in lines[1:]]
+    checked = header.pop("checked")
     assert header == {
         "pmos_pack": 1,
         "kind": "acceptances",
@@ -372,6 +374,9 @@ def test_a_pack_holds_the_records_sorted_under_a_header_and_its_own_hash(filled,
         "first": list(keys[0]),
         "last": list(keys[-1]),
     }
+    # Packing screened every record against the writers' rules: none failed.
+    assert checked["failed"] == [] and checked["basis"]["rules"].startswith("pmos-rules-")
+    assert set(checked["basis"]) >= {"rules", "file:pmos.yaml"}
     assert keys == sorted(keys)
     assert lines[1:] == loose  # the same record lines, verbatim
     assert not any(p.exists() for p in filled)  # folded: the loose files are gone

@@ -135,6 +135,7 @@ KEYS = [
     "drift_basis",
     "by_model",
     "undefined",
+    "excluded_records",
 ]
 
 

@@ -124,16 +124,24 @@ def test_a_sealed_record_with_a_wrong_field_is_refused(kit, kind, record, proble
 
 
 def test_the_valid_twin_of_each_case_is_counted(kit):
-    _write(kit, "evals", _verdict("run-0"), _verdict("run-1", verdict="FAIL", score=0.2))
+    failed = {"spec": {"verdict": "fail"}, "standards": {"verdict": "fail"}}
+    _write(
+        kit, "evals", _verdict("run-0"), _verdict("run-1", verdict="FAIL", score=0.2, axes=failed)
+    )
     _write(kit, "acceptances", _label("run-0"), _label("run-1", label="fail"))
     report = compute_metrics(kit)
     assert report["confusion"] == {"tp": 1, "fn": 0, "fp": 0, "tn": 1}
 
 
-def test_a_judged_verdict_without_a_model_is_refused(kit):
+def test_a_judged_verdict_without_a_model_is_left_out(kit):
+    """The schema requires the model of a judged verdict: a hand-made one without
+    it breaks that rule, so metrics leaves it out and says why."""
     (judged,) = _write(kit, "evals", _verdict(evaluator_model=...))
-    with pytest.raises(LedgerCorrupt, match="a PASS verdict of run run-1 names no evaluator_model"):
-        compute_metrics(kit)
+    report = compute_metrics(kit)
+    assert report["unlabeled_verdicts"] == 0
+    [excluded] = report["excluded_records"]
+    assert (excluded["record_id"], excluded["rule"]) == ("ev-run-1", "schema:required")
+    assert excluded["file"] == str(judged) and "evaluator_model" in excluded["problem"]
     # A skip may lack one: it is no judgement.
     judged.unlink()
     skip = _verdict(

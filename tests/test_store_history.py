@@ -268,12 +268,19 @@ def test_a_forged_record_that_breaks_a_writer_rule_is_named_by_verify(cli, kit_r
         "axes": {**stored_verdict["axes"], "spec": {"verdict": "fail", "rationale": "x"}},
     }
     path = forge(kit_root, "evals", forged)
-    assert cli("ledger", "verify").exit_code == 0  # sealed like any record
-    result = cli("ledger", "verify", "--schema", "--json")
-    assert result.exit_code == 1
-    [evals] = [r for r in json.loads(result.stdout)["ledgers"] if r["kind"] == "evals"]
-    named = [p for p in evals["problems"] if p["file"] == str(path)]
-    assert named and all(p["problem"].startswith("rule: ") for p in named)
-    assert any("score" in p["problem"] for p in named)
+    for options in ((), ("--schema",)):  # a loose record is always checked
+        result = cli("ledger", "verify", *options, "--json")
+        assert result.exit_code == 1
+        [evals] = [r for r in json.loads(result.stdout)["ledgers"] if r["kind"] == "evals"]
+        named = [p for p in evals["problems"] if p["file"] == str(path)]
+        assert named and all(p["problem"].startswith("rule: ") for p in named)
+        assert any("score" in p["problem"] for p in named)
     human = cli("ledger", "verify", "--schema")
     assert f"{path}: rule: " in human.stdout
+    # Packed, the record's failure is recorded in the pack and still reported.
+    assert cli("ledger", "pack", "evals").exit_code == 0
+    result = cli("ledger", "verify", "--json")
+    assert result.exit_code == 1
+    [evals] = [r for r in json.loads(result.stdout)["ledgers"] if r["kind"] == "evals"]
+    [problem] = evals["problems"]
+    assert problem["file"].endswith(".jsonl") and "(recorded by pack)" in problem["problem"]

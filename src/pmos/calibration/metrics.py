@@ -84,6 +84,7 @@ REPORT_KEYS = (
     "drift_basis",
     "by_model",
     "undefined",
+    "excluded_records",
 )
 _KIT_WIDE = (
     "pass_fraction_window",
@@ -93,6 +94,7 @@ _KIT_WIDE = (
     "calibration_rule",
     "labels_without_verdict",
     "by_model",
+    "excluded_records",
 )
 GROUP_KEYS = tuple(key for key in REPORT_KEYS if key not in _KIT_WIDE)
 
@@ -215,6 +217,7 @@ def _report(
     report["min_tnr"] = rule.min_tnr
     report["calibration_rule"] = str(rule.rule)
     report["labels_without_verdict"] = paired.labels_without_verdict
+    report["excluded_records"] = [e.as_dict() for e in paired.excluded]
     report["by_model"] = {
         name: groups.report(i, rubric_threshold, rubric_problem)
         for i, name in sorted(enumerate(paired.models), key=lambda item: item[1])

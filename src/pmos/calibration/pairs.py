@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 
 from pmos.calibration.periods import By, assign_periods
 from pmos.gate.pass_fraction import PassFraction
+from pmos.gate.screen import KitScreen
 from pmos.kit import Kit
 from pmos.store.latest import (
     FILTER_FIELDS,
@@ -49,6 +50,7 @@ from pmos.store.latest import (
 from pmos.store.layout import Store
 from pmos.store.read import records, stored_bytes
 from pmos.store.rows import row_type
+from pmos.store.screening import Excluded, Exclusion, Screen
 
 
 class ScoredPair(NamedTuple):
@@ -107,14 +109,22 @@ class Verdicts:
 
 
 def read_verdicts(
-    store: Store | None, scope: Scope, window: int, *, rows: Iterable[Any] | None = None
+    store: Store | None,
+    scope: Scope,
+    window: int,
+    *,
+    rows: Iterable[Any] | None = None,
+    screen: Screen | None = None,
+    excluded: Excluded | None = None,
 ) -> Verdicts:
     """Stream the eval ledger once (or ``rows`` read elsewhere) through the store's
-    latest-per-run reader; the pass fraction (the gate's rule) is computed here."""
+    latest-per-run reader; the pass fraction (the gate's rule) is computed here.
+    With a ``screen``, verdicts that break a writer rule are left out (``excluded``)."""
     wanted = _wanted(scope)
     fields = VERDICT_FIELDS + FILTER_FIELDS if wanted is not None else VERDICT_FIELDS
     if rows is None:
-        rows = records(store, "evals", row=row_type("evals", fields))  # type: ignore[arg-type]
+        row = row_type("evals", fields)
+        rows = records(store, "evals", row=row, screen=screen, excluded=excluded)  # type: ignore[arg-type]
     where = store.display("evals") if store is not None else "the evals table"
     judged = latest_verdicts(rows, window=window, in_scope=wanted, where=where)
     return Verdicts(
@@ -129,12 +139,19 @@ def read_verdicts(
 
 
 def read_labels(
-    store: Store | None, detailed: bool, *, rows: Iterable[Any] | None = None
+    store: Store | None,
+    detailed: bool,
+    *,
+    rows: Iterable[Any] | None = None,
+    screen: Screen | None = None,
+    excluded: Excluded | None = None,
 ) -> dict[str, Label]:
-    """Each run's latest PM label, from the acceptance ledger (or ``rows``)."""
+    """Each run's latest PM label, from the acceptance ledger (or ``rows``); with a
+    ``screen``, labels that break a writer rule (a missing signature) are left out."""
     fields = LABEL_FIELDS + FILTER_FIELDS if detailed else LABEL_FIELDS
     if rows is None:
-        rows = records(store, "acceptances", row=row_type("acceptances", fields))  # type: ignore[arg-type]
+        row = row_type("acceptances", fields)
+        rows = records(store, "acceptances", row=row, screen=screen, excluded=excluded)  # type: ignore[arg-type]
     where = store.display("acceptances") if store is not None else "the acceptances table"
     return latest_labels(rows, detailed=detailed, where=where)
 
@@ -169,6 +186,8 @@ class Paired:
     labels_without_verdict: int = 0
     pass_fraction: PassFraction | None = None
     pass_fraction_by_model: dict[str, PassFraction] = field(default_factory=dict)
+    #: Records left out because they break a writer rule (a screened read).
+    excluded: list[Exclusion] = field(default_factory=list)
 
 
 def pair(
@@ -272,25 +291,36 @@ PARALLEL_MIN_BYTES = 16 << 20
 def read_and_pair(
     kit: Kit, scope: Scope, window: int, by: By | None, *, with_runs: bool = False
 ) -> Paired:
-    """Read both ledgers and pair them (in two processes on a large kit)."""
+    """Read both ledgers, leaving out records that break a writer rule, and pair
+    them (in two processes on a large kit)."""
     store = kit.store
     detailed = not scope.everything
+    screen = KitScreen(kit)
+    excluded = Excluded()
     size = stored_bytes(store, "evals")
     if size < PARALLEL_MIN_BYTES or not hasattr(os, "fork"):
-        labels = read_labels(store, detailed)
-        return pair(read_verdicts(store, scope, window), labels, scope, by, with_runs=with_runs)
-    from pmos.calibration import stats
-    from pmos.store.forked import ForkedCall
+        labels = read_labels(store, detailed, screen=screen, excluded=excluded)
+        judged = read_verdicts(store, scope, window, screen=screen, excluded=excluded)
+        paired = pair(judged, labels, scope, by, with_runs=with_runs)
+    else:
+        from pmos.calibration import stats
+        from pmos.store.forked import ForkedCall
 
-    # The child reads the larger ledger, receives the labels read here, pairs
-    # and sends back only the pairs' columns; this process loads scikit-learn meanwhile.
-    child = ForkedCall(_read_verdicts_and_pair, store, scope, window, by, with_runs, inbox=True)
-    try:
-        child.send(read_labels(store, detailed))
-        stats.preload()
-        return child.result()
-    finally:
-        child.cancel()
+        # The child reads the larger ledger, receives the labels read here, pairs
+        # and sends back only the pairs' columns; this process loads scikit-learn meanwhile.
+        child = ForkedCall(
+            _read_verdicts_and_pair, store, scope, window, by, with_runs, screen, inbox=True
+        )
+        try:
+            child.send(read_labels(store, detailed, screen=screen, excluded=excluded))
+            stats.preload()
+            paired = child.result()
+        finally:
+            child.cancel()
+    for exclusion in paired.excluded:  # the child's
+        excluded.add(exclusion)
+    paired.excluded = excluded.items
+    return paired
 
 
 def _read_verdicts_and_pair(
@@ -300,6 +330,10 @@ def _read_verdicts_and_pair(
     window: int,
     by: By | None,
     with_runs: bool,
+    screen: Screen,
 ) -> Paired:
-    judged = read_verdicts(store, scope, window)
-    return pair(judged, receive(), scope, by, with_runs=with_runs)
+    excluded = Excluded()
+    judged = read_verdicts(store, scope, window, screen=screen, excluded=excluded)
+    paired = pair(judged, receive(), scope, by, with_runs=with_runs)
+    paired.excluded = excluded.items
+    return paired

@@ -20,16 +20,18 @@ while any exists. Ledgers are streamed once each; one small tuple per run is kep
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from pmos.gate.known_bad import is_seeded
+from pmos.gate.screen import KitScreen
 from pmos.kit import Kit
 from pmos.store.latest import per_run, verdicts_per_run
 from pmos.store.read import records
 from pmos.store.rows import row_type
+from pmos.store.screening import Excluded
 from pmos.store.vocabulary import SKIPPED
 from pmos.timestamps import parse_instant
 
@@ -40,6 +42,9 @@ class Queue:
     verification_debt: list[dict[str, Any]]
     acceptance_debt: list[dict[str, Any]]
     calibration_debt: list[dict[str, Any]]
+    #: Records left out because they break a writer rule (a verdict made by hand
+    #: does not clear a run's verification debt).
+    excluded_records: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -47,6 +52,7 @@ class Queue:
             "verification_debt": self.verification_debt,
             "acceptance_debt": self.acceptance_debt,
             "calibration_debt": self.calibration_debt,
+            "excluded_records": self.excluded_records,
         }
 
     def check_fails(self, *, include_calibration: bool = False) -> bool:
@@ -90,12 +96,20 @@ def compute_queue(kit: Kit, now: datetime | None = None) -> Queue:
     """All three debts, oldest first. Age runs from the run's registration; a
     run that was never registered is aged from the first record that names it."""
     store = kit.store
-    return queue_from_rows(
-        records(store, "runs", row=row_type("runs", RUN_FIELDS)),
-        records(store, "evals", row=row_type("evals", VERDICT_FIELDS)),
-        records(store, "acceptances", row=row_type("acceptances", LABEL_FIELDS)),
+    screen, excluded = KitScreen(kit), Excluded()
+
+    def read(kind: str, fields: tuple[str, ...]) -> Iterator[Any]:
+        row = row_type(kind, fields)
+        return records(store, kind, row=row, screen=screen, excluded=excluded)
+
+    queue = queue_from_rows(
+        read("runs", RUN_FIELDS),
+        read("evals", VERDICT_FIELDS),
+        read("acceptances", LABEL_FIELDS),
         now,
     )
+    queue.excluded_records = excluded.as_list()
+    return queue
 
 
 def queue_from_rows(

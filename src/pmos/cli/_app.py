@@ -200,5 +200,16 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
+def excluded_lines(items: Sequence[dict[str, Any]]) -> list[str]:
+    """What a reader left out because it breaks a writer rule (none: no lines)."""
+    if not items:
+        return []
+    rows = [[e["kind"], e["record_id"] or "-", e["rule"], e["problem"]] for e in items]
+    return [
+        f"excluded records: {len(items)} (they break a writer rule and are not counted)",
+        table(["ledger", "record_id", "rule", "problem"], rows),
+    ]
+
+
 #: The ``--json`` flag of every reading command: ``json_output: JsonFlag = False``.
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]

@@ -44,9 +44,9 @@ def verify(
         bool,
         typer.Option(
             "--schema",
-            help="Also re-check every record against its schema and every rule its writer "
+            help="Re-check every record against its schema and every rule its writer "
             "enforces (the combine rule, axes, weighted sum, verified cap, contract grading, "
-            "rubric match, label signatures).",
+            "rubric match, label signatures), ignoring the outcome packs recorded.",
         ),
     ] = False,
     since: Annotated[
@@ -62,23 +62,16 @@ def verify(
 ) -> None:
     """Check every ledger file: records match their digests, packs their names.
 
-    Exits 1 naming each bad file and line (and, with --since, each record that
-    was deleted or changed since REV), 0 when all is well.
+    Each record must also obey its writer's rules: loose records are checked,
+    packed ones by the outcome their pack recorded while it holds (--schema
+    checks them all). Exits 1 naming each bad file and line (and, with --since,
+    each record that was deleted or changed since REV), 0 when all is well.
     """
-    from pmos.store.verify import verify_store
+    from pmos.gate.screen import verify_kit
 
     k = kit()
     store = k.store
-    check = None
-    if schema:
-        from pmos.gate.recheck import Context, stored_record_problems
-
-        context = Context(k)
-
-        def check(kind: str, record: dict) -> list:
-            return stored_record_problems(k, kind, record, context=context)
-
-    reports = verify_store(store, check=check)
+    reports = verify_kit(k, recheck_all=schema)
     ok = all(r.ok for r in reports)
     history = None
     if since is not None and ok:
@@ -202,10 +195,10 @@ def pack(
     Only adds a pack and deletes what it folded, so it merges cleanly on every
     branch; run it on main now and then, and once to convert an older kit.
     """
-    from pmos.store.packing import pack_store
+    from pmos.gate.screen import pack_kit
     from pmos.store.registry import kind_of
 
-    reports = pack_store(kit().store, [kind_of(k).name for k in kinds] if kinds else None)
+    reports = pack_kit(kit(), [kind_of(k).name for k in kinds] if kinds else None)
     for report in reports:
         warn(report.warnings)
     if json_output:

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from pmos import exit_codes
-from pmos.cli._app import JsonFlag, emit_json, examples, kit, table
+from pmos.cli._app import JsonFlag, emit_json, examples, excluded_lines, kit, table
 
 DbOption = Annotated[
     str | None,
@@ -220,6 +220,9 @@ def render_metrics(r: dict[str, Any]) -> str:
                 ],
             )
         )
+    if r["excluded_records"]:
+        lines.append("")
+        lines += excluded_lines(r["excluded_records"])
     if r["undefined"]:
         lines.append("")
         lines.append("undefined:")
@@ -355,5 +358,7 @@ def queue(
         if q.calibration_debt:
             rows = [[d["run_id"], d["age"], d["status"]] for d in q.calibration_debt]
             typer.echo(table(["run_id", "age", "status"], rows))
+        for line in excluded_lines(q.excluded_records):
+            typer.echo(line)
     if q.check_fails(include_calibration=include_calibration):
         raise typer.Exit(exit_codes.CHECK_FAILED)

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from pmos.cli._app import JsonFlag, emit_json, examples, kit, new_typer, table, warn
+from pmos.cli._app import JsonFlag, emit_json, examples, excluded_lines, kit, new_typer, table, warn
 
 
 def register(app: typer.Typer) -> None:
@@ -126,6 +126,8 @@ def collect(
     typer.echo(table(["category", "deterministic", "scored as", "missing"], rows))
     state = "complete" if result["complete"] else "INCOMPLETE: some inputs are missing (above)"
     typer.echo(f"run {result['run_id']}, task {result['task_id']}: {state}")
+    for line in excluded_lines(result["excluded_records"]):
+        typer.echo(line)
 
 
 def compute(

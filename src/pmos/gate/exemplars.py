@@ -49,6 +49,7 @@ from pmos.inputs import read_input_text
 from pmos.kit import Kit
 from pmos.paths import resolve_inside
 from pmos.store import lookup
+from pmos.store.screening import Excluded
 from pmos.store.vocabulary import PASS_SIDE, SKIPPED
 from pmos.timestamps import parse_instant
 from pmos.yamlio import load_yaml
@@ -428,6 +429,8 @@ class Selection:
     anchors: list[Anchor]
     available: dict[str, int]
     disclosures: list[str] = field(default_factory=list)
+    #: Ledger records left out of the pool because they break a writer rule.
+    excluded_records: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def balanced(self) -> bool:
@@ -441,6 +444,7 @@ class Selection:
             "available": self.available,
             "balanced": self.balanced,
             "disclosures": self.disclosures,
+            "excluded_records": self.excluded_records,
         }
 
 
@@ -448,8 +452,12 @@ _VERDICT = ("run_id", "verdict", "record_id", "recorded_at")
 _LABEL = ("run_id", "label", "record_id", "recorded_at", "gate_record_id")
 
 
-def candidates(kit: Kit, exclude_runs: Iterable[str] = ()) -> list[Anchor]:
-    """Every usable case, newest first: ledger pairs (with their log lesson) and log-only cases."""
+def candidates(
+    kit: Kit, exclude_runs: Iterable[str] = (), *, excluded: Excluded | None = None
+) -> list[Anchor]:
+    """Every usable case, newest first: ledger pairs (with their log lesson) and log-only
+    cases. Ledger records that break a writer rule are left out (reported to ``excluded``)."""
+    from pmos.gate.screen import KitScreen
     from pmos.store.latest import judged_by, per_run, verdicts_per_run
     from pmos.store.read import records
     from pmos.store.rows import row_type
@@ -463,9 +471,15 @@ def candidates(kit: Kit, exclude_runs: Iterable[str] = ()) -> list[Anchor]:
                 judged_by_id[row.record_id] = row
             yield row
 
-    store = kit.store
-    verdicts = verdicts_per_run(remember(records(store, "evals", row=row_type("evals", _VERDICT))))
-    labelled = per_run(records(store, "acceptances", row=row_type("acceptances", _LABEL)))
+    store, screen = kit.store, KitScreen(kit)
+    excluded = Excluded() if excluded is None else excluded
+
+    def read(kind: str, fields: tuple[str, ...]) -> Iterator[Any]:
+        row = row_type(kind, fields)
+        return records(store, kind, row=row, screen=screen, excluded=excluded)
+
+    verdicts = verdicts_per_run(remember(read("evals", _VERDICT)))
+    labelled = per_run(read("acceptances", _LABEL))
     # The ledger pairs, by calibration's rule: each run's latest label and the verdict it judges.
     labels: dict[str, Any] = {}
     pairs: dict[str, Any] = {}
@@ -532,13 +546,15 @@ def select_anchors(kit: Kit, n: int = MAX_ANCHORS, exclude_runs: Iterable[str] =
     """
     if not MIN_ANCHORS <= n <= MAX_ANCHORS:
         raise BadInput(f"--n must be from {MIN_ANCHORS} to {MAX_ANCHORS}, got {n}")
-    pool = candidates(kit, exclude_runs)
+    excluded = Excluded()
+    pool = candidates(kit, exclude_runs, excluded=excluded)
     sides = {s: [a for a in pool if a.side == s] for s in ("pass", "fail")}
     quota = {"fail": math.ceil(n / 2), "pass": n // 2}
     picked = sides["fail"][: quota["fail"]] + sides["pass"][: quota["pass"]]
     picked.sort(key=lambda a: (parse_instant(a.recorded_at), a.case_id), reverse=True)
     selection = Selection(n, picked, {s: len(v) for s, v in sides.items()})
     selection.disclosures = _disclose(selection, quota)
+    selection.excluded_records = excluded.as_list()
     return selection
 
 

@@ -37,6 +37,7 @@ with one :class:`Context` per pass, so each ledger a rule needs is read once.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from pmos.errors import BadInput, Violation
@@ -44,24 +45,32 @@ from pmos.gate import rules as verdict_rules
 from pmos.gate.rubric import Rubric, load_rubric
 from pmos.kit import Kit
 from pmos.store.append import schema_problems
-from pmos.store.read import records
+from pmos.store.read import newest_first, records
 from pmos.store.vocabulary import SKIPPED
 
 
 class Context:
     """What rules need from the kit beyond one record, read once and kept.
 
-    ``runs`` (run_id -> its first registration) and ``verdicts`` (record_id ->
-    (run_id, verdict)) are read in full on first use; rubrics are loaded once
-    per path. Make one per verification pass; a kit that grows during the pass
-    is read as it was when each index was first needed.
+    ``runs`` (run_id -> its first registration) is read in full on first use.
+    Verdicts (record_id -> (run_id, verdict)) are read newest first and only
+    as far as a look-up needs: a label names a recent verdict, so screening the
+    loose labels of a large kit does not read its whole eval ledger. Rubrics are
+    loaded once per path, and the paths read are kept (:attr:`rubrics_read`),
+    for the basis a pack records. Make one per pass; a kit that grows during
+    the pass is read as it was when each part was first needed.
     """
 
     def __init__(self, kit: Kit) -> None:
         self.kit = kit
         self._runs: dict[str, dict[str, Any]] | None = None
-        self._verdicts: dict[str, tuple[str, str]] | None = None
+        self._verdicts: dict[str, tuple[str, str]] = {}
+        self._verdict_stream: Iterator[dict[str, Any]] | None = None
         self._rubrics: dict[str, Rubric | BadInput] = {}
+
+    @property
+    def rubrics_read(self) -> list[str]:
+        return list(self._rubrics)
 
     def run(self, run_id: str) -> dict[str, Any] | None:
         if self._runs is None:
@@ -73,12 +82,17 @@ class Context:
         return self._runs.get(run_id)
 
     def verdict(self, record_id: str) -> tuple[str, str] | None:
-        if self._verdicts is None:
-            self._verdicts = {}
-            for record in records(self.kit.store, "evals", plain=True):
-                rid, run, verdict = (record.get(k) for k in ("record_id", "run_id", "verdict"))
-                if isinstance(rid, str):
-                    self._verdicts.setdefault(rid, (run, verdict))  # type: ignore[arg-type]
+        found = self._verdicts.get(record_id)
+        if found is not None:
+            return found
+        if self._verdict_stream is None:
+            self._verdict_stream = newest_first(self.kit.store, "evals", plain=True)
+        for record in self._verdict_stream:
+            rid, run, verdict = (record.get(k) for k in ("record_id", "run_id", "verdict"))
+            if isinstance(rid, str):
+                self._verdicts.setdefault(rid, (run, verdict))  # type: ignore[arg-type]
+                if rid == record_id:
+                    return self._verdicts[rid]
         return self._verdicts.get(record_id)
 
     def rubric(self, path: str) -> Rubric:

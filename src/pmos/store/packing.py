@@ -30,6 +30,7 @@ from pmos.store.files import kind_lock, remove_many, stale_temps
 from pmos.store.layout import Store
 from pmos.store.read import read_loose
 from pmos.store.registry import LEDGER_KINDS
+from pmos.store.screening import Checked, Screen, first_problem
 
 Entry = tuple[packs.Key, str, bytes]
 
@@ -47,12 +48,20 @@ class PackReport(NamedTuple):
         return self._asdict()
 
 
-def pack_store(store: Store, kinds: list[str] | None = None) -> list[PackReport]:
+def pack_store(
+    store: Store, kinds: list[str] | None = None, *, screen: Screen | None = None
+) -> list[PackReport]:
     """Pack each kind (all by default); one report per kind."""
-    return [pack_kind(store, kind) for kind in kinds or list(LEDGER_KINDS)]
+    return [pack_kind(store, kind, screen=screen) for kind in kinds or list(LEDGER_KINDS)]
 
 
-def pack_kind(store: Store, kind: str) -> PackReport:
+def pack_kind(store: Store, kind: str, *, screen: Screen | None = None) -> PackReport:
+    """Fold ``kind``'s loose records (and what overlaps them) into one new pack.
+
+    With a ``screen``, every record of the new pack is checked against the
+    writers' rules and the outcome is written into its header, so readers need
+    not check them again while the rules and the kit files they read stay the same.
+    """
     folder = store.ensure_folder(kind)
     with kind_lock(folder):
         sources = store.sources(kind)
@@ -73,7 +82,8 @@ def pack_kind(store: Store, kind: str) -> PackReport:
             remove_many(folder, temps)
             return PackReport(kind, 0, 0, 0, False, None, warnings)
         ordered = sorted(entries.values(), key=lambda e: (e[0], e[1]))
-        made = packs.write_pack(folder, kind, ordered)
+        checked = None if screen is None else screen_entries(kind, ordered, screen)
+        made = packs.write_pack(folder, kind, ordered, checked)
         remove_many(folder, [*sources.loose, *(p for p in folded if p != made), *temps])
         if sources.legacy is not None:
             remove_many(sources.legacy.parent, [sources.legacy])
@@ -86,6 +96,26 @@ def pack_kind(store: Store, kind: str) -> PackReport:
             made.name,
             warnings,
         )
+
+
+#: How much of a problem's text a pack header keeps per failing record.
+PROBLEM_CHARS = 500
+
+
+def screen_entries(kind: str, entries: list[Entry], screen: Screen) -> Checked:
+    """Screen a pack's records (in pack order): the outcome its header records."""
+    failed: dict[int, tuple[str | None, str, str]] = {}
+    for number, (_, _, line) in enumerate(entries, start=1):
+        record = orjson.loads(lines.split(line[:-1])[0])
+        problem = first_problem(screen, kind, record)
+        if problem is not None:
+            record_id = record.get("record_id")
+            failed[number] = (
+                record_id if isinstance(record_id, str) else None,
+                problem.rule,
+                f"{problem.field}: {problem.message}"[:PROBLEM_CHARS],
+            )
+    return Checked(screen.basis(), failed)
 
 
 def _packs_to_fold(headed: list[tuple[packs.Header, Path]], keys: list[packs.Key]) -> list[Path]:

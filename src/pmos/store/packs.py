@@ -2,7 +2,7 @@
 
 A pack is written once by ``pmos ledger pack`` and never changed::
 
-    {"pmos_pack":1,"kind":"evals","records":N,"first":[at,id],"last":[at,id]}
+    {"pmos_pack":1,"kind":"evals","records":N,"first":[at,id],"last":[at,id],"checked":{...}}
     <record line>                                  sorted by (recorded_at, record_id)
     ...
 
@@ -16,7 +16,9 @@ only the end of a pack, and what identifies a record across packs.
 The header's ``first`` and ``last`` keys let a reader see, without reading
 the records, whether packs overlap in time; packs written on two branches do
 (they share the records loose at the fork) and are then merged by key and
-de-duplicated by digest.
+de-duplicated by digest. ``checked`` (optional) is the outcome of screening
+the records against the writers' rules when the pack was made
+(:mod:`pmos.store.screening`).
 """
 
 from __future__ import annotations
@@ -34,19 +36,23 @@ from pmos.errors import LedgerCorrupt
 from pmos.store import lines
 from pmos.store.files import lines_from_end
 from pmos.store.layout import PACK
+from pmos.store.screening import Checked
 
 FORMAT = 1
 _CHUNK = 1 << 20
+#: The longest header a reader accepts (its screening outcome lists failing records).
+HEADER_MAX = 64 << 20
 Key = tuple[str, str]
 
 
 class Header(NamedTuple):
-    """A pack's first line: its kind, record count and key range."""
+    """A pack's first line: its kind, record count, key range and screening."""
 
     kind: str
     records: int
     first: Key
     last: Key
+    checked: Checked | None = None
 
     @classmethod
     def parse(cls, raw: bytes, path: Path, kind: str) -> Header:
@@ -60,9 +66,12 @@ class Header(NamedTuple):
                 raise ValueError("malformed header fields")
             if not all(isinstance(v, str) for v in (*first, *last)):
                 raise ValueError("malformed key")
+            checked = Checked.from_json(data["checked"]) if "checked" in data else None
+            if checked is not None and any(n > count for n in checked.failed):
+                raise ValueError("'checked.failed' names a line past the last record")
         except (orjson.JSONDecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise LedgerCorrupt(str(path), 1, f"not a {kind} pack header ({exc})") from None
-        return cls(kind, count, first, last)  # type: ignore[arg-type]
+        return cls(kind, count, first, last, checked)  # type: ignore[arg-type]
 
 
 def key_of(record: dict[str, Any]) -> Key:
@@ -70,17 +79,21 @@ def key_of(record: dict[str, Any]) -> Key:
     return (str(record.get("recorded_at", "")), str(record.get("record_id", "")))
 
 
-def write_pack(folder: Path, kind: str, entries: list[tuple[Key, str, bytes]]) -> Path:
-    """Write ``entries`` ``(key, digest, line)``, sorted and unique, as a new pack."""
-    header = orjson.dumps(
-        {
-            "pmos_pack": FORMAT,
-            "kind": kind,
-            "records": len(entries),
-            "first": list(entries[0][0]),
-            "last": list(entries[-1][0]),
-        }
-    )
+def write_pack(
+    folder: Path, kind: str, entries: list[tuple[Key, str, bytes]], checked: Checked | None = None
+) -> Path:
+    """Write ``entries`` ``(key, digest, line)``, sorted and unique, as a new pack,
+    with the outcome of screening them when there was one."""
+    fields: dict[str, Any] = {
+        "pmos_pack": FORMAT,
+        "kind": kind,
+        "records": len(entries),
+        "first": list(entries[0][0]),
+        "last": list(entries[-1][0]),
+    }
+    if checked is not None:
+        fields["checked"] = checked.as_json()
+    header = orjson.dumps(fields)
     data = b"".join([header, b"\n", *(line for _, _, line in entries)])
     name = f"pack-{hashlib.sha256(data).hexdigest()}.jsonl"
     return write_once(folder, name, data)
@@ -88,7 +101,7 @@ def write_pack(folder: Path, kind: str, entries: list[tuple[Key, str, bytes]]) -
 
 def read_header(path: Path, kind: str) -> Header:
     with open(path, "rb") as handle:
-        first = handle.readline(1 << 16)
+        first = handle.readline(HEADER_MAX)
     if not first.endswith(b"\n"):
         raise LedgerCorrupt(str(path), 1, "the pack has no complete header line")
     return Header.parse(first[:-1], path, kind)
@@ -158,7 +171,7 @@ def lines_reversed(path: Path, kind: str) -> Iterator[bytes]:
     fd = os.open(path, os.O_RDONLY)
     try:
         end = os.fstat(fd).st_size
-        first = os.pread(fd, 1 << 16, 0).find(b"\n") + 1  # records start after the header
+        first = _header_length(fd, end)  # records start after the header
         if first <= 0 or (end and os.pread(fd, 1, end - 1) != b"\n"):
             raise LedgerCorrupt(str(path), None, "the pack's header or last line is incomplete")
         for raw in lines_from_end(fd, first, end):
@@ -175,6 +188,17 @@ def lines_reversed(path: Path, kind: str) -> Iterator[bytes]:
             )
     finally:
         os.close(fd)
+
+
+def _header_length(fd: int, size: int) -> int:
+    """Bytes up to and including the header's newline (0: no complete header)."""
+    pos = 0
+    while pos < min(size, HEADER_MAX) and (chunk := os.pread(fd, _CHUNK, pos)):
+        eol = chunk.find(b"\n")
+        if eol >= 0:
+            return pos + eol + 1
+        pos += len(chunk)
+    return 0
 
 
 def _hash_of(fd: int, size: int) -> str:

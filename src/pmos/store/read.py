@@ -15,12 +15,18 @@ The common case is cheap: when the packs and the loose records do not overlap
 in time, they are read one after the other, packs in large buffers decoded by
 msgspec, with no per-record ordering work. Only after a merge of branches that
 each packed (until the next ``pmos ledger pack``) are records merged by key.
+
+Readers that light a gate pass a ``screen`` (:mod:`pmos.store.screening`):
+records that break a writer's rule are then left out and reported to
+``excluded``. A pack whose recorded screening still holds costs nothing more;
+loose records, and packs whose screening is missing or stale, are checked here.
 """
 
 from __future__ import annotations
 
 import contextlib
 import heapq
+from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from functools import cache
 from itertools import groupby, islice, pairwise
@@ -32,7 +38,9 @@ import orjson
 from pmos.errors import BadInput, LedgerCorrupt
 from pmos.store import chain, lines, packs
 from pmos.store.append import loose_name
+from pmos.store.digest import CHAIN_FIELDS
 from pmos.store.layout import LOOSE, Store
+from pmos.store.screening import Excluded, Exclusion, Screen, first_problem
 
 #: More records than any ledger holds; a larger --last is a typo.
 MAX_LAST = 1_000_000_000
@@ -119,46 +127,186 @@ def _stamp_of(path: Path) -> str:
 
 
 def records(
-    store: Store, kind: str, *, row: type | None = None, plain: bool = False
+    store: Store,
+    kind: str,
+    *,
+    row: type | None = None,
+    plain: bool = False,
+    screen: Screen | None = None,
+    excluded: Excluded | None = None,
 ) -> Iterator[Any]:
     """Every record of ``kind``, oldest first.
 
     By default each is a dict checked against the kind's schema types;
     ``row`` decodes just the fields of a row type (:func:`pmos.store.rows.row_type`);
     ``plain`` skips the type check, for code that only displays records.
+    With a ``screen``, records that break a writer's rule are left out and
+    reported to ``excluded``.
     """
-    for batch in batches(store, kind, row=row, plain=plain):
+    for batch in batches(store, kind, row=row, plain=plain, screen=screen, excluded=excluded):
         yield from batch
 
 
+class _Sieve:
+    """A reader's screening of one kind: what each pack recorded, and checks of the rest."""
+
+    def __init__(self, kind: str, screen: Screen, excluded: Excluded) -> None:
+        self.kind, self.screen, self.excluded = kind, screen, excluded
+
+    def recorded(self, header: packs.Header) -> dict[int, tuple[str | None, str, str]] | None:
+        """The failing lines a pack recorded, if its screening still holds (else None)."""
+        checked = header.checked
+        if checked is None or not self.screen.holds(checked.basis):
+            return None
+        return checked.failed
+
+    def report_recorded(self, path: Path, failure: tuple[str | None, str, str]) -> None:
+        record_id, rule, problem = failure
+        self.excluded.add(Exclusion(self.kind, record_id, rule, problem, str(path)))
+
+    def passes(self, raw: bytes, path: Path) -> bool:
+        """Check one record line, which the decoder has already accepted (a line
+        that is not a record of this ledger is refused, never merely left out)."""
+        record = orjson.loads(lines.split(raw)[0])
+        problem = first_problem(self.screen, self.kind, record)
+        if problem is None:
+            return True
+        record_id = record.get("record_id") if isinstance(record, dict) else None
+        self.excluded.add(
+            Exclusion(
+                self.kind,
+                record_id if isinstance(record_id, str) else None,
+                problem.rule,
+                f"{problem.field}: {problem.message}",
+                str(path),
+            )
+        )
+        return False
+
+
 def batches(
-    store: Store, kind: str, *, row: type | None = None, plain: bool = False
+    store: Store,
+    kind: str,
+    *,
+    row: type | None = None,
+    plain: bool = False,
+    screen: Screen | None = None,
+    excluded: Excluded | None = None,
 ) -> Iterator[list[Any]]:
     """Like :func:`records`, in lists: the hot readers' way (no per-record generator step)."""
     the_plan = plan(store, kind)
-    if the_plan.legacy is not None:
-        legacy = chain.iter_records(the_plan.legacy, kind, row=row, plain=plain)
-        while batch := list(islice(legacy, 4096)):
-            yield batch
+    sieve = None if screen is None else _Sieve(kind, screen, excluded or Excluded())
     decode, errors = lines.decoder(kind, row, plain)
+    if the_plan.legacy is not None:
+        yield from _legacy_batches(the_plan.legacy, kind, row, plain, sieve, decode, errors)
     if the_plan.ordered:
-        for _, path in the_plan.packs:
-            yield from _pack_batches(path, kind, row, plain, decode, errors)
+        for header, path in the_plan.packs:
+            failed = None if sieve is None else sieve.recorded(header)
+            if sieve is None or failed == {}:
+                yield from _pack_batches(path, kind, row, plain, decode, errors)
+            elif failed is None:
+                yield from _checked_pack_batches(path, kind, sieve, decode, errors)
+            else:
+                yield from _skipping(
+                    _pack_batches(path, kind, row, plain, decode, errors), failed, sieve, path
+                )
         if the_plan.loose:
-            yield [_decode(e.raw, e.path, None, decode, errors) for e in the_plan.loose]
+            decoded = [(e, _decode(e.raw, e.path, None, decode, errors)) for e in the_plan.loose]
+            yield [item for e, item in decoded if sieve is None or sieve.passes(e.raw, e.path)]
         return
+    recorded = {path: None if sieve is None else sieve.recorded(h) for h, path in the_plan.packs}
     batch: list[Any] = []
-    for _, _, raw, path, offset in _merged(the_plan, kind):
+    for _, _, raw, path, offset, number in _merged(the_plan, kind):
         try:
-            batch.append(decode(raw))
+            item = decode(raw)
         except errors as exc:
-            number = None if offset is None else packs.line_number(path, offset)
-            raise LedgerCorrupt(str(path), number, lines.decode_problem(exc)) from None
+            line = None if offset is None else packs.line_number(path, offset)
+            raise LedgerCorrupt(str(path), line, lines.decode_problem(exc)) from None
+        if sieve is not None:
+            failed = recorded.get(path)
+            if failed is None:  # loose, or a pack whose screening does not hold
+                if not sieve.passes(raw, path):
+                    continue
+            elif number in failed:
+                sieve.report_recorded(path, failed[number])
+                continue
+        batch.append(item)
         if len(batch) >= 4096:
             yield batch
             batch = []
     if batch:
         yield batch
+
+
+def _legacy_batches(
+    path: Path,
+    kind: str,
+    row: type | None,
+    plain: bool,
+    sieve: _Sieve | None,
+    decode: Callable[[bytes], Any],
+    errors: tuple[type[Exception], ...],
+) -> Iterator[list[Any]]:
+    """An older kit's single-file ledger (until ``pmos ledger pack`` converts it)."""
+    if sieve is None:
+        legacy = chain.iter_records(path, kind, row=row, plain=plain)
+        while batch := list(islice(legacy, 4096)):
+            yield batch
+        return
+    batch = []
+    for number, record in enumerate(chain.iter_records(path, kind, plain=True), start=1):
+        raw = lines.encode({k: v for k, v in record.items() if k not in CHAIN_FIELDS})[0]
+        raw = raw[:-1]
+        item = _decode(raw, path, number, decode, errors)
+        if sieve.passes(raw, path):
+            batch.append(item)
+        if len(batch) >= 4096:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _checked_pack_batches(
+    path: Path,
+    kind: str,
+    sieve: _Sieve,
+    decode: Callable[[bytes], Any],
+    errors: tuple[type[Exception], ...],
+) -> Iterator[list[Any]]:
+    """A pack whose recorded screening does not hold: every record checked here."""
+    for offset, buf in packs.buffers(path, kind):
+        batch = []
+        for raw in buf.split(b"\n")[:-1]:
+            try:
+                item = decode(raw)
+            except errors as exc:
+                number = packs.line_number(path, offset + buf.index(raw + b"\n"))
+                raise LedgerCorrupt(str(path), number, lines.decode_problem(exc)) from None
+            if sieve.passes(raw, path):
+                batch.append(item)
+        yield batch
+
+
+def _skipping(
+    source: Iterator[list[Any]],
+    failed: dict[int, tuple[str | None, str, str]],
+    sieve: _Sieve,
+    path: Path,
+) -> Iterator[list[Any]]:
+    """A pack's batches without the records its recorded screening failed (by line)."""
+    numbers = sorted(failed)
+    seen = 0
+    for batch in source:
+        start, seen = seen, seen + len(batch)
+        hits = numbers[bisect_right(numbers, start) : bisect_right(numbers, seen)]
+        if not hits:
+            yield batch
+            continue
+        for n in hits:
+            sieve.report_recorded(path, failed[n])
+        drop = {n - start - 1 for n in hits}
+        yield [item for i, item in enumerate(batch) if i not in drop]
 
 
 def _decode(
@@ -211,10 +359,12 @@ def _key_decoder() -> Callable[[bytes], Any]:
     return msgspec.json.Decoder(KeyRow).decode
 
 
-def _keyed_pack(path: Path, kind: str) -> Iterator[tuple[Key, str, bytes, Path, int]]:
+def _keyed_pack(path: Path, kind: str) -> Iterator[tuple[Key, str, bytes, Path, int, int]]:
+    """A pack's records with their keys, digests, byte offsets and record numbers."""
     import msgspec
 
     key_of = _key_decoder()
+    number = 0
     for offset, buf in packs.buffers(path, kind):
         start = offset
         for raw in buf.split(b"\n")[:-1]:
@@ -224,16 +374,19 @@ def _keyed_pack(path: Path, kind: str) -> Iterator[tuple[Key, str, bytes, Path, 
             except (msgspec.DecodeError, lines.LineError) as exc:
                 number = packs.line_number(path, start)
                 raise LedgerCorrupt(str(path), number, lines.decode_problem(exc)) from None
-            yield (k.recorded_at, k.record_id), digest, raw, path, start
+            number += 1
+            yield (k.recorded_at, k.record_id), digest, raw, path, start, number
             start += len(raw) + 1
 
 
-def _merged(the_plan: Plan, kind: str) -> Iterator[tuple[Key, str, bytes, Path, int | None]]:
+def _merged(
+    the_plan: Plan, kind: str
+) -> Iterator[tuple[Key, str, bytes, Path, int | None, int | None]]:
     """Every non-legacy record in key order, each digest once."""
-    streams: list[Iterator[tuple[Key, str, bytes, Path, Any]]] = [
+    streams: list[Iterator[tuple[Key, str, bytes, Path, Any, Any]]] = [
         _keyed_pack(path, kind) for _, path in the_plan.packs
     ]
-    streams.append(iter([(e.key, e.digest, e.raw, e.path, None) for e in the_plan.loose]))
+    streams.append(iter([(e.key, e.digest, e.raw, e.path, None, None) for e in the_plan.loose]))
     last: tuple[Key, str] | None = None
     for entry in heapq.merge(*streams, key=lambda e: (e[0], e[1])):
         if (entry[0], entry[1]) == last:

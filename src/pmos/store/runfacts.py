@@ -14,6 +14,7 @@ from typing import Any
 from pmos.errors import BadInput
 from pmos.store.layout import Store
 from pmos.store.read import records
+from pmos.store.screening import Excluded, Screen
 from pmos.store.vocabulary import is_judged
 
 #: Ledgers read for a run, in the order used to break recorded_at ties.
@@ -71,13 +72,17 @@ class RunFacts:
         return not self.events
 
 
-def gather(store: Store, run_id: str) -> RunFacts:
-    """Read every ledger once and keep the records of ``run_id``."""
+def gather(
+    store: Store, run_id: str, *, screen: Screen | None = None, excluded: Excluded | None = None
+) -> RunFacts:
+    """Read every ledger once and keep the records of ``run_id``; with a ``screen``,
+    records that break a writer rule are left out (reported to ``excluded``)."""
     facts = RunFacts(run_id)
     ordered: list[tuple[str, int, int, dict[str, Any]]] = []
     for rank, kind in enumerate(RUN_LEDGERS):
         created_tasks: set[str] = set()
-        for position, record in enumerate(records(store, kind)):
+        found = records(store, kind, screen=screen, excluded=excluded)
+        for position, record in enumerate(found):
             if not _belongs(kind, record, run_id, created_tasks):
                 continue
             ordered.append((record.get("recorded_at", ""), rank, position, record))
@@ -87,9 +92,11 @@ def gather(store: Store, run_id: str) -> RunFacts:
     return facts
 
 
-def gather_known(store: Store, run_id: str) -> RunFacts:
+def gather_known(
+    store: Store, run_id: str, *, screen: Screen | None = None, excluded: Excluded | None = None
+) -> RunFacts:
     """Like :func:`gather`, but a run the kit knows nothing about is bad input."""
-    facts = gather(store, run_id)
+    facts = gather(store, run_id, screen=screen, excluded=excluded)
     if facts.is_empty():
         raise BadInput(
             f"the kit has no record of run {run_id!r} (no registration, assessment, "

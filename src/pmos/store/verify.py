@@ -9,7 +9,10 @@ everything and keeps going after a problem, so one report lists them all:
   match its records, each record line matching its digest, in canonical form,
   sorted by key with no repeats;
 * a single-file ledger of an older kit: its hash chain, line by line;
-* with ``--schema``, every record against its kind's schema.
+* with a screen (:mod:`pmos.store.screening`), the writers' rules: a pack's
+  recorded outcome where it still holds, every other record checked here;
+* with ``--schema``, every record against its kind's schema and, through a
+  ``check``, every writer rule, whatever a pack recorded.
 
 Each kind's report carries the number of distinct records and one digest over
 their sorted content digests: two clones holding the same records print the
@@ -32,6 +35,7 @@ from pmos.store.digest import CHAIN_FIELDS, record_digest
 from pmos.store.layout import PACK, Store
 from pmos.store.read import read_loose
 from pmos.store.registry import LEDGER_KINDS
+from pmos.store.screening import Screen
 
 #: A check of one stored record beyond its schema: every broken rule, or none.
 RecordCheck = Callable[[str, dict[str, Any]], list[Violation]]
@@ -93,14 +97,26 @@ def summary_digest(digests: Any) -> str:
 
 
 def verify_store(
-    store: Store, *, with_schema: bool = False, check: RecordCheck | None = None
+    store: Store,
+    *,
+    with_schema: bool = False,
+    check: RecordCheck | None = None,
+    screen: Screen | None = None,
 ) -> list[KindReport]:
     """One report per ledger kind (see the module docstring)."""
-    return [verify_kind(store, kind, with_schema=with_schema, check=check) for kind in LEDGER_KINDS]
+    return [
+        verify_kind(store, kind, with_schema=with_schema, check=check, screen=screen)
+        for kind in LEDGER_KINDS
+    ]
 
 
 def verify_kind(
-    store: Store, kind: str, *, with_schema: bool = False, check: RecordCheck | None = None
+    store: Store,
+    kind: str,
+    *,
+    with_schema: bool = False,
+    check: RecordCheck | None = None,
+    screen: Screen | None = None,
 ) -> KindReport:
     report = KindReport(kind, store.folder(kind))
     try:
@@ -110,6 +126,26 @@ def verify_kind(
         return report
 
     prefix = f"{LEDGER_KINDS[kind].id_prefix}-"
+    # Packs whose recorded screening holds: their failing records by line.
+    recorded: dict[Path, dict[int, tuple[str | None, str, str]]] = {}
+    if screen is not None and check is None:
+        for path in sources.packs:
+            try:
+                checked = packs.read_header(path, kind).checked
+            except LedgerCorrupt:
+                continue  # reported when the pack is verified
+            if checked is not None and screen.holds(checked.basis):
+                recorded[path] = {n + 1: failure for n, failure in checked.failed.items()}
+
+    def screened(record: dict[str, Any], where: Path, line: int | None) -> None:
+        failures = recorded.get(where)
+        if failures is not None:
+            failure = failures.get(line)  # type: ignore[arg-type]
+            if failure is not None:
+                report.add(where, line, f"rule: [{failure[1]}] {failure[2]} (recorded by pack)")
+            return
+        for violation in screen.problems(kind, record):  # type: ignore[union-attr]
+            report.add(where, line, f"rule: {violation}")
 
     def record_found(record: dict[str, Any], digest: str, where: Path, line: int | None) -> None:
         report.digests.setdefault(digest, str(record.get("record_id", "")))
@@ -128,6 +164,8 @@ def verify_kind(
         if check is not None:
             for violation in check(kind, record):
                 report.add(where, line, f"rule: {violation}")
+        elif screen is not None:
+            screened(record, where, line)
 
     if sources.legacy is not None:
         _verify_legacy(sources.legacy, kind, report, record_found)

@@ -55,6 +55,7 @@ from typing import Any
 from pmos.assess.assessment import fix_attempts_used, task_records
 from pmos.kit import Kit
 from pmos.store.runfacts import RunFacts, gather_known
+from pmos.store.screening import Excluded
 from pmos.tasks.scoring import (
     AGENT_PERFORMANCE,
     CATEGORIES,
@@ -99,8 +100,15 @@ class CategoryBasis:
 
 
 def collect(kit: Kit, run_id: str) -> dict[str, Any]:
-    """The three deterministic scores of ``run_id``, ready to pair with AI scores."""
-    facts = gather_known(kit.store, run_id)
+    """The three deterministic scores of ``run_id``, ready to pair with AI scores.
+
+    Computed only from records that obey the writers' rules: a record made by
+    hand that breaks one is left out and listed in ``excluded_records``.
+    """
+    from pmos.gate.screen import KitScreen
+
+    excluded = Excluded()
+    facts = gather_known(kit.store, run_id, screen=KitScreen(kit), excluded=excluded)
     bases = {
         AGENT_PERFORMANCE: agent_performance(facts, task_history(kit, facts)),
         TASK_OUTCOME_QUALITY: task_outcome_quality(facts),
@@ -115,6 +123,7 @@ def collect(kit: Kit, run_id: str) -> dict[str, Any]:
         "categories": {name: bases[name].as_dict() for name in CATEGORIES},
         "complete": not missing,
         "missing": missing,
+        "excluded_records": excluded.as_list(),
         "template": {
             "task_id": task_id or run_id,
             "run_id": run_id,

@@ -1,0 +1,110 @@
+"""The writers' rules as a screen for readers and packs (:mod:`pmos.store.screening`).
+
+The store decides when records are checked; this module says what a check is
+(:func:`pmos.gate.recheck.stored_record_problems`, every rule a writer
+enforces that a stored record can be checked against) and what it stood on:
+
+* :data:`RULES_VERSION`, bumped whenever a writer rule changes, so every
+  outcome recorded under the old rules is checked again;
+* the digest of every kit file the rules read: ``pmos.yaml`` (rubric, signing
+  and other settings), the allowed-signers file when signing is configured, and
+  each rubric a verdict named.
+
+An outcome recorded in a pack holds while its rules version and every one of
+those files are unchanged; editing a rubric or the allowed signers makes the
+readers check the pack's records again, until the next ``pmos ledger pack``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+from pmos.errors import BadInput, Violation
+from pmos.gate.recheck import Context, stored_record_problems
+from pmos.kit import Kit
+from pmos.kit.config import CONFIG_NAME
+
+#: The version of the writer rules; change it whenever a rule changes.
+RULES_VERSION = "pmos-rules-2"
+_ABSENT = "absent"
+
+
+class KitScreen:
+    """The writers' rules, applied to records stored in one kit."""
+
+    def __init__(self, kit: Kit) -> None:
+        self.kit = kit
+        self.context = Context(kit)
+        self._holds: dict[tuple[tuple[str, str], ...], bool] = {}
+
+    def problems(self, kind: str, record: Any) -> list[Violation]:
+        return stored_record_problems(self.kit, kind, record, context=self.context)
+
+    def basis(self) -> dict[str, str]:
+        files = [CONFIG_NAME, *self._signers(), *self.context.rubrics_read]
+        return {"rules": RULES_VERSION, **{f"file:{p}": self._digest(p) for p in files}}
+
+    def holds(self, basis: dict[str, str]) -> bool:
+        key = tuple(sorted(basis.items()))
+        found = self._holds.get(key)
+        if found is None:
+            needed = {f"file:{p}" for p in (CONFIG_NAME, *self._signers())}
+            found = (
+                basis.get("rules") == RULES_VERSION
+                and needed <= basis.keys()
+                and all(
+                    self._digest(name[5:]) == digest
+                    for name, digest in basis.items()
+                    if name.startswith("file:")
+                )
+            )
+            self._holds[key] = found
+        return found
+
+    def _signers(self) -> list[str]:
+        from pmos.gate.signing import allowed_signers_path
+
+        try:
+            path = allowed_signers_path(self.kit.config, self.kit.root)
+        except BadInput:
+            return []  # a misconfigured file: every label's check says so
+        if path is None:
+            return []
+        try:
+            return [path.relative_to(os.path.realpath(self.kit.root)).as_posix()]
+        except ValueError:
+            return [str(path)]
+
+    def _digest(self, relative: str) -> str:
+        path = Path(relative) if Path(relative).is_absolute() else self.kit.root / relative
+        try:
+            return hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError:
+            return _ABSENT
+
+
+def verify_kit(kit: Kit, *, recheck_all: bool = False) -> list[Any]:
+    """``pmos ledger verify``: every file sound, and every record within the writers'
+    rules. By default a pack's recorded screening is trusted where it holds and
+    every other record is checked; ``recheck_all`` (``--schema``) checks every
+    record's schema and every rule whatever a pack recorded."""
+    from pmos.store.verify import verify_store
+
+    if not recheck_all:
+        return verify_store(kit.store, screen=KitScreen(kit))
+    context = Context(kit)
+
+    def check(kind: str, record: dict[str, Any]) -> list[Violation]:
+        return stored_record_problems(kit, kind, record, context=context)
+
+    return verify_store(kit.store, check=check)
+
+
+def pack_kit(kit: Kit, kinds: list[str] | None = None) -> list[Any]:
+    """``pmos ledger pack``: fold loose records into packs that record their screening."""
+    from pmos.store.packing import pack_store
+
+    return pack_store(kit.store, kinds, screen=KitScreen(kit))
