@@ -373,3 +373,32 @@ def test_a_missing_allowed_signers_file_is_a_clear_error(cli, kit_root, keys):
     result = accept(cli, "--sign-key", str(keys["pm"]))
     assert result.exit_code == 2 and "signing.allowed_signers" in result.stderr
     assert ledger_bytes(kit_root) == before
+
+
+def test_a_hand_appended_unsigned_label_is_reported_and_left_out_of_metrics(cli, kit_root, keys):
+    """Issue 11: with signatures required, a label that reaches the ledger by hand,
+    well sealed but unsigned, is reported by verify (exit 1) and not counted, before
+    and after it is packed."""
+    from ledgerfiles import forge
+
+    configure(kit_root, keys, required=True)
+    judged(cli, "r1")
+    judged(cli, "r2")
+    signed = json.loads(accept(cli, "--sign-key", str(keys["pm"])).stdout)
+    unsigned = {k: v for k, v in signed.items() if k not in ("signature", "digest")}
+    unsigned.update(run_id="r2", record_id="acc-handmade-0001")
+    unsigned["gate_record_id"] = None
+    unsigned["gate_verdict"] = None
+    path = forge(kit_root, "acceptances", unsigned)
+    for packed in (False, True):
+        verify = cli("ledger", "verify", "--json")
+        assert verify.exit_code == 1
+        problems = [p for r in json.loads(verify.stdout)["ledgers"] for p in r["problems"]]
+        assert len(problems) == 1 and "label-signature" in problems[0]["problem"]
+        assert packed or problems[0]["file"] == str(path)
+        report = json.loads(cli("metrics", "--json").stdout)
+        assert report["pairs"] == 1  # r1's signed label; r2's forged one is left out
+        [excluded] = report["excluded_records"]
+        assert excluded["record_id"] == "acc-handmade-0001"
+        assert excluded["rule"] == "label-signature" and "unsigned" in excluded["problem"]
+        assert cli("ledger", "pack").exit_code == 0

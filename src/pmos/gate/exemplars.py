@@ -462,7 +462,7 @@ def candidates(
     from pmos.store.read import records
     from pmos.store.rows import row_type
 
-    excluded = set(exclude_runs)
+    skipped_runs = set(exclude_runs)
     judged_by_id: dict[str, Any] = {}
 
     def remember(rows: Iterable[Any]) -> Iterator[Any]:
@@ -500,7 +500,7 @@ def candidates(
     found: list[Anchor] = []
     for run_id, verdict in pairs.items():
         label = labels[run_id]
-        if run_id in excluded:
+        if run_id in skipped_runs:
             continue
         matching = [e for e in by_run.get(run_id, []) if e["pm_label"] == label.label]
         newest = max(matching, key=lambda e: parse_instant(e["recorded_at"]), default=None)
@@ -520,7 +520,7 @@ def candidates(
         run_id = entry["run_id"]
         # A run the ledgers pair is judged by its current label; a log entry that
         # disagrees with it is history the PM has since revised.
-        if run_id in excluded or run_id in paired or run_id in labels:
+        if run_id in skipped_runs or run_id in paired or run_id in labels:
             continue
         found.append(
             Anchor(
