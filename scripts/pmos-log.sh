@@ -14,7 +14,7 @@ usage() {
 usage: $me eval RUN_ID INITIATIVE_ID SCORE VERDICT RUBRIC_PATH [EVALUATOR_MODEL] --criterion ID=pass|fail|unverified[:EVIDENCE]... --standards pass|fail [--note TEXT]
        $me eval RUN_ID INITIATIVE_ID SKIPPED REASON [RUBRIC_PATH] [EVALUATOR_MODEL]
        $me run --run-id RUN_ID --initiative-id INITIATIVE_ID --builder-model MODEL [--contract FILE] [--repo PATH_OR_URL --base REV --head REV]
-       $me accept RUN_ID --label pass|fail --by NAME [--note TEXT] [--sign-key PM_KEY] [--allow-unknown-run]
+       $me accept RUN_ID --label pass|fail --by NAME [--note TEXT] [--verdict RECORD_ID] [--sign-key PM_KEY] [--allow-unknown-run]
 
 eval takes one --criterion per done-criterion of the run's contract (the spec axis is
 derived from them); a run without a contract takes --spec pass|fail instead.

@@ -11,6 +11,7 @@ from pmos.gate.exemplars import read_log
 from pmos.kit import open_kit
 
 LOG = "planning/evals/eval-calibration.md"
+RUBRIC = "planning/evals/agent-run-eval-rubric.md"
 
 
 def ok(result) -> None:
@@ -107,3 +108,76 @@ def test_the_library_refuses_only_when_asked(kit):
         writers.record_acceptance(kit, run_id="x", label="pass", by="pm", refuse_unknown_run=True)
     written = writers.record_acceptance(kit, run_id="x", label="pass", by="pm")
     assert written is not None and written.record["flags"] == ["unregistered-run"]
+
+
+# ---------------------------------------------------------------- --verdict
+
+
+def logged(cli, run: str, verdict: str) -> dict:
+    """A short-form verdict on ``run`` through 'pmos eval log'; returns the stored record."""
+    if verdict == "SKIPPED":
+        args = ["SKIPPED", "no time"]
+    else:
+        side = "fail" if verdict == "FAIL" else "pass"
+        score = "0.3" if side == "fail" else "0.9"
+        args = [score, verdict, RUBRIC, "gpt-5", "--spec", side, "--standards", side]
+    result = cli("eval", "log", run, "init-1", *args, "--json")
+    ok(result)
+    return json.loads(result.stdout)
+
+
+def test_verdict_labels_an_earlier_judged_verdict_and_metrics_pairs_with_it(cli, kit_root):
+    first = logged(cli, "run-1", "FAIL")
+    logged(cli, "run-1", "PASS")  # the gate judged the run again; the PM read the FAIL
+    ok(cli("accept", "run-1", "--label", "fail", "--by", "pm-ana", "--verdict", first["record_id"]))
+    acceptance = last_label(cli)
+    assert (acceptance["gate_verdict"], acceptance["gate_record_id"]) == (
+        "FAIL",
+        first["record_id"],
+    )
+    # Agreeing with the named FAIL is no override, whatever the latest verdict says.
+    assert not (kit_root / "planning/evals/overrides").exists()
+    report = json.loads(cli("metrics", "--json").stdout)
+    assert report["confusion"] == {"tp": 0, "fn": 0, "fp": 0, "tn": 1}  # the latest would be fp
+    assert report["labels_superseded"] == 1  # a newer verdict waits for a label
+    ok(cli("ledger", "verify"))  # the stored label passes the re-check of gate_record_id
+
+
+def test_a_label_against_the_named_verdict_is_an_override_naming_it(cli, kit_root):
+    first = logged(cli, "run-1", "FAIL")
+    logged(cli, "run-1", "PASS")
+    verdict = ("--verdict", first["record_id"])
+    result = cli("accept", "run-1", "--label", "pass", "--by", "pm-ana", *verdict)
+    ok(result)
+    assert "overrides the gate's FAIL" in result.stderr
+    [entry] = read_log(open_kit(kit_root))
+    assert entry["gate_record_id"] == first["record_id"] == last_label(cli)["gate_record_id"]
+    report = json.loads(cli("metrics", "--json").stdout)
+    assert report["confusion"] == {"tp": 0, "fn": 1, "fp": 0, "tn": 0}
+
+
+def refused(cli, kit_root: Path, *args: str) -> str:
+    before = ledger_bytes(kit_root)
+    result = cli("accept", "run-1", "--label", "pass", "--by", "pm-ana", *args)
+    assert result.exit_code == 2, result.output
+    assert "[gate-record]" in result.stderr and "--verdict" in result.stderr
+    assert ledger_bytes(kit_root) == before
+    return result.stderr
+
+
+def test_verdict_refuses_an_unknown_record_id(cli, kit_root):
+    logged(cli, "run-1", "PASS")
+    assert "no verdict with that record id" in refused(cli, kit_root, "--verdict", "ev-nope")
+
+
+def test_verdict_refuses_another_runs_verdict(cli, kit_root):
+    logged(cli, "run-1", "PASS")
+    other = logged(cli, "run-2", "FAIL")
+    stderr = refused(cli, kit_root, "--verdict", other["record_id"])
+    assert "judges run 'run-2', not 'run-1'" in stderr
+
+
+def test_verdict_refuses_a_skipped_verdict(cli, kit_root):
+    logged(cli, "run-1", "PASS")
+    skip = logged(cli, "run-1", "SKIPPED")
+    assert "SKIPPED verdict" in refused(cli, kit_root, "--verdict", skip["record_id"])

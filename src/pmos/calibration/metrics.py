@@ -21,7 +21,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from pmos.calibration import stats
-from pmos.calibration.agreement import pair_of, rounded, table_reports
+from pmos.calibration.agreement import TABLE_KEYS, pair_of, rounded, table_reports
 from pmos.calibration.decision import Rule
 from pmos.calibration.pairs import PARALLEL_MIN_BYTES, Paired, Scope, ScoredPair, read_and_pair
 from pmos.calibration.periods import MONTH, WEEK, By
@@ -39,51 +39,58 @@ __all__ = [
     "scored_pairs",
 ]
 
-#: Keys of the whole report, in output order; each ``by_model`` entry has
+
+def _spliced(base: tuple[str, ...], before: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """``base`` with ``before[key]`` inserted ahead of each ``key`` of it.
+
+    The report shares its table keys, in their order, with ``pmos stats
+    agreement``; building the report's list from :data:`TABLE_KEYS` keeps that
+    order in one place, and a key :data:`TABLE_KEYS` gains appears in both.
+    """
+    unknown = set(before) - set(base)
+    if unknown:
+        raise ValueError(f"not table keys: {sorted(unknown)}")
+    return tuple(key for table_key in base for key in (*before.get(table_key, ()), table_key))
+
+
+#: Keys of the whole report, in output order: :data:`TABLE_KEYS` with the
+#: report's own keys in between. Each ``by_model`` entry has
 #: :data:`GROUP_KEYS`, the same less the settings and the kit-wide counts.
 REPORT_KEYS = (
-    "pairs",
-    "short_form_pairs",
-    "confusion",
-    "observed_agreement",
-    "kappa",
-    "kappa_ci95",
-    "kappa_ci_method",
-    "kappa_point_meets_threshold",
-    "tpr",
-    "tpr_ci95",
-    "tnr",
-    "tnr_ci95",
-    "pabak",
-    "ac1",
-    "pass_fraction",
-    "pass_fraction_window",
-    "goodhart_alarm",
-    "kappa_threshold",
-    "min_per_class",
-    "min_tnr",
-    "calibration_rule",
-    "calibrated",
-    "calibration_reason",
-    "labels_needed",
-    "skipped",
-    "unlabeled_verdicts",
-    "labels_without_verdict",
-    "labels_superseded",
-    "corrected_pass_rate",
-    "score_pairs",
-    "score_auc",
-    "score_auc_ci95",
-    "score_auc_ci_method",
-    "brier",
-    "youden_threshold",
-    "kappa_at_youden_threshold",
-    "rubric_threshold",
-    "periods",
-    "drift",
-    "drift_basis",
-    "by_model",
-    "undefined",
+    *_spliced(
+        TABLE_KEYS,
+        {
+            "confusion": ("short_form_pairs",),
+            "calibrated": (
+                "pass_fraction",
+                "pass_fraction_window",
+                "goodhart_alarm",
+                "kappa_threshold",
+                "min_per_class",
+                "min_tnr",
+                "calibration_rule",
+            ),
+            "undefined": (
+                "skipped",
+                "unlabeled_verdicts",
+                "labels_without_verdict",
+                "labels_superseded",
+                "corrected_pass_rate",
+                "score_pairs",
+                "score_auc",
+                "score_auc_ci95",
+                "score_auc_ci_method",
+                "brier",
+                "youden_threshold",
+                "kappa_at_youden_threshold",
+                "rubric_threshold",
+                "periods",
+                "drift",
+                "drift_basis",
+                "by_model",
+            ),
+        },
+    ),
     "excluded_records",
 )
 _KIT_WIDE = (

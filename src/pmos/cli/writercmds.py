@@ -77,6 +77,7 @@ def register(app: typer.Typer) -> None:
         epilog=examples(
             "pmos accept run-7 --label pass --by ana --note 'works as asked'",
             "pmos accept run-99 --label fail --by ana --allow-unknown-run",
+            "pmos accept run-7 --label fail --by ana --verdict ev-20261130T081500123456Z-5f2c9a1b",
         ),
     )(accept)
 
@@ -235,6 +236,16 @@ def accept(
             "it such a label is refused, since it is most often a typo in RUN_ID.",
         ),
     ] = False,
+    verdict: Annotated[
+        str | None,
+        typer.Option(
+            "--verdict",
+            metavar="RECORD_ID",
+            help="The record_id of the judged (non-SKIPPED) verdict of RUN_ID this label "
+            "judges, when it is not the run's latest (default: the latest). Another run's "
+            "verdict, a SKIPPED one or an unknown id is refused.",
+        ),
+    ] = None,
     sign_key: Annotated[
         Path | None,
         typer.Option(
@@ -249,6 +260,10 @@ def accept(
     json_output: JsonFlag = False,
 ) -> None:
     """Record a PM's acceptance label for a run (supersedes an earlier one).
+
+    The label judges the run's latest judged (non-SKIPPED) verdict, or the
+    earlier one --verdict names: calibration pairs the label with the verdict
+    the PM read.
 
     With --sign-key (or git set up for SSH signing) the label carries the PM's
     SSH signature, checked against pmos.yaml's signing.allowed_signers. Example:
@@ -266,6 +281,7 @@ def accept(
         target=ledger,
         signing_key=_signing_key(sign_key, k),
         refuse_unknown_run=not allow_unknown_run,
+        verdict_id=verdict,
     )
     _report(written, json_output)
 

@@ -257,13 +257,17 @@ def case_id_for(run_id: str, stamp: datetime, label_record_id: str = "") -> str:
     return f"{_case_base(run_id)}-override-{stamp.strftime('%Y%m%dT%H%M%SZ')}{tail}"
 
 
-def overridden_verdict(kit: Kit, run_id: str, label: str) -> dict[str, Any] | None:
+def overridden_verdict(
+    kit: Kit, run_id: str, label: str, judged: dict[str, Any] | None = None
+) -> dict[str, Any] | None:
     """The verdict a new PM label would override, after checking the log can take it.
 
-    Runs before the label is stored, so a malformed log refuses the label
-    (nothing written) instead of losing the override entry afterwards.
+    ``judged`` is the verdict the label judges when the PM named one
+    (``pmos accept --verdict``); by default it is the run's latest judged
+    verdict. Runs before the label is stored, so a malformed log refuses the
+    label (nothing written) instead of losing the override entry afterwards.
     """
-    verdict = lookup.latest_verdict(kit.store, run_id, judged=True)
+    verdict = judged or lookup.latest_verdict(kit.store, run_id, judged=True)
     if verdict is None or not is_override(verdict["verdict"], label):
         return None
     read_log(kit, main_only=True)  # the hand-written part; override files are read per run

@@ -390,14 +390,20 @@ def record_acceptance(
     only_if_unlabelled: bool = False,
     signing_key: Any = None,
     refuse_unknown_run: bool = False,
+    verdict_id: str | None = None,
 ) -> Written | None:
     """Store a PM's acceptance label; it supersedes any earlier label of the run.
 
-    The label is stored against the run's latest judged (non-SKIPPED) verdict
-    (``gate_verdict``, ``gate_record_id``): a skip is no judgement to accept or
-    reject. A label on the other side of that verdict is an override: it is
-    also appended to the exemplar log, naming the same verdict, and a warning
-    says so.
+    The label is stored against the verdict it judges (``gate_verdict``,
+    ``gate_record_id``): ``verdict_id`` when given (``pmos accept --verdict``),
+    else the run's latest judged (non-SKIPPED) verdict. A PM who reviewed an
+    earlier verdict, or who labels after the gate judged the run again, names
+    the one they read, so the pair the calibration counts is the one the PM
+    judged. ``verdict_id`` must be a judged verdict of this run
+    (``gate-record``): a skip is no judgement to accept or reject, and another
+    run's verdict is no judgement of this one. A label on the other side of its
+    verdict is an override: it is also appended to the exemplar log, naming the
+    same verdict, and a warning says so.
 
     With ``only_if_unlabelled`` nothing is written, and None is returned, when
     the run already has a label. That check runs under the acceptances lock,
@@ -446,11 +452,13 @@ def record_acceptance(
         unknown = run is None and latest is None and refuse_unknown_run
         if unknown and lookup.latest_verdict(kit.store, run_id) is None:
             raise RecordRejected("acceptance", [_unknown_run(run_id)])
-        record["gate_verdict"] = latest["verdict"] if latest else None
-        record["gate_record_id"] = latest["record_id"] if latest else None
+        named = None if verdict_id is None else _named_verdict(kit, run_id, verdict_id)
+        judged = named or latest
+        record["gate_verdict"] = judged["verdict"] if judged else None
+        record["gate_record_id"] = judged["record_id"] if judged else None
         reject_if("acceptances", schema_problems("acceptances", record))
         # Checks the exemplar log before anything is stored (raises if it is malformed).
-        verdict = exemplars.overridden_verdict(kit, run_id, label)
+        verdict = exemplars.overridden_verdict(kit, run_id, label, named)
         if verdict is not None:
             overridden["verdict"] = verdict
             # A verdict recorded between the two look-ups (the evals ledger is
@@ -482,6 +490,29 @@ def record_acceptance(
     if overridden:
         written.warnings.append(exemplars.log_override(kit, written.record, overridden["verdict"]))
     return written
+
+
+def _named_verdict(kit: Kit, run_id: str, verdict_id: str) -> dict[str, Any]:
+    """The verdict ``--verdict`` names, refused (``gate-record``, nothing written) unless
+    it is a judged verdict of ``run_id``: the same rule the stored label is checked
+    against again (:mod:`pmos.gate.recheck`), plus no skip, which judges nothing."""
+    found = lookup.find_verdict(kit.store, verdict_id)
+    listing = f"'pmos ledger show evals --run-id {run_id} --json' lists the run's verdicts"
+    if found is None:
+        problem = f"--verdict {verdict_id!r}: the kit has no verdict with that record id; {listing}"
+    elif found.get("run_id") != run_id:
+        problem = (
+            f"--verdict {verdict_id!r} judges run {found.get('run_id')!r}, not {run_id!r}: "
+            f"a label judges a verdict of its own run; {listing}"
+        )
+    elif found.get("verdict") == SKIPPED:
+        problem = (
+            f"--verdict {verdict_id!r} is a SKIPPED verdict, which judged nothing: name a "
+            f"judged (non-SKIPPED) verdict of run {run_id!r}; {listing}"
+        )
+    else:
+        return found
+    raise RecordRejected("acceptance", [Violation("gate-record", "gate_record_id", problem)])
 
 
 def _unknown_run(run_id: str) -> Violation:

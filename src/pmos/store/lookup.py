@@ -35,3 +35,12 @@ def latest_verdict(store: Store, run_id: str, *, judged: bool = False) -> dict[s
         if record.get("run_id") == run_id and (not judged or is_judged(record)):
             return record
     return None
+
+
+def find_verdict(store: Store, record_id: str) -> dict[str, Any] | None:
+    """The verdict stored as ``record_id``, or None: what a label that names the
+    verdict it judges (``pmos accept --verdict``) is checked against."""
+    for record in newest_first(store, "evals"):
+        if record.get("record_id") == record_id:
+            return record
+    return None
