@@ -200,6 +200,34 @@ def generate(
     evals.flush()
     accepts.flush()
     print(f"  {checked} sampled records re-validated against their schemas")
+    screened, failed = screen_packs(kit)
+    print(f"  {screened:,} packed records screened against the writers' rules, {failed} failed")
+
+
+def screen_packs(kit) -> tuple[int, int]:
+    """Give every pack the screening outcome ``pmos ledger pack`` records (each pack is
+    rewritten with it, as a pack of the same records would be made).
+
+    Done once everything is written, evals first: a label's check looks up the
+    verdict it names, which must be on disk by then.
+    """
+    from pmos.gate.screen import KitScreen
+    from pmos.store.packing import _pack_entries, screen_entries
+
+    screen = KitScreen(kit)
+    screened = failed = 0
+    for kind in ("evals", "acceptances"):
+        for path in kit.store.sources(kind).packs:
+            entries = _pack_entries(path, kind)
+            outcome = screen_entries(kind, entries, screen)
+            made = packs.write_pack(path.parent, kind, entries, outcome)
+            if made != path:
+                path.unlink()
+            screened += len(entries)
+            failed += len(outcome.failed)
+    if failed:
+        raise SystemExit(f"{failed} generated records break a writer rule")
+    return screened, failed
 
 
 def _tree_rss(pid: int) -> int:

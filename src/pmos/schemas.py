@@ -124,11 +124,28 @@ def _field(path) -> str:
     return "/".join(parts) if parts else "(record)"
 
 
+@cache
+def _fast_validator(name: str):
+    """The schema compiled by jsonschema-rs: only ever asked whether a record is valid.
+
+    Re-checking every stored record on read (or when packing) with the pure
+    Python validator costs milliseconds a record; this costs microseconds. A
+    record it does not accept goes to the Python validator, which words every
+    violation; the two must agree, which tests/test_schemas_fast.py checks.
+    """
+    import jsonschema_rs
+
+    schema = _inline(load_schema(name), name)
+    return jsonschema_rs.Draft202012Validator(schema, validate_formats=True)
+
+
 def validate(name: str, instance: Any) -> list[Violation]:
     """Every schema violation of ``instance`` (empty when valid), one per field and rule."""
     seen: set[tuple[str, str]] = set()
     try:
-        out: list[Violation] = _non_finite(instance, ())
+        out: list[Violation] = _non_finite(instance, ()) if _may_be_non_finite(instance) else []
+        if not out and _fast_validator(name).is_valid(instance):
+            return []
         found = list(_validator(name).iter_errors(instance))
     except RecursionError:
         return [Violation("schema:depth", "(record)", "nested too deeply to check")]
@@ -162,6 +179,16 @@ def _message(err) -> str:
         why = f" ({description})" if description else ""
         return f"field(s) {', '.join(present or names)} not allowed here{why}"
     return err.message
+
+
+def _may_be_non_finite(value: Any) -> bool:
+    """Whether ``value`` may hold NaN or an infinity: the C encoder refuses them, so
+    the walk that names where one sits is needed only when it does (or cannot tell)."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except (ValueError, TypeError, RecursionError):
+        return True
+    return False
 
 
 def _non_finite(value: Any, path: tuple) -> list[Violation]:

@@ -38,6 +38,7 @@ with one :class:`Context` per pass, so each ledger a rule needs is read once.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import islice
 from typing import Any
 
 from pmos.errors import BadInput, Violation
@@ -45,16 +46,23 @@ from pmos.gate import rules as verdict_rules
 from pmos.gate.rubric import Rubric, load_rubric
 from pmos.kit import Kit
 from pmos.store.append import schema_problems
-from pmos.store.read import newest_first, records
+from pmos.store.read import batches, newest_first, records
+from pmos.store.rows import row_type
 from pmos.store.vocabulary import SKIPPED
+
+#: How many of the newest verdicts a look-up reads one by one before it indexes
+#: the whole eval ledger: enough for the labels of a busy day, far fewer than a
+#: large ledger holds.
+RECENT_VERDICTS = 2_000
 
 
 class Context:
     """What rules need from the kit beyond one record, read once and kept.
 
     ``runs`` (run_id -> its first registration) is read in full on first use.
-    Verdicts (record_id -> (run_id, verdict)) are read newest first and only
-    as far as a look-up needs: a label names a recent verdict, so screening the
+    Verdicts (record_id -> (run_id, verdict)) are read newest first, and the
+    whole eval ledger is indexed only when a look-up reaches further back than
+    :data:`RECENT_VERDICTS`: a label names a recent verdict, so screening the
     loose labels of a large kit does not read its whole eval ledger. Rubrics are
     loaded once per path, and the paths read are kept (:attr:`rubrics_read`),
     for the basis a pack records. Make one per pass; a kit that grows during
@@ -66,6 +74,7 @@ class Context:
         self._runs: dict[str, dict[str, Any]] | None = None
         self._verdicts: dict[str, tuple[str, str]] = {}
         self._verdict_stream: Iterator[dict[str, Any]] | None = None
+        self._verdicts_complete = False
         self._rubrics: dict[str, Rubric | BadInput] = {}
 
     @property
@@ -83,16 +92,23 @@ class Context:
 
     def verdict(self, record_id: str) -> tuple[str, str] | None:
         found = self._verdicts.get(record_id)
-        if found is not None:
+        if found is not None or self._verdicts_complete:
             return found
         if self._verdict_stream is None:
             self._verdict_stream = newest_first(self.kit.store, "evals", plain=True)
-        for record in self._verdict_stream:
+        # A label names a recent verdict: look back a little from the end first.
+        for record in islice(self._verdict_stream, RECENT_VERDICTS):
             rid, run, verdict = (record.get(k) for k in ("record_id", "run_id", "verdict"))
             if isinstance(rid, str):
                 self._verdicts.setdefault(rid, (run, verdict))  # type: ignore[arg-type]
                 if rid == record_id:
                     return self._verdicts[rid]
+        # An older one: index the whole ledger once, with the fast forward reader.
+        row = row_type("evals", ("record_id", "run_id", "verdict"))
+        for batch in batches(self.kit.store, "evals", row=row):
+            for v in batch:
+                self._verdicts.setdefault(v.record_id, (v.run_id, v.verdict))
+        self._verdicts_complete = True
         return self._verdicts.get(record_id)
 
     def rubric(self, path: str) -> Rubric:
