@@ -139,12 +139,21 @@ def _fast_validator(name: str):
     return jsonschema_rs.Draft202012Validator(schema, validate_formats=True)
 
 
+def _fast_valid(name: str, instance: Any) -> bool:
+    """Whether the fast validator accepts ``instance``; False when it cannot take it
+    at all (a YAML mapping with a non-string key, say): the Python one then says why."""
+    try:
+        return _fast_validator(name).is_valid(instance)
+    except (ValueError, TypeError, OverflowError):
+        return False
+
+
 def validate(name: str, instance: Any) -> list[Violation]:
     """Every schema violation of ``instance`` (empty when valid), one per field and rule."""
     seen: set[tuple[str, str]] = set()
     try:
         out: list[Violation] = _non_finite(instance, ()) if _may_be_non_finite(instance) else []
-        if not out and _fast_validator(name).is_valid(instance):
+        if not out and _fast_valid(name, instance):
             return []
         found = list(_validator(name).iter_errors(instance))
     except RecursionError:
