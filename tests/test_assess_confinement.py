@@ -470,26 +470,47 @@ def _unused_uid() -> int:
     pytest.skip("no unused uid found")
 
 
+#: A check that holds its slot, forking nothing: bash opens a FIFO read-write
+#: (which never blocks) and waits up to 60 s for a line no one writes. Under the
+#: limit, these pile up until a thread or process is refused; were the limit
+#: never met, each would fail after 60 s and the test with it (exit 1, not 75).
+_HOLD = ": > ran-$$; read -t 60 <> gate"
+
+
 @pytest.mark.skipif(
     not (IS_ROOT and shutil.which("setpriv") and shutil.which("prlimit")),
     reason="needs root, setpriv and prlimit to run pmos under a fresh user's process limit",
 )
-@pytest.mark.parametrize(("workers", "expected"), [(None, 0), (100, 75)])
-def test_a_process_limit_is_met_with_a_bounded_pool_or_a_clear_exit(kit_root, workers, expected):
+@pytest.mark.parametrize(
+    ("workers", "command", "expected"),
+    [(None, "true", 0), (100, _HOLD, 75), (200, _HOLD, 75)],
+    ids=["default-pool", "commands-pile-up", "pool-cannot-start"],
+)
+def test_a_process_limit_is_met_with_a_bounded_pool_or_a_clear_exit(
+    kit_root, workers, command, expected
+):
     """Item 7: 400 checks under 'ulimit -u 150' for a user with no other process.
     The default pool stays under the limit; a pool too large for it stops with
     a clear message (exit 75), no traceback, nothing recorded.
+
+    With 100 workers the pool's threads fit, but each live command adds two
+    processes and two threads: the checks hold their slots, so they pile up
+    until the system refuses one, however fast the machine. With 200 workers
+    the pool itself cannot start, and no check runs at all.
 
     pmos runs with a fresh real uid (the limit counts that user's processes
     and threads) and without CAP_SYS_RESOURCE and CAP_SYS_ADMIN (which exempt
     from it), keeping root's effective uid so it can read the interpreter."""
     if workers is not None:
         set_config(kit_root, assess={"workers": workers})
-    # Option parsing checks paths with access(2), which asks as the real uid:
-    # the spec and --cwd live in a folder anyone may read.
+    # Option parsing checks paths with access(2), which asks as the real uid,
+    # and bash drops its effective uid to the real one: the spec, --cwd and
+    # the FIFO are for anyone.
     shared = Path(tempfile.mkdtemp(prefix="pmos-nproc-"))
-    shared.chmod(0o755)
-    checks = [{"type": "test", "command": "true"} for _ in range(400)]
+    shared.chmod(0o777)
+    os.mkfifo(shared / "gate")
+    (shared / "gate").chmod(0o666)
+    checks = [{"type": "test", "command": command} for _ in range(400)]
     spec = write_spec(shared / "spec.yaml", {"expectations": checks})
     before = ledger_bytes(kit_root)
     limited = ["prlimit", "--nproc=150:150", "setpriv", "--ruid", str(_unused_uid())]
@@ -501,6 +522,7 @@ def test_a_process_limit_is_met_with_a_bounded_pool_or_a_clear_exit(kit_root, wo
             text=True,
             timeout=600,
         )
+        ran = len(list(shared.glob("ran-*")))
     finally:
         shutil.rmtree(shared, ignore_errors=True)
     assert done.returncode == expected, done.stderr[-2000:]
@@ -512,6 +534,10 @@ def test_a_process_limit_is_met_with_a_bounded_pool_or_a_clear_exit(kit_root, wo
         assert "could not start a" in done.stderr
         assert "Lower assess.workers in pmos.yaml or raise the limit" in done.stderr
         assert ledger_bytes(kit_root) == before
+    if workers == 200:
+        assert "could not start a pool of 200 threads" in done.stderr
+        assert "no command was run" in done.stderr
+        assert ran == 0
 
 
 @pytest.mark.parametrize("workers", [0, 257, 1.5])

@@ -10,8 +10,10 @@ command runs in a session of its own and its process group is killed.
 
 At most ``assess.workers`` commands run at once (default
 :data:`DEFAULT_WORKERS`), and the threads that wait for them are bounded the
-same way, so a spec of 400 checks cannot exhaust the process limit; a thread
-or process the system refuses to start stops the assessment with
+same way, so a spec of 400 checks cannot exhaust the process limit. The pool
+of threads is started whole before the first command runs (see
+:func:`concurrently`), so its size never depends on how fast commands finish;
+a thread or process the system refuses to start stops the assessment with
 :class:`~pmos.errors.ResourcesExhausted` instead of failing a check for a
 reason that is not the work's. Only the last few kilobytes of output are kept,
 so a chatty test suite cannot exhaust memory or bloat the ledger.
@@ -34,7 +36,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -78,12 +79,16 @@ class ProcessTracker:
         self._live: dict[int, bool] = {}
         self._cancelled = False
         self._slots = threading.BoundedSemaphore(workers)
+        #: Commands given a slot so far: while 0, a refusal can say nothing ran.
+        self.commands = 0
 
     @contextlib.contextmanager
     def slot(self) -> Iterator[None]:
         """Hold one of the ``workers`` command slots (given up on cancellation)."""
         while not self._slots.acquire(timeout=0.1):
             self.check()
+        with self._lock:
+            self.commands += 1
         try:
             yield
         finally:
@@ -137,12 +142,13 @@ def _start_thread(target: Callable[..., Any], *args: Any) -> threading.Thread:
     return thread
 
 
-def _resource_message(what: str) -> str:
+def _resource_message(what: str, *, ran: bool = True) -> str:
+    done = "every command it had started was stopped" if ran else "no command was run"
     return (
         f"pmos assess could not {what}: the system refused for lack of resources (the "
         "limit on processes per user, 'ulimit -u', or memory). Nothing was recorded and "
-        "every command it had started was stopped. Lower assess.workers in pmos.yaml or "
-        "raise the limit, then run the assessment again"
+        f"{done}. Lower assess.workers in pmos.yaml or raise the limit, then run the "
+        "assessment again"
     )
 
 
@@ -652,19 +658,67 @@ def run_spec(
 def concurrently(
     fn: Callable[[Any], dict[str, Any]], items: list[Any], tracker: ProcessTracker
 ) -> list[Any]:
-    """``fn`` over ``items`` on at most ``tracker.workers`` threads, results in order."""
+    """``fn`` over ``items`` on at most ``tracker.workers`` threads, results in order.
+
+    The whole pool is started before any item runs, and nothing runs if a thread
+    of it cannot start: a pool too large for the process limit then stops here,
+    with :class:`~pmos.errors.ResourcesExhausted` and no command run. A pool that
+    grows on demand (``ThreadPoolExecutor``) reuses idle threads instead, so how
+    many threads, and commands, were ever live at once depended on how fast the
+    commands finished, and a pool too large for the limit passed or failed by luck.
+
+    The first item to fail stops the others (every live command is stopped) and
+    its error is raised; the :class:`Cancelled` of the items it stopped is not.
+    """
     if not items:
         return []
-    pool = ThreadPoolExecutor(max_workers=min(len(items), tracker.workers))
+    results: list[Any] = [None] * len(items)
+    failures: list[BaseException] = []
+    lock = threading.Lock()
+    todo = iter(range(len(items)))
+    go = threading.Event()
+    stop = threading.Event()
+
+    def work() -> None:
+        go.wait()
+        while not stop.is_set():
+            with lock:
+                index = next(todo, None)
+            if index is None:
+                return
+            try:
+                results[index] = fn(items[index])
+            except BaseException as exc:
+                with lock:
+                    failures.append(exc)
+                stop.set()
+                tracker.kill_all()
+                return
+
+    size = min(len(items), tracker.workers)
+    threads: list[threading.Thread] = []
     try:
         try:
-            futures = [pool.submit(fn, item) for item in items]
-        except RuntimeError as exc:  # the pool could not start a thread
-            raise ResourcesExhausted(_resource_message(f"start a thread ({exc})")) from None
-        return [f.result() for f in futures]
+            for _ in range(size):
+                threads.append(_start_thread(work))
+        except BaseException as exc:
+            stop.set()  # before go: the threads that started run nothing
+            if isinstance(exc, ResourcesExhausted) and not tracker.commands:
+                what = f"start a pool of {size} threads for assess.workers ({len(threads)} started)"
+                raise ResourcesExhausted(_resource_message(what, ran=False)) from None
+            raise
+        finally:
+            go.set()
+        for thread in threads:
+            thread.join()
     except BaseException:
-        # Stop first: the pool waits for its threads, and they wait for their commands.
+        # Stop first: the threads wait for their commands.
+        stop.set()
         tracker.kill_all()
         raise
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        for thread in threads:
+            thread.join()
+    if failures:
+        raise next((e for e in failures if not isinstance(e, Cancelled)), failures[0])
+    return results

@@ -30,6 +30,7 @@ from pmos.store.append import (
     record_meta,
     reject_if,
     schema_problems,
+    seal,
     writer_field_violations,
 )
 from pmos.store.vocabulary import SKIPPED
@@ -63,11 +64,11 @@ def register_run(
         record["contract"] = contract
     record.update(run_artifact(kit.root, repo=repo, base=base, head=head))
     # Everything that does not depend on the ledger is checked before its lock
-    # is taken, so a large contract never holds up other writers.
-    problems = schema_problems("runs", record)
-    if not problems and contract is not None:
-        problems += verdict_rules.check_contract_ids(contract)
-    reject_if("runs", problems)
+    # is taken, the store's validation included (seal), so a large contract
+    # never holds up other writers.
+    sealed = seal("runs", record)
+    if contract is not None:
+        reject_if("runs", verdict_rules.check_contract_ids(contract))
 
     def build() -> Draft:
         if lookup.find_run(kit.store, run_id) is not None:
@@ -75,7 +76,7 @@ def register_run(
                 "runs",
                 [Violation("run-unique", "run_id", f"run {run_id!r} is already registered")],
             )
-        return Draft([record])
+        return Draft([sealed])
 
     return append(kit.store, "runs", build, target=target)
 

@@ -5,13 +5,21 @@ its records and checks its own rules; this module adds the fields every record
 carries, validates each record against its kind's schema, and writes under the
 kind's lock. A record that fails its schema is refused here whatever the
 writer did, so no path into a ledger skips validation.
+
+:func:`seal` is where that happens, once per record: it validates, encodes and
+size-checks a record into the bytes that will be written. A record that does
+not depend on the ledger (a run and its contract) is sealed by its writer
+before the lock is taken, so validating a large one never holds up the other
+writers of its kind; a record built under the lock is sealed there. Only a
+sealed record is ever written, and what is written is the sealed bytes.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -56,10 +64,28 @@ class Written(NamedTuple):
         return self.records[-1]
 
 
-class Draft(NamedTuple):
-    """What a writer's build step hands the store: records to append, warnings to show."""
+@dataclass(frozen=True, slots=True)
+class Sealed:
+    """A record of ``kind`` that :func:`seal` validated, and the file it becomes.
 
-    records: list[dict[str, Any]]
+    ``line`` is what gets written, fixed when the record was validated: a change
+    to ``record`` afterwards never reaches the ledger. Only :func:`seal` makes
+    one (tests/test_architecture.py holds every other module to that).
+    """
+
+    kind: str
+    record: dict[str, Any]
+    name: str
+    line: bytes
+
+
+class Draft(NamedTuple):
+    """What a writer's build step hands the store: records to append, warnings to show.
+
+    A record is a mapping, validated under the lock, or a :class:`Sealed` one,
+    validated before it."""
+
+    records: Sequence[dict[str, Any] | Sealed]
     warnings: tuple[str, ...] | list[str] = ()
 
 
@@ -104,6 +130,19 @@ def check_schema(kind: str, record: Any) -> None:
     reject_if(kind, schema_problems(kind, record))
 
 
+def seal(kind: str, record: dict[str, Any]) -> Sealed:
+    """Validate ``record`` against ``kind``'s schema and size limits, and encode it.
+
+    The one place the store validates a record it will write: :func:`append`
+    writes nothing else. A writer whose record does not depend on the ledger
+    calls it before :func:`append`, so the validation runs outside the lock.
+    """
+    check_schema(kind, record)
+    line, digest = lines.encode(record)
+    check_size(kind, record, line)
+    return Sealed(kind, record, loose_name(record, digest), line)
+
+
 def append(
     store: Store,
     kind: str,
@@ -116,25 +155,29 @@ def append(
     ``build`` runs while the ledger is locked, so a writer's checks against the
     ledger's own contents (a run registered once, the pass fraction before this
     verdict) cannot race another writer; it raises :class:`RecordRejected` to
-    refuse. Each record is then validated against the kind's schema: one
-    violation refuses the whole batch, and nothing is written. Each record
-    becomes one write-once file named by its time and digest (see
-    :mod:`pmos.store.layout`); the call returns once the files and their
-    folder are on disk. ``target``, when given, must be the ledger's folder.
+    refuse. Each record it returns is then sealed (:func:`seal`: validated
+    against the kind's schema and size limits) unless its writer sealed it
+    before the lock: one violation refuses the whole batch, and nothing is
+    written. Each record becomes one write-once file named by its time and
+    digest (see :mod:`pmos.store.layout`); the call returns once the files and
+    their folder are on disk. ``target``, when given, must be the ledger's folder.
     """
     if target is not None:
         store.check_target(kind, target)
     folder = store.ensure_folder(kind)
     with kind_lock(folder):
         draft = build()
-        files = []
-        for record in draft.records:
-            check_schema(kind, record)
-            line, digest = lines.encode(record)
-            check_size(kind, record, line)
-            files.append((loose_name(record, digest), line))
-        write_many(folder, files)
-    return Written(list(draft.records), list(draft.warnings))
+        sealed = [_sealed(kind, record) for record in draft.records]
+        write_many(folder, [(s.name, s.line) for s in sealed])
+    return Written([s.record for s in sealed], list(draft.warnings))
+
+
+def _sealed(kind: str, record: dict[str, Any] | Sealed) -> Sealed:
+    """``record`` as :func:`seal` makes it for ``kind``; a record sealed for another
+    kind is validated again, since that validation vouches for nothing here."""
+    if isinstance(record, Sealed):
+        return record if record.kind == kind else seal(kind, record.record)
+    return seal(kind, record)
 
 
 def loose_name(record: dict[str, Any], digest: str) -> str:
