@@ -299,8 +299,10 @@ def read_and_pair(
     excluded = Excluded()
     size = stored_bytes(store, "evals")
     if size < PARALLEL_MIN_BYTES or not hasattr(os, "fork"):
-        labels = read_labels(store, detailed, screen=screen, excluded=excluded)
+        # Verdicts first: a corrupt eval ledger is then reported by the reader that
+        # reads it from the start, not by a label's look-up of its verdict.
         judged = read_verdicts(store, scope, window, screen=screen, excluded=excluded)
+        labels = read_labels(store, detailed, screen=screen, excluded=excluded)
         paired = pair(judged, labels, scope, by, with_runs=with_runs)
     else:
         from pmos.calibration import stats

@@ -167,7 +167,10 @@ class _Sieve:
     def passes(self, raw: bytes, path: Path) -> bool:
         """Check one record line, which the decoder has already accepted (a line
         that is not a record of this ledger is refused, never merely left out)."""
-        record = orjson.loads(lines.split(raw)[0])
+        try:
+            record = orjson.loads(lines.split(raw)[0])
+        except (lines.LineError, orjson.JSONDecodeError) as exc:
+            raise LedgerCorrupt(str(path), None, f"the record {exc}") from None
         problem = first_problem(self.screen, self.kind, record)
         if problem is None:
             return True

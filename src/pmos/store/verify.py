@@ -137,6 +137,8 @@ def verify_kind(
             if checked is not None and screen.holds(checked.basis):
                 recorded[path] = {n + 1: failure for n, failure in checked.failed.items()}
 
+    unreadable: list[str] = []  # a ledger the rules read is corrupt: said once
+
     def screened(record: dict[str, Any], where: Path, line: int | None) -> None:
         failures = recorded.get(where)
         if failures is not None:
@@ -144,7 +146,18 @@ def verify_kind(
             if failure is not None:
                 report.add(where, line, f"rule: [{failure[1]}] {failure[2]} (recorded by pack)")
             return
-        for violation in screen.problems(kind, record):  # type: ignore[union-attr]
+        ruled(screen.problems, record, where, line)  # type: ignore[union-attr]
+
+    def ruled(rules: RecordCheck, record: dict[str, Any], where: Path, line: int | None) -> None:
+        if unreadable:
+            return
+        try:
+            violations = rules(kind, record)
+        except LedgerCorrupt as exc:
+            unreadable.append(str(exc))
+            report.add(where, line, f"the writers' rules cannot be checked: {exc}")
+            return
+        for violation in violations:
             report.add(where, line, f"rule: {violation}")
 
     def record_found(record: dict[str, Any], digest: str, where: Path, line: int | None) -> None:
@@ -162,8 +175,7 @@ def verify_kind(
             for violation in schema_problems(kind, record):
                 report.add(where, line, f"schema: {violation}")
         if check is not None:
-            for violation in check(kind, record):
-                report.add(where, line, f"rule: {violation}")
+            ruled(check, record, where, line)
         elif screen is not None:
             screened(record, where, line)
 
