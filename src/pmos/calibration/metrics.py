@@ -25,7 +25,7 @@ from pmos.calibration.agreement import TABLE_KEYS, pair_of, rounded, table_repor
 from pmos.calibration.decision import Rule
 from pmos.calibration.pairs import PARALLEL_MIN_BYTES, Paired, Scope, ScoredPair, read_and_pair
 from pmos.calibration.periods import MONTH, WEEK, By
-from pmos.calibration.scores import score_report
+from pmos.calibration.scores import SCORE_KEYS, score_report
 from pmos.errors import BadInput
 from pmos.gate.pass_fraction import MAX_WINDOW, PassFraction
 from pmos.kit import Config, Kit
@@ -76,14 +76,7 @@ REPORT_KEYS = (
                 "labels_without_verdict",
                 "labels_superseded",
                 "corrected_pass_rate",
-                "score_pairs",
-                "score_auc",
-                "score_auc_ci95",
-                "score_auc_ci_method",
-                "brier",
-                "youden_threshold",
-                "kappa_at_youden_threshold",
-                "rubric_threshold",
+                *SCORE_KEYS,
                 "periods",
                 "drift",
                 "drift_basis",

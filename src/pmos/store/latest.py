@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC
 from typing import Any, NamedTuple
@@ -83,23 +83,18 @@ def per_run(rows: Iterable[Any]) -> dict[str, Span]:
 
 def verdicts_per_run(rows: Iterable[Any]) -> dict[str, RunVerdicts]:
     """Each run's first, latest and latest judged (non-SKIPPED) verdict row."""
-    first: dict[str, Any] = {}
-    latest: dict[str, Any] = {}
     judged: dict[str, Any] = {}
-    for row in rows:
-        run = row.run_id
-        seen = latest.get(run)
-        if seen is None:
-            first[run] = latest[run] = row
-        elif _later(row, seen):
-            latest[run] = row
-        elif not _later(row, first[run]):
-            first[run] = row
-        if row.verdict != SKIPPED:
-            best = judged.get(run)
-            if best is None or _later(row, best):
-                judged[run] = row
-    return {run: RunVerdicts(first[run], row, judged.get(run)) for run, row in latest.items()}
+
+    def noting_judged(rows: Iterable[Any]) -> Iterator[Any]:
+        for row in rows:
+            if row.verdict != SKIPPED:
+                best = judged.get(row.run_id)
+                if best is None or _later(row, best):
+                    judged[row.run_id] = row
+            yield row
+
+    spans = per_run(noting_judged(rows))
+    return {run: RunVerdicts(*span, judged.get(run)) for run, span in spans.items()}
 
 
 # ---------------------------------------------------------------- calibration's reader
