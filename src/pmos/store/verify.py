@@ -19,7 +19,7 @@ same digest, however their files are arranged.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -112,9 +112,11 @@ def verify_kind(
     prefix = f"{LEDGER_KINDS[kind].id_prefix}-"
 
     def record_found(record: dict[str, Any], digest: str, where: Path, line: int | None) -> None:
-        report.digests.setdefault(digest, str(record.get("record_id", "")))
         record_id = record.get("record_id")
-        if not (isinstance(record_id, str) and record_id.startswith(prefix)):
+        if type(record_id) is str and record_id.startswith(prefix):
+            report.digests.setdefault(digest, record_id)
+        else:
+            report.digests.setdefault(digest, str(record.get("record_id", "")))
             # A record's digest does not say which ledger it belongs to; its id does.
             report.add(
                 where,
@@ -164,18 +166,19 @@ def _verify_legacy(path: Path, kind: str, report: KindReport, found: Callable[..
                 found(body, record_digest(body), path, number)
 
 
-def _pack_lines(path: Path, digest: Any) -> Any:
-    """The pack's lines (newline kept), hashing every byte read into ``digest``."""
+def _pack_lines(path: Path, digest: Any) -> Iterator[tuple[list[bytes], bool]]:
+    """The pack's lines without their newlines, in lists (one per block read), each
+    list with whether its lines are complete (only a last line with no newline is
+    not), hashing every byte read into ``digest``."""
     with open(path, "rb", buffering=0) as handle:
         pending = b""
         while chunk := handle.read(1 << 20):
             digest.update(chunk)
             parts = (pending + chunk).split(b"\n")
             pending = parts.pop()
-            for raw in parts:
-                yield raw + b"\n"
+            yield parts, True
         if pending:
-            yield pending
+            yield [pending], False
 
 
 def _verify_pack(path: Path, kind: str, report: KindReport, found: Callable[..., None]) -> None:
@@ -185,29 +188,34 @@ def _verify_pack(path: Path, kind: str, report: KindReport, found: Callable[...,
     previous: packs.Key | None = None
     first: packs.Key | None = None
     count = 0
-    for number, raw in enumerate(_pack_lines(path, whole), start=1):
-        if not raw.endswith(b"\n"):
-            report.add(path, number, "the pack does not end with a complete line")
-            break
-        if number == 1:
+    number = 0
+    check, check_canonical, line_error = lines.check, lines.check_canonical, lines.LineError
+    key_of = packs.key_of
+    for block, complete in _pack_lines(path, whole):
+        for raw in block:
+            number += 1
+            if not complete:
+                report.add(path, number, "the pack does not end with a complete line")
+                break
+            if number == 1:
+                try:
+                    header = packs.Header.parse(raw, path, kind)
+                except LedgerCorrupt as exc:
+                    report.add(path, 1, exc.problem)
+                continue
             try:
-                header = packs.Header.parse(raw[:-1], path, kind)
-            except LedgerCorrupt as exc:
-                report.add(path, 1, exc.problem)
-            continue
-        try:
-            body, digest = lines.check(raw[:-1])
-            record = lines.check_canonical(body)
-        except lines.LineError as exc:
-            report.add(path, number, f"the record {exc}")
-            continue
-        key = packs.key_of(record)
-        if previous is not None and key <= previous:
-            report.add(path, number, "records are out of order (or repeated) in the pack")
-        previous = key
-        first = first or key
-        count += 1
-        found(record, digest, path, number)
+                body, digest = check(raw)
+                record = check_canonical(body)
+            except line_error as exc:
+                report.add(path, number, f"the record {exc}")
+                continue
+            key = key_of(record)
+            if previous is not None and key <= previous:
+                report.add(path, number, "records are out of order (or repeated) in the pack")
+            previous = key
+            first = first or key
+            count += 1
+            found(record, digest, path, number)
     if match is None or whole.hexdigest() != match.group(1):
         report.add(path, None, "the pack's content does not match its name: it was edited or cut")
     if header is None:
