@@ -10,19 +10,29 @@ The whole sync is one transaction:
    and the transaction takes an advisory lock on it, so two syncs of one kit
    (two clones, two CI jobs) run one after the other while syncs of other kits
    run side by side;
-3. per ledger kind, the digests the database already holds for the kit are
-   read, and only the records it lacks are streamed with COPY into a
-   temporary table, then moved by the kind's ``pmos_store_<table>`` function
-   with ``INSERT ... ON CONFLICT DO NOTHING`` (the database types the queried
-   columns itself, see the migrations);
+3. per ledger kind, the packs the kit's earlier syncs copied whole
+   (``synced_packs``) are not read at all: a pack's name is the hash of its
+   bytes, so it still holds exactly those records. The other records are
+   streamed with COPY, as the store holds them (digest and canonical JSON
+   text, neither recomputed nor re-encoded), into a temporary table; the rows
+   whose digest the kit's table already has are deleted from it (a join on
+   the primary key), and the kind's ``pmos_store_<table>`` function parses
+   the rest into jsonb and inserts them (the database types the queried
+   columns itself, see the migrations). Then the packs read are recorded in
+   ``synced_packs``;
 4. once verification has passed, a row in ``syncs`` records what was copied
    and the kit's settings, and the transaction commits.
 
+The insert has no ``ON CONFLICT`` clause: under the kit's lock nothing but
+this transaction adds the kit's records, a new kit has none, and what the
+table holds was deleted from the temporary table first, so a conflict would
+be a bug, and the unique key refuses it rather than hiding it.
+
 A sync killed at any point (a crash, SIGKILL mid-COPY, a lost connection)
 commits nothing: the server rolls the transaction back, and the next sync
-copies everything that is missing. Records come from the store
-(:func:`pmos.store.read.records_with_digests`); this module never reads a
-ledger file itself.
+copies everything that is missing. Records come from the store, checked
+(:func:`pmos.store.read.stored_lines`); this module never reads a ledger
+file itself.
 
 While the database inserts one chunk, a producer thread already reads and
 encodes the next one from the kit, so reading the kit and writing the
@@ -35,7 +45,7 @@ import contextlib
 import os
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Collection, Iterable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, NamedTuple
 
@@ -51,7 +61,7 @@ from pmos.errors import LedgerCorrupt
 from pmos.kit import Kit
 from pmos.store.forked import ForkedCall
 from pmos.store.layout import Store
-from pmos.store.read import records_with_digests
+from pmos.store.read import StoredLine, stored_lines
 from pmos.store.registry import LEDGER_KINDS
 from pmos.store.verify import verify_store
 
@@ -109,12 +119,15 @@ def sync_kit(kit: Kit, dsn: str, *, kit_id: str | None = None) -> SyncReport:
             _require_tables(conn)
             kit_key, new_kit = _kit_key(conn, identity)
             conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, kit_key))
+            have = frozenset() if new_kit else _synced_packs(conn, kit_key)
             conn.execute(
-                f"CREATE TEMP TABLE {_INCOMING} (digest bytea NOT NULL, record jsonb NOT NULL) "
+                f"CREATE TEMP TABLE {_INCOMING} (digest bytea NOT NULL, record text NOT NULL) "
                 "ON COMMIT DROP"
             )
             try:
-                results = [_sync_kind(conn, kit, kit_key, kind, new_kit) for kind in LEDGER_KINDS]
+                results = [
+                    _sync_kind(conn, kit, kit_key, kind, new_kit, have) for kind in LEDGER_KINDS
+                ]
             except _ReadFailed as failed:
                 verification.refuse_if_failed()  # its full report, when it saw the damage too
                 raise KitRefused(_REFUSED.format(details=failed)) from None
@@ -205,21 +218,32 @@ def _kit_key(conn: Any, identity: KitIdentity) -> tuple[int, bool]:
     return found[0], False
 
 
-def _sync_kind(conn: Any, kit: Kit, kit_key: int, kind: str, new_kit: bool) -> KindResult:
+def _synced_packs(conn: Any, kit_key: int) -> frozenset[str]:
+    """The packs (by the hex SHA-256 that names them) whose records the database has."""
+    rows = conn.execute(
+        "SELECT encode(pack, 'hex') FROM synced_packs WHERE kit = %s", (kit_key,)
+    ).fetchall()
+    return frozenset(row[0] for row in rows)
+
+
+def _sync_kind(
+    conn: Any, kit: Kit, kit_key: int, kind: str, new_kit: bool, have: Collection[str]
+) -> KindResult:
     table = table_of(kind)
-    known = set() if new_kit else _digests(conn, table, kit_key)
+    try:
+        stored = stored_lines(kit.store, kind, have=have)  # lists the files, reads loose ones
+    except LedgerCorrupt as exc:
+        raise _ReadFailed(str(exc)) from None
     insert = f"SELECT pmos_store_{table}(%s)"
-    seen = [0]
-
-    def produce() -> Iterator[tuple[str, dict[str, Any]]]:
-        for digest, record in records_with_digests(kit.store, kind):
-            seen[0] += 1
-            if digest not in known:
-                known.add(digest)  # a record is copied once even if read twice
-                yield digest, record
-
+    # A new kit has no records yet: nothing to delete, and no join to pay for.
+    held = (
+        None
+        if new_kit
+        else f"DELETE FROM {_INCOMING} i USING {table} t WHERE t.kit = %s AND t.digest = i.digest"
+    )
     added = 0
-    with _Producer(produce) as blocks:
+    with _Producer(stored) as producer:
+        blocks = producer.blocks()
         while True:
             chunk_ended = False
             with conn.cursor().copy(f"COPY {_INCOMING} (digest, record) FROM STDIN") as copy:
@@ -228,35 +252,44 @@ def _sync_kind(conn: Any, kit: Kit, kit_key: int, kind: str, new_kit: bool) -> K
                         chunk_ended = True
                         break
                     copy.write(block)
+            if held is not None:
+                conn.execute(held, (kit_key,))
             added += conn.execute(insert, (kit_key,)).fetchone()[0]
             conn.execute(f"TRUNCATE {_INCOMING}")
             if not chunk_ended:
                 break
-    return KindResult(kind, seen[0], added)
+        read = producer.read
+    if stored.packs:
+        conn.execute(
+            "INSERT INTO synced_packs (kit, pack) "
+            "SELECT %s, decode(name, 'hex') FROM unnest(%s::text[]) AS name "
+            "ON CONFLICT DO NOTHING",
+            (kit_key, stored.packs),
+        )
+    return KindResult(kind, stored.have_records + read, added)
 
 
-def _digests(conn: Any, table: str, kit_key: int) -> set[str]:
-    """The digests (hex) of the kit's records of one kind that the database holds."""
-    out = bytearray()
-    query = f"COPY (SELECT encode(digest, 'hex') FROM {table} WHERE kit = {int(kit_key)}) TO STDOUT"
-    with conn.cursor().copy(query) as copy:
-        for data in copy:
-            out += data
-    return set(out.decode("ascii").split())
+def copy_rows(lines: Sequence[StoredLine]) -> bytes:
+    """Rows of COPY's text format: each digest as bytea, each record's JSON text as stored.
 
-
-def copy_line(digest: str, record: dict[str, Any]) -> bytes:
-    """One row of COPY's text format: the digest as bytea and the record's JSON.
-
-    COPY's text format escapes with backslashes, so every backslash of the
-    JSON is doubled; JSON text never holds a raw tab or newline. PostgreSQL's
-    jsonb cannot hold the character U+0000: a record with one is stored with
-    U+FFFD in its place (its digest still names the record as the kit has it).
+    COPY's text format escapes with backslashes, so every backslash is doubled
+    (the bytea's ``\\x`` prefix included); JSON text never holds a raw tab or
+    newline. PostgreSQL's jsonb cannot hold the character U+0000: a record
+    with one is stored with U+FFFD in its place (its digest still names the
+    record as the kit has it).
     """
-    line = orjson.dumps(record)
-    if b"\\u0000" in line:
-        line = orjson.dumps(_without_nul(record))
-    return b"\\\\x" + digest.encode("ascii") + b"\t" + line.replace(b"\\", b"\\\\") + b"\n"
+    rows = b"".join([b"\\x%b\t%b\n" % (digest.encode(), body) for digest, body in lines])
+    if b"\\u0000" in rows:
+        rows = b"".join(
+            [b"\\x%b\t%b\n" % (digest.encode(), _jsonb_safe(body)) for digest, body in lines]
+        )
+    return rows.replace(b"\\", b"\\\\")
+
+
+def _jsonb_safe(body: bytes) -> bytes:
+    if b"\\u0000" not in body:
+        return body
+    return orjson.dumps(_without_nul(orjson.loads(body)), option=orjson.OPT_SORT_KEYS)
 
 
 def _without_nul(value: Any) -> Any:
@@ -270,23 +303,26 @@ def _without_nul(value: Any) -> Any:
 
 
 class _Producer:
-    """Reads and encodes records in a thread, handing COPY blocks to the caller.
+    """Reads a kind's stored lines in a thread, handing COPY blocks to the caller.
 
-    Iterating yields byte blocks, ``_END_OF_CHUNK`` after every
-    :data:`CHUNK_RECORDS` records, and stops at the end. An error in the thread
-    (a ledger that changed under the sync) is raised in the caller; leaving
-    the ``with`` block early stops the thread.
+    ``blocks()`` yields byte blocks, ``_END_OF_CHUNK`` after every
+    :data:`CHUNK_RECORDS` records, and stops at the end; ``read`` then counts
+    the records read. A record met twice (a kit from before the folder layout
+    may hold one in its single file and in a pack) is sent once. An error in
+    the thread (a ledger that changed under the sync) is raised in the
+    caller; leaving the ``with`` block early stops the thread.
     """
 
-    def __init__(self, records: Callable[[], Iterator[tuple[str, dict[str, Any]]]]) -> None:
-        self._records = records
+    def __init__(self, stored: Iterable[list[StoredLine]]) -> None:
+        self._stored = stored
+        self.read = 0
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=QUEUE_BLOCKS)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="pmos-sync-reader", daemon=True)
 
-    def __enter__(self) -> Iterator[Any]:
+    def __enter__(self) -> _Producer:
         self._thread.start()
-        return self._blocks()
+        return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
@@ -296,7 +332,7 @@ class _Producer:
             except queue.Empty:
                 self._thread.join(0.05)
 
-    def _blocks(self) -> Iterator[Any]:
+    def blocks(self) -> Iterable[Any]:
         while True:
             item = self._queue.get()
             if item is _END:
@@ -316,19 +352,25 @@ class _Producer:
 
     def _run(self) -> None:
         try:
+            seen: set[str] = set()
             block: list[bytes] = []
-            size = count = 0
-            for digest, record in self._records():
-                line = copy_line(digest, record)
-                block.append(line)
-                size += len(line)
-                count += 1
-                if size >= BLOCK_BYTES or count == CHUNK_RECORDS:
-                    self._put(b"".join(block))
-                    block, size = [], 0
-                if count == CHUNK_RECORDS:
-                    self._put(_END_OF_CHUNK)
-                    count = 0
+            size = in_chunk = 0
+            for batch in self._stored:
+                self.read += len(batch)
+                fresh = [line for line in batch if line[0] not in seen and not seen.add(line[0])]
+                while fresh:
+                    room = CHUNK_RECORDS - in_chunk
+                    rows = copy_rows(fresh[:room])
+                    in_chunk += min(room, len(fresh))
+                    fresh = fresh[room:]
+                    block.append(rows)
+                    size += len(rows)
+                    if size >= BLOCK_BYTES or in_chunk == CHUNK_RECORDS:
+                        self._put(b"".join(block))
+                        block, size = [], 0
+                    if in_chunk == CHUNK_RECORDS:
+                        self._put(_END_OF_CHUNK)
+                        in_chunk = 0
             if block:
                 self._put(b"".join(block))
             self._put(_END)
