@@ -73,6 +73,8 @@ BLOCK_BYTES = 1 << 20
 #: Blocks the producer may run ahead (about one chunk of typical records).
 QUEUE_BLOCKS = 48
 
+#: Records encoded per call of :func:`copy_rows` while a chunk is cut into blocks.
+_ROWS_AT_ONCE = 512
 _INCOMING = "pmos_incoming"
 _END_OF_CHUNK = object()
 _END = object()
@@ -353,26 +355,15 @@ class _Producer:
     def _run(self) -> None:
         try:
             seen: set[str] = set()
-            block: list[bytes] = []
-            size = in_chunk = 0
+            chunk: list[StoredLine] = []
             for batch in self._stored:
                 self.read += len(batch)
-                fresh = [line for line in batch if line[0] not in seen and not seen.add(line[0])]
-                while fresh:
-                    room = CHUNK_RECORDS - in_chunk
-                    rows = copy_rows(fresh[:room])
-                    in_chunk += min(room, len(fresh))
-                    fresh = fresh[room:]
-                    block.append(rows)
-                    size += len(rows)
-                    if size >= BLOCK_BYTES or in_chunk == CHUNK_RECORDS:
-                        self._put(b"".join(block))
-                        block, size = [], 0
-                    if in_chunk == CHUNK_RECORDS:
-                        self._put(_END_OF_CHUNK)
-                        in_chunk = 0
-            if block:
-                self._put(b"".join(block))
+                chunk += [line for line in batch if line[0] not in seen and not seen.add(line[0])]
+                while len(chunk) >= CHUNK_RECORDS:
+                    self._send(chunk[:CHUNK_RECORDS])
+                    chunk = chunk[CHUNK_RECORDS:]
+                    self._put(_END_OF_CHUNK)
+            self._send(chunk)
             self._put(_END)
         except _Stopped:
             return
@@ -380,6 +371,23 @@ class _Producer:
             self._hand_over(_ReadFailed(str(exc)))
         except BaseException as exc:  # handed to the caller, who raises it
             self._hand_over(exc)
+
+    def _send(self, chunk: list[StoredLine]) -> None:
+        """One chunk's COPY blocks, its records sorted by digest: the database then
+        inserts them into the primary key's index in key order, page after page,
+        instead of all over it."""
+        chunk.sort()
+        block: list[bytes] = []
+        size = 0
+        for start in range(0, len(chunk), _ROWS_AT_ONCE):
+            rows = copy_rows(chunk[start : start + _ROWS_AT_ONCE])
+            block.append(rows)
+            size += len(rows)
+            if size >= BLOCK_BYTES:
+                self._put(b"".join(block))
+                block, size = [], 0
+        if block:
+            self._put(b"".join(block))
 
     def _hand_over(self, exc: BaseException) -> None:
         with contextlib.suppress(_Stopped):
