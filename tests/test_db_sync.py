@@ -3,6 +3,7 @@ all or nothing, safely side by side; real processes where kills and concurrency 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -168,6 +169,45 @@ def test_a_synced_pack_edited_later_is_refused(cli, db, small_kit):
     assert refused.exit_code == 1
     assert "fail verification, so nothing was copied" in refused.stderr
     assert counts(db) == before
+
+
+def test_a_pack_is_verified_line_by_line_once_per_pmos_version(cli, db, small_kit):
+    """A pack a sync verified is only hashed by later syncs of the same pmos version;
+    another version (whose checks may differ) verifies it again."""
+    sync(cli, small_kit, db, "--kit-id", "k")
+    # Only line-by-line verification sees that this header claims a record too many.
+    labels = [
+        {
+            "record_id": f"acc-late-{i}",
+            "recorded_at": f"2099-01-01T00:00:0{i}Z",
+            "schema_version": 1,
+            "run_id": "s-000",
+            "label": "pass",
+            "by": "pm",
+        }
+        for i in range(3)
+    ]
+    pack = ledgerfiles.pack_of(small_kit.root, "acceptances", labels)
+    data = pack.read_bytes().replace(b'"records":3', b'"records":4', 1)
+    pack.unlink()
+    name = hashlib.sha256(data).hexdigest()
+    (pack.parent / f"pack-{name}.jsonl").write_bytes(data)
+    with psycopg.connect(db) as conn:
+        (pmos,) = conn.execute("SELECT pmos_version FROM syncs").fetchone()
+
+    def verified_by(version: str) -> int:
+        with psycopg.connect(db) as conn:
+            conn.execute(
+                "INSERT INTO synced_packs (kit, pack, verified_by) "
+                "SELECT kit, decode(%s, 'hex'), %s FROM kits WHERE kit_id = 'k'",
+                (name, version),
+            )
+        return cli("--root", str(small_kit.root), "sync", "--db", db, "--kit-id", "k").exit_code
+
+    assert cli("--root", str(small_kit.root), "sync", "--db", db, "--kit-id", "k").exit_code == 1
+    assert verified_by("0.0.1") == 1  # an older pmos verified it: verified again, refused
+    assert verified_by(pmos) == 0  # this pmos verified it (so the row says): hashed only
+    assert synced_packs(db, "k") == {name}
 
 
 def test_human_output_is_a_table_of_kinds(cli, db, small_kit):

@@ -5,7 +5,9 @@ The whole sync is one transaction:
 1. the database must be at this pmos's schema version, and the kit's ledgers
    must pass verification (:func:`pmos.store.verify.verify_store`, run in a
    forked child while the copy proceeds): a kit that fails is refused and
-   the transaction rolled back, so nothing of it is ever committed;
+   the transaction rolled back, so nothing of it is ever committed. A pack
+   this pmos version verified in an earlier sync of the kit is only hashed
+   against its name: a pack of that name has the bytes that passed;
 2. the kit gets its row in ``kits`` (by its stable id, :mod:`pmos.db.identity`)
    and the transaction takes an advisory lock on it, so two syncs of one kit
    (two clones, two CI jobs) run one after the other while syncs of other kits
@@ -18,10 +20,11 @@ The whole sync is one transaction:
    whose digest the kit's table already has are deleted from it (a join on
    the primary key), and the kind's ``pmos_store_<table>`` function parses
    the rest into jsonb and inserts them (the database types the queried
-   columns itself, see the migrations). Then the packs read are recorded in
-   ``synced_packs``;
-4. once verification has passed, a row in ``syncs`` records what was copied
-   and the kit's settings, and the transaction commits.
+   columns itself, see the migrations);
+4. once verification has passed, the packs it checked line by line are
+   recorded in ``synced_packs`` with this pmos's version (their records are
+   now in the database), a row in ``syncs`` records what was copied and the
+   kit's settings, and the transaction commits.
 
 The insert has no ``ON CONFLICT`` clause: under the kit's lock nothing but
 this transaction adds the kit's records, a new kit has none, and what the
@@ -114,32 +117,40 @@ class SyncReport(NamedTuple):
 def sync_kit(kit: Kit, dsn: str, *, kit_id: str | None = None) -> SyncReport:
     """Copy every record of ``kit`` the database lacks (see the module docstring)."""
     identity = kit_identity(kit.root, kit_id)
-    verification = _Verification(kit)
+    pmos = _pmos_version()
+    verification: _Verification | None = None
     try:
         with connection(dsn, purpose="sync") as conn:
             require_current(conn)
             _require_tables(conn)
             kit_key, new_kit = _kit_key(conn, identity)
             conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, kit_key))
-            have = frozenset() if new_kit else _synced_packs(conn, kit_key)
+            synced = {} if new_kit else _synced_packs(conn, kit_key)
+            verification = _Verification(
+                kit, frozenset(pack for pack, by in synced.items() if pmos in by)
+            )
             conn.execute(
                 f"CREATE TEMP TABLE {_INCOMING} (digest bytea NOT NULL, record text NOT NULL) "
                 "ON COMMIT DROP"
             )
             try:
-                results = [
-                    _sync_kind(conn, kit, kit_key, kind, new_kit, have) for kind in LEDGER_KINDS
+                done = [
+                    _sync_kind(conn, kit, kit_key, kind, new_kit, synced.keys())
+                    for kind in LEDGER_KINDS
                 ]
             except _ReadFailed as failed:
                 verification.refuse_if_failed()  # its full report, when it saw the damage too
                 raise KitRefused(_REFUSED.format(details=failed)) from None
-            verification.refuse_if_failed()
+            checked = verification.refuse_if_failed()
+            results = [result for result, _ in done]
+            held = [pack for _, packs in done for pack in packs]
+            _remember_packs(conn, kit_key, pmos, [pack for pack in held if pack in checked])
             conn.execute(
                 "INSERT INTO syncs (kit, pmos_version, settings, records, added) "
                 "VALUES (%s, %s, %s::jsonb, %s::jsonb, %s::jsonb)",
                 (
                     kit_key,
-                    _pmos_version(),
+                    pmos,
                     orjson.dumps(_settings_with_rubric(kit)).decode(),
                     orjson.dumps({r.kind: r.records for r in results}).decode(),
                     orjson.dumps({r.kind: r.added for r in results}).decode(),
@@ -147,7 +158,8 @@ def sync_kit(kit: Kit, dsn: str, *, kit_id: str | None = None) -> SyncReport:
             )
             conn.commit()
     finally:
-        verification.cancel()
+        if verification is not None:
+            verification.cancel()
     return SyncReport(identity, new_kit, results)
 
 
@@ -158,28 +170,32 @@ _REFUSED = (
 
 
 class _Verification:
-    """``pmos ledger verify`` of the kit, run in a forked child from the start.
+    """``pmos ledger verify`` of the kit, run in a forked child while the copy proceeds.
 
     Verifying reads every record, as copying does; running it on the other
     core while this process copies takes it off the sync's critical path.
     The sync asks for the outcome before it writes its ``syncs`` row and
     commits, so a kit that fails is refused with nothing committed, exactly
-    as if it had been checked first.
+    as if it had been checked first. Packs this pmos version verified in an
+    earlier sync of the kit (``verified``) are only hashed against their
+    names (:func:`pmos.store.verify.verify_kind`).
     """
 
-    def __init__(self, kit: Kit) -> None:
-        self._store = kit.store
-        self._call = ForkedCall(_verification_failures, kit.store) if hasattr(os, "fork") else None
+    def __init__(self, kit: Kit, verified: frozenset[str]) -> None:
+        self._args = (kit.store, verified)
+        self._call = ForkedCall(_verify, *self._args) if hasattr(os, "fork") else None
 
-    def refuse_if_failed(self) -> None:
+    def refuse_if_failed(self) -> frozenset[str]:
+        """Raise :class:`KitRefused` if the kit fails; else the packs checked line by line."""
         call, self._call = self._call, None
-        failing = call.result() if call is not None else _verification_failures(self._store)
+        failing, checked = call.result() if call is not None else _verify(*self._args)
         if failing:
             details = "; ".join(
                 f"{kind}: {count} problem(s), first at line {line}: {problem}"
                 for kind, count, line, problem in failing
             )
             raise KitRefused(_REFUSED.format(details=details))
+        return checked
 
     def cancel(self) -> None:
         if self._call is not None:
@@ -187,13 +203,18 @@ class _Verification:
             self._call = None
 
 
-def _verification_failures(store: Store) -> list[tuple[str, int, int, str]]:
-    """(kind, problems, first line, first problem) of each ledger that fails verification."""
-    return [
+def _verify(
+    store: Store, verified: frozenset[str]
+) -> tuple[list[tuple[str, int, int, str]], frozenset[str]]:
+    """(kind, problems, first line, first problem) of each ledger that fails
+    verification, and the packs verified line by line."""
+    reports = verify_store(store, verified_packs=verified)
+    failing = [
         (r.kind, len(r.problems), r.problems[0].line, r.problems[0].problem)
-        for r in verify_store(store)
+        for r in reports
         if not r.ok
     ]
+    return failing, frozenset(pack for r in reports for pack in r.checked_packs)
 
 
 def _require_tables(conn: Any) -> None:
@@ -220,17 +241,33 @@ def _kit_key(conn: Any, identity: KitIdentity) -> tuple[int, bool]:
     return found[0], False
 
 
-def _synced_packs(conn: Any, kit_key: int) -> frozenset[str]:
-    """The packs (by the hex SHA-256 that names them) whose records the database has."""
-    rows = conn.execute(
-        "SELECT encode(pack, 'hex') FROM synced_packs WHERE kit = %s", (kit_key,)
-    ).fetchall()
-    return frozenset(row[0] for row in rows)
+def _synced_packs(conn: Any, kit_key: int) -> dict[str, set[str]]:
+    """The packs (by the hex SHA-256 that names them) whose records the database has,
+    each with the pmos versions that verified it."""
+    found: dict[str, set[str]] = {}
+    for pack, by in conn.execute(
+        "SELECT encode(pack, 'hex'), verified_by FROM synced_packs WHERE kit = %s", (kit_key,)
+    ):
+        found.setdefault(pack, set()).add(by)
+    return found
+
+
+def _remember_packs(conn: Any, kit_key: int, pmos: str, packs: list[str]) -> None:
+    """Record packs whose records are now in the database and that ``pmos`` verified."""
+    if packs:
+        conn.execute(
+            "INSERT INTO synced_packs (kit, pack, verified_by) "
+            "SELECT %s, decode(name, 'hex'), %s FROM unnest(%s::text[]) AS name "
+            "ON CONFLICT DO NOTHING",
+            (kit_key, pmos, packs),
+        )
 
 
 def _sync_kind(
     conn: Any, kit: Kit, kit_key: int, kind: str, new_kit: bool, have: Collection[str]
-) -> KindResult:
+) -> tuple[KindResult, list[str]]:
+    """Copy what the database lacks of one kind; the result, and the packs whose
+    records the database now has (read whole, or left out as ``have``)."""
     table = table_of(kind)
     try:
         stored = stored_lines(kit.store, kind, have=have)  # lists the files, reads loose ones
@@ -261,14 +298,7 @@ def _sync_kind(
             if not chunk_ended:
                 break
         read = producer.read
-    if stored.packs:
-        conn.execute(
-            "INSERT INTO synced_packs (kit, pack) "
-            "SELECT %s, decode(name, 'hex') FROM unnest(%s::text[]) AS name "
-            "ON CONFLICT DO NOTHING",
-            (kit_key, stored.packs),
-        )
-    return KindResult(kind, stored.have_records + read, added)
+    return KindResult(kind, stored.have_records + read, added), [*stored.packs, *stored.held]
 
 
 def copy_rows(lines: Sequence[StoredLine]) -> bytes:

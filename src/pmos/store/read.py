@@ -353,8 +353,8 @@ class StoredLines:
     remembers which packs it copied) names them in ``have``: a pack's name is
     the hash of its bytes, so a pack of that name holds exactly those records,
     and it is not read at all. ``packs`` names the packs that are read whole
-    (all their records are yielded, or copies of them from another file), and
-    ``have_records`` counts the records of the packs left out.
+    (all their records are yielded, or copies of them from another file),
+    ``held`` those left out, and ``have_records`` counts the records of these.
 
     Records are oldest first when no pack is left out. Each record is yielded
     once, except a record both in an older kit's single file and in a pack, or
@@ -374,6 +374,7 @@ class StoredLines:
             (read if wanted else held).append(entry)
         self._plan = the_plan._replace(packs=read)
         self.packs = [packs.name_digest(path) for _, path in read]
+        self.held = [packs.name_digest(path) for _, path in held]
         self.have_records = sum(header.records for header, _ in held)
 
     def __iter__(self) -> Iterator[list[StoredLine]]:

@@ -6,20 +6,23 @@
 -- and calls pmos_store_<table>, which parses each record into jsonb once
 -- (OFFSET 0 keeps the planner from parsing it again for every typed column)
 -- and inserts it. Nothing is left in pmos_incoming that the table holds, so
--- the insert has no ON CONFLICT clause: its speculative insertion cost a
--- fifth of the server's time, and a row the unique key refuses now means a
+-- the insert has no ON CONFLICT clause: its speculative insertion cost about
+-- a sixth of the server's time, and a row the unique key refuses now means a
 -- broken sync, reported, not skipped.
 
--- The packs whose records a kit's completed syncs copied whole, by the
--- SHA-256 that names each pack (a pack's name is the hash of its bytes, so a
--- pack of that name holds exactly those records forever). A sync does not
--- read a pack the database has, so a second sync of an unchanged kit sends
--- nothing and reads no record it does not need to. Written in the sync's own
--- transaction, after the pack's records.
+-- The packs whose records a kit's completed syncs copied, by the SHA-256
+-- that names each pack (a pack's name is the hash of its bytes, so a pack of
+-- that name holds exactly those records forever), and the pmos version whose
+-- `pmos ledger verify` checked the pack line by line in that sync. A sync
+-- reads no pack the kit has here, and only hashes (rather than verifies
+-- line by line) one that its own pmos version verified: a second sync of an
+-- unchanged kit costs a hash of its files. A pmos upgrade verifies every pack
+-- once more (its checks may be new). Written in the sync's own transaction.
 CREATE TABLE synced_packs (
     kit integer NOT NULL REFERENCES kits,
     pack bytea NOT NULL CHECK (length(pack) = 32),
-    PRIMARY KEY (kit, pack)
+    verified_by text NOT NULL,
+    PRIMARY KEY (kit, pack, verified_by)
 );
 
 CREATE OR REPLACE FUNCTION pmos_store_runs(kit_key integer) RETURNS bigint
