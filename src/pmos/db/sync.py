@@ -50,6 +50,7 @@ import queue
 import threading
 from collections.abc import Collection, Iterable, Sequence
 from importlib.metadata import PackageNotFoundError, version
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 import orjson
@@ -143,8 +144,8 @@ def sync_kit(kit: Kit, dsn: str, *, kit_id: str | None = None) -> SyncReport:
                 raise KitRefused(_REFUSED.format(details=failed)) from None
             checked = verification.refuse_if_failed()
             results = [result for result, _ in done]
-            held = [pack for _, packs in done for pack in packs]
-            _remember_packs(conn, kit_key, pmos, [pack for pack in held if pack in checked])
+            copied = [pack for _, packs in done for pack in packs]
+            _remember_packs(conn, kit_key, pmos, [pack for pack in copied if pack in checked])
             conn.execute(
                 "INSERT INTO syncs (kit, pmos_version, settings, records, added) "
                 "VALUES (%s, %s, %s::jsonb, %s::jsonb, %s::jsonb)",
@@ -275,7 +276,7 @@ def _sync_kind(
         raise _ReadFailed(str(exc)) from None
     insert = f"SELECT pmos_store_{table}(%s)"
     # A new kit has no records yet: nothing to delete, and no join to pay for.
-    held = (
+    drop_held = (
         None
         if new_kit
         else f"DELETE FROM {_INCOMING} i USING {table} t WHERE t.kit = %s AND t.digest = i.digest"
@@ -291,8 +292,8 @@ def _sync_kind(
                         chunk_ended = True
                         break
                     copy.write(block)
-            if held is not None:
-                conn.execute(held, (kit_key,))
+            if drop_held is not None:
+                conn.execute(drop_held, (kit_key,))
             added += conn.execute(insert, (kit_key,)).fetchone()[0]
             conn.execute(f"TRUNCATE {_INCOMING}")
             if not chunk_ended:
@@ -406,7 +407,7 @@ class _Producer:
         """One chunk's COPY blocks, its records sorted by digest: the database then
         inserts them into the primary key's index in key order, page after page,
         instead of all over it."""
-        chunk.sort()
+        chunk.sort(key=itemgetter(0))
         block: list[bytes] = []
         size = 0
         for start in range(0, len(chunk), _ROWS_AT_ONCE):

@@ -96,22 +96,32 @@ def check(raw: bytes) -> tuple[bytes, str]:
 
 
 def check_all(raws: list[bytes]) -> list[tuple[str, bytes]]:
-    """``(digest, canonical body)`` of each line, each checked by :func:`check`.
+    """``(digest, canonical body)`` of each line, each checked as :func:`check` does.
 
     For readers that copy records as stored (``pmos sync``): the digest they
     hand on is the one the line carries, so it must match the content, but
-    nothing is parsed. A bad line raises :class:`LineError` with its position
+    nothing is parsed. :func:`check`'s test, inlined: a call per line costs a
+    tenth of this loop. A bad line raises :class:`LineError` with its position
     in ``raws`` as ``index``.
     """
+    tagged, key, tail, closing = _TAGGED, _KEY, TAIL_LEN, b'"}'
+    start = len(key)
     out: list[tuple[str, bytes]] = []
     keep = out.append
     for raw in raws:
-        try:
-            body, digest = check(raw)
-        except LineError as exc:
-            exc.index = len(out)
-            raise
-        keep((digest, body))
+        cut = len(raw) - tail
+        body = raw[:cut] + b"}"
+        digest = tagged.copy()
+        digest.update(body)
+        text = digest.hexdigest()
+        tail_ok = raw[cut + start :] == text.encode() + closing
+        if cut < 2 or raw[cut : cut + start] != key or not tail_ok:
+            try:
+                check(raw)  # says what is wrong (it is the authority: a line it passes is kept)
+            except LineError as exc:
+                exc.index = len(out)
+                raise
+        keep((text, body))
     return out
 
 
