@@ -3,6 +3,7 @@ all or nothing, safely side by side; real processes where kills and concurrency 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -15,8 +16,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
+import ledgerfiles
 from dbkits import bulk_labels, git_kit, judge, label, new_kit, populate
 from pmos.db.identity import normalise_remote
+from pmos.store.packs import name_digest
 from pmos.store.read import records_with_digests
 from pmos.store.registry import LEDGER_KINDS
 
@@ -110,6 +113,101 @@ def test_a_sync_adds_exactly_the_records_the_database_lacks(cli, db, small_kit):
     assert report["added"] == 3
     assert report["kinds"]["evals"]["added"] == 1 and report["kinds"]["acceptances"]["added"] == 2
     assert stored(db, "acceptances", "k") == in_kit(small_kit, "acceptances")
+
+
+def synced_packs(dsn: str, kit_id: str) -> set[str]:
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            "SELECT encode(p.pack, 'hex') FROM synced_packs p JOIN kits k USING (kit) "
+            "WHERE k.kit_id = %s",
+            (kit_id,),
+        ).fetchall()
+    return {row[0] for row in rows}
+
+
+def pack_names(kit) -> set[str]:
+    return {
+        name_digest(path)
+        for kind in LEDGER_KINDS
+        for path in ledgerfiles.pack_files(kit.root, ledgerfiles.folder(kit.root, kind).name)
+    }
+
+
+def test_packed_records_are_copied_once_and_a_synced_pack_is_remembered(cli, db, small_kit):
+    def pack() -> None:
+        assert cli("--root", str(small_kit.root), "ledger", "pack").exit_code == 0
+
+    first = sync(cli, small_kit, db, "--kit-id", "k")
+    assert synced_packs(db, "k") == set()  # loose records only
+    pack()  # the records the database has, now in packs
+    judge(small_kit, "s-new", "PASS", model="gpt-5", initiative="init-0")
+    second = sync(cli, small_kit, db, "--kit-id", "k")
+    assert second["added"] == 1 and second["records"] == first["records"] + 1
+    assert synced_packs(db, "k") == pack_names(small_kit) != set()
+    third = sync(cli, small_kit, db, "--kit-id", "k")  # reads no pack: the database has them
+    assert third["added"] == 0 and third["kinds"] == {
+        kind: {"records": second["kinds"][kind]["records"], "added": 0} for kind in LEDGER_KINDS
+    }
+    label(small_kit, "s-001", "fail")
+    packed_before = pack_names(small_kit)
+    pack()  # folds the new label into a new pack beside the synced one
+    fourth = sync(cli, small_kit, db, "--kit-id", "k")
+    assert fourth["added"] == 1 and fourth["kinds"]["acceptances"]["added"] == 1
+    assert synced_packs(db, "k") == packed_before | pack_names(small_kit)
+    for kind in LEDGER_KINDS:
+        assert stored(db, kind.replace("-", "_"), "k") == in_kit(small_kit, kind)
+        assert fourth["kinds"][kind]["records"] == len(in_kit(small_kit, kind))
+
+
+def test_a_synced_pack_edited_later_is_refused(cli, db, small_kit):
+    assert cli("--root", str(small_kit.root), "ledger", "pack").exit_code == 0
+    sync(cli, small_kit, db, "--kit-id", "k")
+    before = counts(db)
+    (pack,) = ledgerfiles.pack_files(small_kit.root, "acceptances")
+    ledgerfiles.edit(pack, b'"label":"pass"', b'"label":"fail"')
+    refused = cli("--root", str(small_kit.root), "sync", "--db", db, "--kit-id", "k")
+    assert refused.exit_code == 1
+    assert "fail verification, so nothing was copied" in refused.stderr
+    assert counts(db) == before
+
+
+def test_a_pack_is_verified_line_by_line_once_per_pmos_version(cli, db, small_kit):
+    """A pack a sync verified is only hashed by later syncs of the same pmos version;
+    another version (whose checks may differ) verifies it again."""
+    sync(cli, small_kit, db, "--kit-id", "k")
+    # Only line-by-line verification sees that this header claims a record too many.
+    labels = [
+        {
+            "record_id": f"acc-late-{i}",
+            "recorded_at": f"2099-01-01T00:00:0{i}Z",
+            "schema_version": 1,
+            "run_id": "s-000",
+            "label": "pass",
+            "by": "pm",
+        }
+        for i in range(3)
+    ]
+    pack = ledgerfiles.pack_of(small_kit.root, "acceptances", labels)
+    data = pack.read_bytes().replace(b'"records":3', b'"records":4', 1)
+    pack.unlink()
+    name = hashlib.sha256(data).hexdigest()
+    (pack.parent / f"pack-{name}.jsonl").write_bytes(data)
+    with psycopg.connect(db) as conn:
+        (pmos,) = conn.execute("SELECT pmos_version FROM syncs").fetchone()
+
+    def verified_by(version: str) -> int:
+        with psycopg.connect(db) as conn:
+            conn.execute(
+                "INSERT INTO synced_packs (kit, pack, verified_by) "
+                "SELECT kit, decode(%s, 'hex'), %s FROM kits WHERE kit_id = 'k'",
+                (name, version),
+            )
+        return cli("--root", str(small_kit.root), "sync", "--db", db, "--kit-id", "k").exit_code
+
+    assert cli("--root", str(small_kit.root), "sync", "--db", db, "--kit-id", "k").exit_code == 1
+    assert verified_by("0.0.1") == 1  # an older pmos verified it: verified again, refused
+    assert verified_by(pmos) == 0  # this pmos verified it (so the row says): hashed only
+    assert synced_packs(db, "k") == {name}
 
 
 def test_human_output_is_a_table_of_kinds(cli, db, small_kit):

@@ -1,10 +1,11 @@
 """Least privilege: what a syncing role and a reading role may do, and nothing more.
 
-* **sync** (the role CI jobs use for ``pmos sync``): read the schema version
-  and the kits table, add kits, syncs and records, and read back only the
-  ``kit`` and ``digest`` columns of the record tables (how a sync finds what
-  the database lacks). It cannot read a record's content, and cannot change
-  or delete anything: every table pmos writes is insert-only for it.
+* **sync** (the role CI jobs use for ``pmos sync``): read the schema version,
+  the kits table and the names of the packs already synced, add kits, syncs,
+  synced packs and records, and read back only the ``kit`` and ``digest``
+  columns of the record tables (how a sync finds what the database lacks).
+  It cannot read a record's content, and cannot change or delete anything:
+  every table pmos writes is insert-only for it.
 * **read** (dashboards, ``pmos metrics --db``, ``pmos queue --db``): read
   every pmos table and view; write nothing.
 
@@ -26,7 +27,7 @@ from pmos.store.registry import LEDGER_KINDS
 
 #: pmos's own tables besides the record tables, and its views (a test checks
 #: these lists against what the migrations create).
-META_TABLES = (MIGRATIONS_TABLE, "kits", "syncs", "team_settings")
+META_TABLES = (MIGRATIONS_TABLE, "kits", "syncs", "team_settings", "synced_packs")
 VIEWS = (
     "v_kit_settings",
     "v_latest_judged",
@@ -73,8 +74,8 @@ def grant_statements(access: Access) -> list[str]:
     return [
         database,
         schema,
-        f"GRANT SELECT ON {MIGRATIONS_TABLE}, kits TO {{role}}",
-        "GRANT INSERT ON kits, syncs TO {role}",
+        f"GRANT SELECT ON {MIGRATIONS_TABLE}, kits, synced_packs TO {{role}}",
+        "GRANT INSERT ON kits, syncs, synced_packs TO {role}",
         f"GRANT INSERT, SELECT (kit, digest) ON {records} TO {{role}}",
     ]
 

@@ -5,24 +5,37 @@ The whole sync is one transaction:
 1. the database must be at this pmos's schema version, and the kit's ledgers
    must pass verification (:func:`pmos.store.verify.verify_store`, run in a
    forked child while the copy proceeds): a kit that fails is refused and
-   the transaction rolled back, so nothing of it is ever committed;
+   the transaction rolled back, so nothing of it is ever committed. A pack
+   this pmos version verified in an earlier sync of the kit is only hashed
+   against its name: a pack of that name has the bytes that passed;
 2. the kit gets its row in ``kits`` (by its stable id, :mod:`pmos.db.identity`)
    and the transaction takes an advisory lock on it, so two syncs of one kit
    (two clones, two CI jobs) run one after the other while syncs of other kits
    run side by side;
-3. per ledger kind, the digests the database already holds for the kit are
-   read, and only the records it lacks are streamed with COPY into a
-   temporary table, then moved by the kind's ``pmos_store_<table>`` function
-   with ``INSERT ... ON CONFLICT DO NOTHING`` (the database types the queried
+3. per ledger kind, the packs the kit's earlier syncs copied whole
+   (``synced_packs``) are not read at all: a pack's name is the hash of its
+   bytes, so it still holds exactly those records. The other records are
+   streamed with COPY, as the store holds them (digest and canonical JSON
+   text, neither recomputed nor re-encoded), into a temporary table; the rows
+   whose digest the kit's table already has are deleted from it (a join on
+   the primary key), and the kind's ``pmos_store_<table>`` function parses
+   the rest into jsonb and inserts them (the database types the queried
    columns itself, see the migrations);
-4. once verification has passed, a row in ``syncs`` records what was copied
-   and the kit's settings, and the transaction commits.
+4. once verification has passed, the packs it checked line by line are
+   recorded in ``synced_packs`` with this pmos's version (their records are
+   now in the database), a row in ``syncs`` records what was copied and the
+   kit's settings, and the transaction commits.
+
+The insert has no ``ON CONFLICT`` clause: under the kit's lock nothing but
+this transaction adds the kit's records, a new kit has none, and what the
+table holds was deleted from the temporary table first, so a conflict would
+be a bug, and the unique key refuses it rather than hiding it.
 
 A sync killed at any point (a crash, SIGKILL mid-COPY, a lost connection)
 commits nothing: the server rolls the transaction back, and the next sync
-copies everything that is missing. Records come from the store
-(:func:`pmos.store.read.records_with_digests`); this module never reads a
-ledger file itself.
+copies everything that is missing. Records come from the store, checked
+(:func:`pmos.store.read.stored_lines`); this module never reads a ledger
+file itself.
 
 While the database inserts one chunk, a producer thread already reads and
 encodes the next one from the kit, so reading the kit and writing the
@@ -35,8 +48,9 @@ import contextlib
 import os
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Collection, Iterable, Sequence
 from importlib.metadata import PackageNotFoundError, version
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 import orjson
@@ -51,8 +65,9 @@ from pmos.errors import LedgerCorrupt
 from pmos.kit import Kit
 from pmos.store.forked import ForkedCall
 from pmos.store.layout import Store
-from pmos.store.read import records_with_digests
+from pmos.store.read import StoredLine, stored_lines
 from pmos.store.registry import LEDGER_KINDS
+from pmos.store.screening import Screen
 from pmos.store.verify import verify_store
 
 #: Records per COPY-then-INSERT round: large enough that a round's fixed costs
@@ -63,6 +78,8 @@ BLOCK_BYTES = 1 << 20
 #: Blocks the producer may run ahead (about one chunk of typical records).
 QUEUE_BLOCKS = 48
 
+#: Records encoded per call of :func:`copy_rows` while a chunk is cut into blocks.
+_ROWS_AT_ONCE = 512
 _INCOMING = "pmos_incoming"
 _END_OF_CHUNK = object()
 _END = object()
@@ -102,29 +119,40 @@ class SyncReport(NamedTuple):
 def sync_kit(kit: Kit, dsn: str, *, kit_id: str | None = None) -> SyncReport:
     """Copy every record of ``kit`` the database lacks (see the module docstring)."""
     identity = kit_identity(kit.root, kit_id)
-    verification = _Verification(kit)
+    pmos = _pmos_version()
+    verification: _Verification | None = None
     try:
         with connection(dsn, purpose="sync") as conn:
             require_current(conn)
             _require_tables(conn)
             kit_key, new_kit = _kit_key(conn, identity)
             conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, kit_key))
+            synced = {} if new_kit else _synced_packs(conn, kit_key)
+            verification = _Verification(
+                kit, frozenset(pack for pack, by in synced.items() if pmos in by)
+            )
             conn.execute(
-                f"CREATE TEMP TABLE {_INCOMING} (digest bytea NOT NULL, record jsonb NOT NULL) "
+                f"CREATE TEMP TABLE {_INCOMING} (digest bytea NOT NULL, record text NOT NULL) "
                 "ON COMMIT DROP"
             )
             try:
-                results = [_sync_kind(conn, kit, kit_key, kind, new_kit) for kind in LEDGER_KINDS]
+                done = [
+                    _sync_kind(conn, kit, kit_key, kind, new_kit, synced.keys())
+                    for kind in LEDGER_KINDS
+                ]
             except _ReadFailed as failed:
                 verification.refuse_if_failed()  # its full report, when it saw the damage too
                 raise KitRefused(_REFUSED.format(details=failed)) from None
-            verification.refuse_if_failed()
+            checked = verification.refuse_if_failed()
+            results = [result for result, _ in done]
+            copied = [pack for _, packs in done for pack in packs]
+            _remember_packs(conn, kit_key, pmos, [pack for pack in copied if pack in checked])
             conn.execute(
                 "INSERT INTO syncs (kit, pmos_version, settings, records, added) "
                 "VALUES (%s, %s, %s::jsonb, %s::jsonb, %s::jsonb)",
                 (
                     kit_key,
-                    _pmos_version(),
+                    pmos,
                     orjson.dumps(_settings_with_rubric(kit)).decode(),
                     orjson.dumps({r.kind: r.records for r in results}).decode(),
                     orjson.dumps({r.kind: r.added for r in results}).decode(),
@@ -132,7 +160,8 @@ def sync_kit(kit: Kit, dsn: str, *, kit_id: str | None = None) -> SyncReport:
             )
             conn.commit()
     finally:
-        verification.cancel()
+        if verification is not None:
+            verification.cancel()
     return SyncReport(identity, new_kit, results)
 
 
@@ -143,28 +172,36 @@ _REFUSED = (
 
 
 class _Verification:
-    """``pmos ledger verify`` of the kit, run in a forked child from the start.
+    """``pmos ledger verify`` of the kit, run in a forked child while the copy proceeds.
 
     Verifying reads every record, as copying does; running it on the other
     core while this process copies takes it off the sync's critical path.
     The sync asks for the outcome before it writes its ``syncs`` row and
     commits, so a kit that fails is refused with nothing committed, exactly
-    as if it had been checked first.
+    as if it had been checked first. Packs this pmos version verified in an
+    earlier sync of the kit (``verified``) are only hashed against their
+    names (:func:`pmos.store.verify.verify_kind`).
     """
 
-    def __init__(self, kit: Kit) -> None:
-        self._store = kit.store
-        self._call = ForkedCall(_verification_failures, kit.store) if hasattr(os, "fork") else None
+    def __init__(self, kit: Kit, verified: frozenset[str]) -> None:
+        from pmos.gate.screen import KitScreen
 
-    def refuse_if_failed(self) -> None:
+        # The writers' rules too: a record that breaks one is never copied, so the
+        # database's figures equal file mode's, which leaves such records out.
+        self._args = (kit.store, verified, KitScreen(kit))
+        self._call = ForkedCall(_verify, *self._args) if hasattr(os, "fork") else None
+
+    def refuse_if_failed(self) -> frozenset[str]:
+        """Raise :class:`KitRefused` if the kit fails; else the packs checked line by line."""
         call, self._call = self._call, None
-        failing = call.result() if call is not None else _verification_failures(self._store)
+        failing, checked = call.result() if call is not None else _verify(*self._args)
         if failing:
             details = "; ".join(
                 f"{kind}: {count} problem(s), first at line {line}: {problem}"
                 for kind, count, line, problem in failing
             )
             raise KitRefused(_REFUSED.format(details=details))
+        return checked
 
     def cancel(self) -> None:
         if self._call is not None:
@@ -172,13 +209,18 @@ class _Verification:
             self._call = None
 
 
-def _verification_failures(store: Store) -> list[tuple[str, int, int, str]]:
-    """(kind, problems, first line, first problem) of each ledger that fails verification."""
-    return [
+def _verify(
+    store: Store, verified: frozenset[str], screen: Screen
+) -> tuple[list[tuple[str, int, int, str]], frozenset[str]]:
+    """(kind, problems, first line, first problem) of each ledger that fails
+    verification, and the packs verified line by line."""
+    reports = verify_store(store, verified_packs=verified, screen=screen)
+    failing = [
         (r.kind, len(r.problems), r.problems[0].line, r.problems[0].problem)
-        for r in verify_store(store)
+        for r in reports
         if not r.ok
     ]
+    return failing, frozenset(pack for r in reports for pack in r.checked_packs)
 
 
 def _require_tables(conn: Any) -> None:
@@ -205,21 +247,48 @@ def _kit_key(conn: Any, identity: KitIdentity) -> tuple[int, bool]:
     return found[0], False
 
 
-def _sync_kind(conn: Any, kit: Kit, kit_key: int, kind: str, new_kit: bool) -> KindResult:
+def _synced_packs(conn: Any, kit_key: int) -> dict[str, set[str]]:
+    """The packs (by the hex SHA-256 that names them) whose records the database has,
+    each with the pmos versions that verified it."""
+    found: dict[str, set[str]] = {}
+    for pack, by in conn.execute(
+        "SELECT encode(pack, 'hex'), verified_by FROM synced_packs WHERE kit = %s", (kit_key,)
+    ):
+        found.setdefault(pack, set()).add(by)
+    return found
+
+
+def _remember_packs(conn: Any, kit_key: int, pmos: str, packs: list[str]) -> None:
+    """Record packs whose records are now in the database and that ``pmos`` verified."""
+    if packs:
+        conn.execute(
+            "INSERT INTO synced_packs (kit, pack, verified_by) "
+            "SELECT %s, decode(name, 'hex'), %s FROM unnest(%s::text[]) AS name "
+            "ON CONFLICT DO NOTHING",
+            (kit_key, pmos, packs),
+        )
+
+
+def _sync_kind(
+    conn: Any, kit: Kit, kit_key: int, kind: str, new_kit: bool, have: Collection[str]
+) -> tuple[KindResult, list[str]]:
+    """Copy what the database lacks of one kind; the result, and the packs whose
+    records the database now has (read whole, or left out as ``have``)."""
     table = table_of(kind)
-    known = set() if new_kit else _digests(conn, table, kit_key)
+    try:
+        stored = stored_lines(kit.store, kind, have=have)  # lists the files, reads loose ones
+    except LedgerCorrupt as exc:
+        raise _ReadFailed(str(exc)) from None
     insert = f"SELECT pmos_store_{table}(%s)"
-    seen = [0]
-
-    def produce() -> Iterator[tuple[str, dict[str, Any]]]:
-        for digest, record in records_with_digests(kit.store, kind):
-            seen[0] += 1
-            if digest not in known:
-                known.add(digest)  # a record is copied once even if read twice
-                yield digest, record
-
+    # A new kit has no records yet: nothing to delete, and no join to pay for.
+    drop_held = (
+        None
+        if new_kit
+        else f"DELETE FROM {_INCOMING} i USING {table} t WHERE t.kit = %s AND t.digest = i.digest"
+    )
     added = 0
-    with _Producer(produce) as blocks:
+    with _Producer(stored) as producer:
+        blocks = producer.blocks()
         while True:
             chunk_ended = False
             with conn.cursor().copy(f"COPY {_INCOMING} (digest, record) FROM STDIN") as copy:
@@ -228,35 +297,37 @@ def _sync_kind(conn: Any, kit: Kit, kit_key: int, kind: str, new_kit: bool) -> K
                         chunk_ended = True
                         break
                     copy.write(block)
+            if drop_held is not None:
+                conn.execute(drop_held, (kit_key,))
             added += conn.execute(insert, (kit_key,)).fetchone()[0]
             conn.execute(f"TRUNCATE {_INCOMING}")
             if not chunk_ended:
                 break
-    return KindResult(kind, seen[0], added)
+        read = producer.read
+    return KindResult(kind, stored.have_records + read, added), [*stored.packs, *stored.held]
 
 
-def _digests(conn: Any, table: str, kit_key: int) -> set[str]:
-    """The digests (hex) of the kit's records of one kind that the database holds."""
-    out = bytearray()
-    query = f"COPY (SELECT encode(digest, 'hex') FROM {table} WHERE kit = {int(kit_key)}) TO STDOUT"
-    with conn.cursor().copy(query) as copy:
-        for data in copy:
-            out += data
-    return set(out.decode("ascii").split())
+def copy_rows(lines: Sequence[StoredLine]) -> bytes:
+    """Rows of COPY's text format: each digest as bytea, each record's JSON text as stored.
 
-
-def copy_line(digest: str, record: dict[str, Any]) -> bytes:
-    """One row of COPY's text format: the digest as bytea and the record's JSON.
-
-    COPY's text format escapes with backslashes, so every backslash of the
-    JSON is doubled; JSON text never holds a raw tab or newline. PostgreSQL's
-    jsonb cannot hold the character U+0000: a record with one is stored with
-    U+FFFD in its place (its digest still names the record as the kit has it).
+    COPY's text format escapes with backslashes, so every backslash is doubled
+    (the bytea's ``\\x`` prefix included); JSON text never holds a raw tab or
+    newline. PostgreSQL's jsonb cannot hold the character U+0000: a record
+    with one is stored with U+FFFD in its place (its digest still names the
+    record as the kit has it).
     """
-    line = orjson.dumps(record)
-    if b"\\u0000" in line:
-        line = orjson.dumps(_without_nul(record))
-    return b"\\\\x" + digest.encode("ascii") + b"\t" + line.replace(b"\\", b"\\\\") + b"\n"
+    rows = b"".join([b"\\x%b\t%b\n" % (digest.encode(), body) for digest, body in lines])
+    if b"\\u0000" in rows:
+        rows = b"".join(
+            [b"\\x%b\t%b\n" % (digest.encode(), _jsonb_safe(body)) for digest, body in lines]
+        )
+    return rows.replace(b"\\", b"\\\\")
+
+
+def _jsonb_safe(body: bytes) -> bytes:
+    if b"\\u0000" not in body:
+        return body
+    return orjson.dumps(_without_nul(orjson.loads(body)), option=orjson.OPT_SORT_KEYS)
 
 
 def _without_nul(value: Any) -> Any:
@@ -270,23 +341,26 @@ def _without_nul(value: Any) -> Any:
 
 
 class _Producer:
-    """Reads and encodes records in a thread, handing COPY blocks to the caller.
+    """Reads a kind's stored lines in a thread, handing COPY blocks to the caller.
 
-    Iterating yields byte blocks, ``_END_OF_CHUNK`` after every
-    :data:`CHUNK_RECORDS` records, and stops at the end. An error in the thread
-    (a ledger that changed under the sync) is raised in the caller; leaving
-    the ``with`` block early stops the thread.
+    ``blocks()`` yields byte blocks, ``_END_OF_CHUNK`` after every
+    :data:`CHUNK_RECORDS` records, and stops at the end; ``read`` then counts
+    the records read. A record met twice (a kit from before the folder layout
+    may hold one in its single file and in a pack) is sent once. An error in
+    the thread (a ledger that changed under the sync) is raised in the
+    caller; leaving the ``with`` block early stops the thread.
     """
 
-    def __init__(self, records: Callable[[], Iterator[tuple[str, dict[str, Any]]]]) -> None:
-        self._records = records
+    def __init__(self, stored: Iterable[list[StoredLine]]) -> None:
+        self._stored = stored
+        self.read = 0
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=QUEUE_BLOCKS)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="pmos-sync-reader", daemon=True)
 
-    def __enter__(self) -> Iterator[Any]:
+    def __enter__(self) -> _Producer:
         self._thread.start()
-        return self._blocks()
+        return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
@@ -296,7 +370,7 @@ class _Producer:
             except queue.Empty:
                 self._thread.join(0.05)
 
-    def _blocks(self) -> Iterator[Any]:
+    def blocks(self) -> Iterable[Any]:
         while True:
             item = self._queue.get()
             if item is _END:
@@ -316,21 +390,16 @@ class _Producer:
 
     def _run(self) -> None:
         try:
-            block: list[bytes] = []
-            size = count = 0
-            for digest, record in self._records():
-                line = copy_line(digest, record)
-                block.append(line)
-                size += len(line)
-                count += 1
-                if size >= BLOCK_BYTES or count == CHUNK_RECORDS:
-                    self._put(b"".join(block))
-                    block, size = [], 0
-                if count == CHUNK_RECORDS:
+            seen: set[str] = set()
+            chunk: list[StoredLine] = []
+            for batch in self._stored:
+                self.read += len(batch)
+                chunk += [line for line in batch if line[0] not in seen and not seen.add(line[0])]
+                while len(chunk) >= CHUNK_RECORDS:
+                    self._send(chunk[:CHUNK_RECORDS])
+                    chunk = chunk[CHUNK_RECORDS:]
                     self._put(_END_OF_CHUNK)
-                    count = 0
-            if block:
-                self._put(b"".join(block))
+            self._send(chunk)
             self._put(_END)
         except _Stopped:
             return
@@ -338,6 +407,23 @@ class _Producer:
             self._hand_over(_ReadFailed(str(exc)))
         except BaseException as exc:  # handed to the caller, who raises it
             self._hand_over(exc)
+
+    def _send(self, chunk: list[StoredLine]) -> None:
+        """One chunk's COPY blocks, its records sorted by digest: the database then
+        inserts them into the primary key's index in key order, page after page,
+        instead of all over it."""
+        chunk.sort(key=itemgetter(0))
+        block: list[bytes] = []
+        size = 0
+        for start in range(0, len(chunk), _ROWS_AT_ONCE):
+            rows = copy_rows(chunk[start : start + _ROWS_AT_ONCE])
+            block.append(rows)
+            size += len(rows)
+            if size >= BLOCK_BYTES:
+                self._put(b"".join(block))
+                block, size = [], 0
+        if block:
+            self._put(b"".join(block))
 
     def _hand_over(self, exc: BaseException) -> None:
         with contextlib.suppress(_Stopped):

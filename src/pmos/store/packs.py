@@ -107,7 +107,8 @@ def read_header(path: Path, kind: str) -> Header:
     return Header.parse(first[:-1], path, kind)
 
 
-def _claimed(path: Path) -> str:
+def name_digest(path: Path) -> str:
+    """The SHA-256 a pack's name claims for its bytes: the pack's identity."""
     match = PACK.match(path.name)
     assert match is not None  # listed by Store.sources, which matched it
     return match.group(1)
@@ -145,7 +146,7 @@ def buffers(path: Path, kind: str) -> Iterator[tuple[int, bytes]]:
                 start += eol + 1
             if body:
                 yield start, bytes(body)
-    if pending or not header_seen or digest.hexdigest() != _claimed(path):
+    if pending or not header_seen or digest.hexdigest() != name_digest(path):
         raise LedgerCorrupt(
             str(path),
             None,
@@ -180,7 +181,7 @@ def lines_reversed(path: Path, kind: str) -> Iterator[bytes]:
             except lines.LineError as exc:
                 raise LedgerCorrupt(str(path), None, f"a record line {exc}") from None
             yield raw
-        if _hash_of(fd, end) != _claimed(path):
+        if _hash_of(fd, end) != name_digest(path):
             raise LedgerCorrupt(
                 str(path),
                 None,

@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import heapq
 from bisect import bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from functools import cache
 from itertools import groupby, islice, pairwise
 from pathlib import Path
@@ -38,7 +38,7 @@ import orjson
 from pmos.errors import BadInput, LedgerCorrupt
 from pmos.store import chain, lines, packs
 from pmos.store.append import loose_name
-from pmos.store.digest import CHAIN_FIELDS
+from pmos.store.digest import CHAIN_FIELDS, canonical, digest_bytes
 from pmos.store.layout import LOOSE, Store
 from pmos.store.screening import Excluded, Exclusion, Screen, first_problem
 
@@ -484,8 +484,118 @@ def show(
 def records_with_digests(store: Store, kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
     """Every record of ``kind`` with its content digest (:mod:`pmos.store.digest`),
     oldest first, each exactly once, as stored (no type check, no chain fields)."""
-    from pmos.store.digest import record_digest
+    for batch in stored_lines(store, kind):
+        for digest, body in batch:
+            yield digest, orjson.loads(body)
 
-    for record in records(store, kind, plain=True):
-        body = {k: v for k, v in record.items() if k not in ("prev_hash", "hash")}
-        yield record_digest(body), body
+
+#: One record as stored: its content digest and its canonical JSON (the line
+#: without its digest field), the digest checked against the JSON.
+StoredLine = tuple[str, bytes]
+
+
+class StoredLines:
+    """The records of one kind as stored, for a reader that copies them elsewhere.
+
+    Iterating yields lists of :data:`StoredLine`: no record is parsed or
+    re-encoded, the digest handed on is the one the store wrote, and every
+    line is checked before it is handed on (its digest against its content,
+    its record id against the kind, a pack's bytes against its name, as the
+    other readers check them). A damaged ledger raises
+    :class:`~pmos.errors.LedgerCorrupt`.
+
+    A caller that already holds every record of some packs (``pmos sync``
+    remembers which packs it copied) names them in ``have``: a pack's name is
+    the hash of its bytes, so a pack of that name holds exactly those records,
+    and it is not read at all. ``packs`` names the packs that are read whole
+    (all their records are yielded, or copies of them from another file),
+    ``held`` those left out, and ``have_records`` counts the records of these.
+
+    Records are oldest first when no pack is left out. Each record is yielded
+    once, except a record both in an older kit's single file and in a pack, or
+    repeated in a hand-made pack: a caller that must not see one twice keeps
+    the digests it has seen.
+    """
+
+    def __init__(self, store: Store, kind: str, have: Collection[str] = frozenset()) -> None:
+        self.kind = kind
+        the_plan = plan(store, kind)
+        read: list[tuple[packs.Header, Path]] = []
+        held: list[tuple[packs.Header, Path]] = []
+        for entry in the_plan.packs:
+            # Packs that overlap are merged by key, copies meeting side by side; only
+            # packs disjoint in time can be left out without changing what is yielded.
+            wanted = not the_plan.ordered or packs.name_digest(entry[1]) not in have
+            (read if wanted else held).append(entry)
+        self._plan = the_plan._replace(packs=read)
+        self.packs = [packs.name_digest(path) for _, path in read]
+        self.held = [packs.name_digest(path) for _, path in held]
+        self.have_records = sum(header.records for header, _ in held)
+
+    def __iter__(self) -> Iterator[list[StoredLine]]:
+        the_plan, kind = self._plan, self.kind
+        if the_plan.legacy is not None:
+            legacy = chain.iter_records(the_plan.legacy, kind, plain=True)
+            while batch := list(islice(legacy, 4096)):
+                bodies = [canonical(record) for record in batch]
+                yield [(digest_bytes(body), body) for body in bodies]
+        if the_plan.ordered:
+            for _, path in the_plan.packs:
+                for offset, buf in packs.buffers(path, kind):
+                    yield _checked_buffer(buf, kind, path, offset)
+            if the_plan.loose:
+                yield _checked_loose([e.raw for e in the_plan.loose], kind, the_plan.loose)
+            return
+        batch: list[bytes] = []
+        where: list[tuple[Path, int | None]] = []
+        for _, _, raw, path, offset, _ in _merged(the_plan, kind):
+            batch.append(raw)
+            where.append((path, offset))
+            if len(batch) >= 4096:
+                yield _checked_lines(batch, kind, where)
+                batch, where = [], []
+        if batch:
+            yield _checked_lines(batch, kind, where)
+
+
+def stored_lines(store: Store, kind: str, *, have: Collection[str] = frozenset()) -> StoredLines:
+    """``kind``'s records as checked ``(digest, canonical JSON)`` lines: :class:`StoredLines`."""
+    return StoredLines(store, kind, have)
+
+
+def _checked_buffer(buf: bytes, kind: str, path: Path, offset: int) -> list[StoredLine]:
+    """A pack buffer's lines, each checked; a bad one is refused with its line number."""
+    raws = buf.split(b"\n")
+    raws.pop()  # the buffer ends with a newline
+    try:
+        out = lines.check_all(raws)
+        lines.check_kind_all(kind, buf)
+    except lines.LineError as exc:
+        start = offset + sum(len(r) + 1 for r in raws[: exc.index or 0])
+        raise LedgerCorrupt(
+            str(path), packs.line_number(path, start), f"the record {exc}"
+        ) from None
+    return out
+
+
+def _checked_loose(raws: list[bytes], kind: str, entries: list[Loose]) -> list[StoredLine]:
+    """Loose records (their digests already checked by :func:`read_loose`), kind checked."""
+    try:
+        lines.check_kind_all(kind, b"\n".join(raws))
+    except lines.LineError as exc:
+        raise LedgerCorrupt(str(entries[exc.index or 0].path), None, f"the record {exc}") from None
+    return [(e.digest, lines.split(e.raw)[0]) for e in entries]
+
+
+def _checked_lines(
+    raws: list[bytes], kind: str, where: list[tuple[Path, int | None]]
+) -> list[StoredLine]:
+    """Lines gathered from several files (a merge), each checked."""
+    try:
+        out = lines.check_all(raws)
+        lines.check_kind_all(kind, b"\n".join(raws))
+    except lines.LineError as exc:
+        path, offset = where[exc.index or 0]
+        number = None if offset is None else packs.line_number(path, offset)
+        raise LedgerCorrupt(str(path), number, f"the record {exc}") from None
+    return out

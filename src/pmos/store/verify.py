@@ -22,7 +22,7 @@ same digest, however their files are arranged.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -53,7 +53,7 @@ class Problem(NamedTuple):
 class KindReport:
     """The outcome of verifying one kind's ledger."""
 
-    __slots__ = ("digests", "folder", "kind", "problems")
+    __slots__ = ("checked_packs", "digests", "folder", "kind", "problems")
 
     def __init__(self, kind: str, folder: Path) -> None:
         self.kind = kind
@@ -61,6 +61,8 @@ class KindReport:
         #: content digest -> record id, for every record found (copies counted once)
         self.digests: dict[str, str] = {}
         self.problems: list[Problem] = []
+        #: the packs (by the SHA-256 in their names) checked line by line
+        self.checked_packs: list[str] = []
 
     @property
     def ok(self) -> bool:
@@ -102,10 +104,18 @@ def verify_store(
     with_schema: bool = False,
     check: RecordCheck | None = None,
     screen: Screen | None = None,
+    verified_packs: Collection[str] = frozenset(),
 ) -> list[KindReport]:
-    """One report per ledger kind (see the module docstring)."""
+    """One report per ledger kind (see the module docstring and :func:`verify_kind`)."""
     return [
-        verify_kind(store, kind, with_schema=with_schema, check=check, screen=screen)
+        verify_kind(
+            store,
+            kind,
+            with_schema=with_schema,
+            check=check,
+            screen=screen,
+            verified_packs=verified_packs,
+        )
         for kind in LEDGER_KINDS
     ]
 
@@ -117,7 +127,18 @@ def verify_kind(
     with_schema: bool = False,
     check: RecordCheck | None = None,
     screen: Screen | None = None,
+    verified_packs: Collection[str] = frozenset(),
 ) -> KindReport:
+    """Verify one kind's ledger.
+
+    A pack named in ``verified_packs`` (by the SHA-256 in its name) passed
+    these same checks before, as the caller knows (``pmos sync`` remembers
+    the packs it copied, and which pmos verified them): its bytes are only
+    hashed against its name and its header read. A pack of that name and
+    content is the pack that passed, so nothing else about it can have
+    changed; its records are then not listed in the report (``records`` and
+    ``head`` leave them out).
+    """
     report = KindReport(kind, store.folder(kind))
     try:
         sources = store.sources(kind)
@@ -161,9 +182,11 @@ def verify_kind(
             report.add(where, line, f"rule: {violation}")
 
     def record_found(record: dict[str, Any], digest: str, where: Path, line: int | None) -> None:
-        report.digests.setdefault(digest, str(record.get("record_id", "")))
         record_id = record.get("record_id")
-        if not (isinstance(record_id, str) and record_id.startswith(prefix)):
+        if type(record_id) is str and record_id.startswith(prefix):
+            report.digests.setdefault(digest, record_id)
+        else:
+            report.digests.setdefault(digest, str(record.get("record_id", "")))
             # A record's digest does not say which ledger it belongs to; its id does.
             report.add(
                 where,
@@ -182,7 +205,11 @@ def verify_kind(
     if sources.legacy is not None:
         _verify_legacy(sources.legacy, kind, report, record_found)
     for path in sources.packs:
-        _verify_pack(path, kind, report, record_found)
+        if packs.name_digest(path) in verified_packs:
+            _verify_pack_bytes(path, kind, report)
+        else:
+            _verify_pack(path, kind, report, record_found)
+            report.checked_packs.append(packs.name_digest(path))
     for path in sources.loose:
         try:
             entry = read_loose(path)
@@ -214,18 +241,34 @@ def _verify_legacy(path: Path, kind: str, report: KindReport, found: Callable[..
                 found(body, record_digest(body), path, number)
 
 
-def _pack_lines(path: Path, digest: Any) -> Any:
-    """The pack's lines (newline kept), hashing every byte read into ``digest``."""
+def _pack_lines(path: Path, digest: Any) -> Iterator[tuple[list[bytes], bool]]:
+    """The pack's lines without their newlines, in lists (one per block read), each
+    list with whether its lines are complete (only a last line with no newline is
+    not), hashing every byte read into ``digest``."""
     with open(path, "rb", buffering=0) as handle:
         pending = b""
         while chunk := handle.read(1 << 20):
             digest.update(chunk)
             parts = (pending + chunk).split(b"\n")
             pending = parts.pop()
-            for raw in parts:
-                yield raw + b"\n"
+            yield parts, True
         if pending:
-            yield pending
+            yield [pending], False
+
+
+def _verify_pack_bytes(path: Path, kind: str, report: KindReport) -> None:
+    """A pack verified before: still a pack of this kind, still the bytes its name claims."""
+    try:
+        packs.read_header(path, kind)
+    except LedgerCorrupt as exc:
+        report.add(path, exc.line, exc.problem)
+        return
+    whole = hashlib.sha256()
+    with open(path, "rb", buffering=0) as handle:
+        while chunk := handle.read(1 << 20):
+            whole.update(chunk)
+    if whole.hexdigest() != packs.name_digest(path):
+        report.add(path, None, "the pack's content does not match its name: it was edited or cut")
 
 
 def _verify_pack(path: Path, kind: str, report: KindReport, found: Callable[..., None]) -> None:
@@ -235,29 +278,34 @@ def _verify_pack(path: Path, kind: str, report: KindReport, found: Callable[...,
     previous: packs.Key | None = None
     first: packs.Key | None = None
     count = 0
-    for number, raw in enumerate(_pack_lines(path, whole), start=1):
-        if not raw.endswith(b"\n"):
-            report.add(path, number, "the pack does not end with a complete line")
-            break
-        if number == 1:
+    number = 0
+    check, check_canonical, line_error = lines.check, lines.check_canonical, lines.LineError
+    key_of = packs.key_of
+    for block, complete in _pack_lines(path, whole):
+        for raw in block:
+            number += 1
+            if not complete:
+                report.add(path, number, "the pack does not end with a complete line")
+                break
+            if number == 1:
+                try:
+                    header = packs.Header.parse(raw, path, kind)
+                except LedgerCorrupt as exc:
+                    report.add(path, 1, exc.problem)
+                continue
             try:
-                header = packs.Header.parse(raw[:-1], path, kind)
-            except LedgerCorrupt as exc:
-                report.add(path, 1, exc.problem)
-            continue
-        try:
-            body, digest = lines.check(raw[:-1])
-            record = lines.check_canonical(body)
-        except lines.LineError as exc:
-            report.add(path, number, f"the record {exc}")
-            continue
-        key = packs.key_of(record)
-        if previous is not None and key <= previous:
-            report.add(path, number, "records are out of order (or repeated) in the pack")
-        previous = key
-        first = first or key
-        count += 1
-        found(record, digest, path, number)
+                body, digest = check(raw)
+                record = check_canonical(body)
+            except line_error as exc:
+                report.add(path, number, f"the record {exc}")
+                continue
+            key = key_of(record)
+            if previous is not None and key <= previous:
+                report.add(path, number, "records are out of order (or repeated) in the pack")
+            previous = key
+            first = first or key
+            count += 1
+            found(record, digest, path, number)
     if match is None or whole.hexdigest() != match.group(1):
         report.add(path, None, "the pack's content does not match its name: it was edited or cut")
     if header is None:
