@@ -102,10 +102,10 @@ def main() -> int:
         kit = open_kit(root)
         start = time.perf_counter()
         for i in range(APPENDS):
-            record = {"record_id": f"tk-{i}", "recorded_at": f"2026-12-01T00:00:00.{i:06d}Z",
-                      "schema_version": 1, "task_id": f"t-{i}", "event": "created",
-                      "state": "triage", "title": "bench"}  # fmt: skip
-            append(kit.store, "tasks", lambda r=record: Draft([r]))
+            record = {"record_id": f"acc-{i:08d}", "recorded_at": f"2026-12-01T00:00:00.{i:06d}Z",
+                      "schema_version": 1, "run_id": f"run-{i}", "label": "pass",
+                      "by": "bench"}  # fmt: skip
+            append(kit.store, "acceptances", lambda r=record: Draft([r]))
         raw_rate = APPENDS / (time.perf_counter() - start)
 
         start = time.perf_counter()
