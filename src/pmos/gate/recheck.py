@@ -75,6 +75,7 @@ class Context:
         self._verdicts: dict[str, tuple[str, str]] = {}
         self._verdict_stream: Iterator[dict[str, Any]] | None = None
         self._verdicts_complete = False
+        self._absent: set[str] = set()  # looked up by find_verdicts, not in the kit
         self._rubrics: dict[str, Rubric | BadInput] = {}
 
     @property
@@ -90,9 +91,23 @@ class Context:
                     self._runs.setdefault(run, record)
         return self._runs.get(run_id)
 
+    def find_verdicts(self, record_ids: set[str]) -> None:
+        """Look up many verdicts in one pass over the eval ledger (the verdicts the
+        loose labels name), keeping only those: a later :meth:`verdict` of any of
+        them is answered without reading the ledger again."""
+        wanted = record_ids - self._verdicts.keys() - self._absent
+        if not wanted or self._verdicts_complete:
+            return
+        row = row_type("evals", ("record_id", "run_id", "verdict"))
+        for batch in batches(self.kit.store, "evals", row=row):
+            for v in batch:
+                if v.record_id in wanted:
+                    self._verdicts.setdefault(v.record_id, (v.run_id, v.verdict))
+        self._absent |= wanted - self._verdicts.keys()
+
     def verdict(self, record_id: str) -> tuple[str, str] | None:
         found = self._verdicts.get(record_id)
-        if found is not None or self._verdicts_complete:
+        if found is not None or self._verdicts_complete or record_id in self._absent:
             return found
         if self._verdict_stream is None:
             self._verdict_stream = newest_first(self.kit.store, "evals", plain=True)

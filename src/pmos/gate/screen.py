@@ -43,6 +43,11 @@ class KitScreen:
     def problems(self, kind: str, record: Any) -> list[Violation]:
         return stored_record_problems(self.kit, kind, record, context=self.context)
 
+    def prepare(self, kind: str, records: list[Any]) -> None:
+        if kind == "acceptances":
+            named = {r.get("gate_record_id") for r in records if isinstance(r, dict)}
+            self.context.find_verdicts({n for n in named if isinstance(n, str)})
+
     def basis(self) -> dict[str, str]:
         files = [CONFIG_NAME, *self._signers(), *self.context.rubrics_read]
         return {"rules": RULES_VERSION, **{f"file:{p}": self._digest(p) for p in files}}

@@ -160,6 +160,16 @@ class _Sieve:
             return None
         return checked.failed
 
+    def prepare(self, loose: list[Loose]) -> None:
+        """Let the screen look up at once what the loose records' rules need."""
+        found = []
+        for entry in loose:
+            try:
+                found.append(orjson.loads(lines.split(entry.raw)[0]))
+            except (lines.LineError, orjson.JSONDecodeError):
+                continue  # refused when it is decoded
+        self.screen.prepare(self.kind, found)
+
     def report_recorded(self, path: Path, failure: tuple[str | None, str, str]) -> None:
         record_id, rule, problem = failure
         self.excluded.add(Exclusion(self.kind, record_id, rule, problem, str(path)))
@@ -199,6 +209,8 @@ def batches(
     """Like :func:`records`, in lists: the hot readers' way (no per-record generator step)."""
     the_plan = plan(store, kind)
     sieve = None if screen is None else _Sieve(kind, screen, excluded or Excluded())
+    if sieve is not None and the_plan.loose:
+        sieve.prepare(the_plan.loose)
     decode, errors = lines.decoder(kind, row, plain)
     if the_plan.legacy is not None:
         yield from _legacy_batches(the_plan.legacy, kind, row, plain, sieve, decode, errors)

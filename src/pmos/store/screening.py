@@ -50,6 +50,11 @@ class Screen(Protocol):
         that the outcome recorded with it is the one a check would give now."""
         ...
 
+    def prepare(self, kind: str, records: list[Any]) -> None:
+        """``records`` of ``kind`` are about to be checked: look up at once what
+        their rules will ask of the kit (one pass, not one per record)."""
+        ...
+
 
 class Exclusion(NamedTuple):
     """A record a reader left out, and why."""
