@@ -149,12 +149,18 @@ class Label(NamedTuple):
     record_id: str
 
 
+def _code(model_index: int, full: bool, passed: bool) -> int:
+    """A judged verdict's model, form and gate side in one machine number, as the
+    calibration reader keeps them (never seen outside this module)."""
+    return model_index << 2 | full << 1 | passed
+
+
 class Earlier:
     """The judged verdicts a later verdict of the same run superseded.
 
     A label may name any earlier verdict of its run, so none can be forgotten,
     but memory must grow with runs, not records: per superseded verdict this
-    keeps five machine numbers (about 40 bytes), never its strings. The record
+    keeps four machine numbers (about 32 bytes), never its strings. The record
     id is kept as its 64-bit hash, matched together with the run's number, so
     two ids are confused only if two verdicts of one run share a 64-bit hash.
     A filtered report also keeps each one's time and initiative (its scope).
@@ -164,8 +170,7 @@ class Earlier:
         self._models = models
         self.runs = array("q")
         self.ids = array("q")
-        self.models = array("q")
-        self.sides = array("b")  # 2 * full + passed
+        self.codes = array("q")  # see _code
         self.scores = array("d")
         self.ats: list[str] | None = [] if detailed else None
         self.initiatives: list[Any] | None = [] if detailed else None
@@ -176,8 +181,7 @@ class Earlier:
     def add(self, verdict: Verdict, model_index: int) -> None:
         self.runs.append(verdict.run)
         self.ids.append(hash(verdict.record_id))
-        self.models.append(model_index)
-        self.sides.append(2 * verdict.full + verdict.passed)
+        self.codes.append(_code(model_index, verdict.full, verdict.passed))
         self.scores.append(math.nan if verdict.score is None else verdict.score)
         if self.ats is not None:
             self.ats.append(verdict.recorded_at)
@@ -195,13 +199,13 @@ class Earlier:
         for j, key in enumerate(zip(self.runs, self.ids, strict=True)):
             record_id = hashed.get(key)
             if record_id is not None:
-                score, side = self.scores[j], self.sides[j]
+                score, code = self.scores[j], self.codes[j]
                 found[record_id] = Verdict(
                     None if self.ats is None else self.ats[j],  # type: ignore[arg-type]
                     record_id,
-                    self._models[self.models[j]],
-                    bool(side & 2),
-                    bool(side & 1),
+                    self._models[code >> 2],
+                    bool(code & 2),
+                    bool(code & 1),
                     None if score != score else score,  # NaN stood for None
                     None if self.initiatives is None else self.initiatives[j],
                     key[0],
@@ -257,19 +261,20 @@ def latest_verdicts(
     record out of time order costs only a second comparison.
     """
     models: list[str] = []
-    model_index: dict[str, int] = {}
-    # Plain tuples laid out as Verdict / Skip while streaming (a named tuple
-    # costs three times as much to build, and most rows are superseded); the
-    # survivors become named tuples once, at the end.
+    bases: dict[str, int] = {}
+    # Plain tuples while streaming, (recorded_at, record_id, code, score,
+    # initiative, run number) with the model, form and side packed in one
+    # number (_code): a named tuple costs three times as much to build, and most
+    # rows are superseded. The survivors become Verdicts once, at the end.
     latest: dict[str, tuple[Any, ...]] = {}
     skips: dict[str, tuple[Any, ...]] = {}
     recent: deque[str] = deque(maxlen=window)
-    recent_by_model: dict[str, deque[str]] = {}
+    recent_by_model: list[deque[str]] = []
     pass_side = PASS_SIDE
     detailed = in_scope is not None
     earlier = Earlier(models, detailed)
-    runs, ids, kept_models = earlier.runs.append, earlier.ids.append, earlier.models.append
-    sides, scores, nan = earlier.sides.append, earlier.scores.append, math.nan
+    runs, ids = earlier.runs.append, earlier.ids.append
+    codes, scores, nan = earlier.codes.append, earlier.scores.append, math.nan
     for row in rows:
         verdict = row.verdict
         run = row.run_id
@@ -277,60 +282,60 @@ def latest_verdicts(
         if len(at) != 27 or at[26] != "Z" or at[10] != "T":
             at = _key(at, where, f"verdict {row.record_id} of run {run}")
         initiative = row.initiative_id if detailed else None
-        model = row.evaluator_model
         if verdict == SKIPPED:
             prior = skips.get(run)
             if prior is None or at >= prior[2]:
-                skips[run] = (model, initiative, at)
+                skips[run] = (row.evaluator_model, initiative, at)
             continue
-        if model not in model_index:
+        model = row.evaluator_model
+        base = bases.get(model)  # type: ignore[arg-type]
+        if base is None:
             if model is None:  # the schema requires it of every judged verdict
                 raise LedgerCorrupt(
                     where, None, f"a {verdict} verdict of run {run} names no evaluator_model"
                 )
-            model_index[model] = len(models)
+            base = bases[model] = len(models) << 2
             models.append(model)
-            recent_by_model[model] = deque(maxlen=window)
+            recent_by_model.append(deque(maxlen=window))
+        code = base | (row.form == "full") << 1 | (verdict in pass_side)
         current = latest.get(run)
-        entry = (
-            at,
-            row.record_id,
-            model,
-            row.form == "full",
-            verdict in pass_side,
-            row.score,
-            initiative,
-            len(latest) if current is None else current[7],
-        )
         if current is None:
-            latest[run] = entry
+            latest[run] = (at, row.record_id, code, row.score, initiative, len(latest))
             older = None
-        elif at > current[0] or (at == current[0] and entry[1] > current[1]):
-            latest[run] = entry
-            older = current
-        else:  # out of time order: the verdict already kept stays the latest
-            older = entry
+        else:
+            older = (at, row.record_id, code, row.score, initiative, current[5])
+            if at > current[0] or (at == current[0] and older[1] > current[1]):
+                latest[run] = older
+                older = current
+            # else: out of time order, the verdict already kept stays the latest
         if older is not None:  # Earlier.add, inlined: this runs for most rows
-            runs(older[7])
+            runs(older[5])
             ids(hash(older[1]))
-            kept_models(model_index[older[2]])
-            sides(2 * older[3] + older[4])
-            score = older[5]
+            codes(older[2])
+            score = older[3]
             scores(nan if score is None else score)
             if detailed:
                 earlier.ats.append(older[0])  # type: ignore[union-attr]
-                earlier.initiatives.append(older[6])  # type: ignore[union-attr]
+                earlier.initiatives.append(older[4])  # type: ignore[union-attr]
         if detailed and not in_scope(model, initiative, at):  # type: ignore[misc]
             continue
         recent.append(verdict)
-        recent_by_model[model].append(verdict)
+        recent_by_model[base >> 2].append(verdict)
+
+    def typed(kept: tuple[Any, ...]) -> Verdict:
+        at, record_id, code, score, initiative, number = kept
+        return Verdict(
+            at, record_id, models[code >> 2], bool(code & 2), bool(code & 1), score, initiative,
+            number,
+        )  # fmt: skip
+
     return LatestVerdicts(
         models,
-        dict(zip(latest, map(Verdict._make, latest.values()), strict=True)),
+        dict(zip(latest, map(typed, latest.values()), strict=True)),
         earlier,
         dict(zip(skips, map(Skip._make, skips.values()), strict=True)),
         recent,
-        recent_by_model,
+        {models[i]: kept for i, kept in enumerate(recent_by_model)},
     )
 
 
