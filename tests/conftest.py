@@ -35,6 +35,23 @@ DIMENSIONS = {
 }
 
 
+#: Where throw-away kits go when the run names no --basetemp: a RAM-backed folder when
+#: the machine has one. Every append fsyncs; on tmpfs that returns at once, so the
+#: suite measures pmos rather than the disk. Nothing under test depends on data
+#: surviving a power cut (crash tests kill processes, which tmpfs survives alike).
+RAM_TMP = Path("/dev/shm")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if getattr(config, "workerinput", None) is not None:
+        return  # an xdist worker: the controller chose the base folder
+    if config.option.basetemp is None and RAM_TMP.is_dir() and os.access(RAM_TMP, os.W_OK):
+        import tempfile
+
+        config.option.basetemp = tempfile.mkdtemp(prefix="pmos-tests-", dir=RAM_TMP)
+        config.add_cleanup(lambda: shutil.rmtree(config.option.basetemp, ignore_errors=True))
+
+
 @pytest.fixture(scope="session")
 def kit_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One kit made by ``pmos init`` per session (per worker), never used directly:
