@@ -96,14 +96,9 @@ class Context:
         loose labels name), keeping only those: a later :meth:`verdict` of any of
         them is answered without reading the ledger again."""
         wanted = record_ids - self._verdicts.keys() - self._absent
-        if not wanted or self._verdicts_complete:
-            return
-        row = row_type("evals", ("record_id", "run_id", "verdict"))
-        for batch in batches(self.kit.store, "evals", row=row):
-            for v in batch:
-                if v.record_id in wanted:
-                    self._verdicts.setdefault(v.record_id, (v.run_id, v.verdict))
-        self._absent |= wanted - self._verdicts.keys()
+        if wanted and not self._verdicts_complete:
+            self._index_verdicts(wanted)
+            self._absent |= wanted - self._verdicts.keys()
 
     def verdict(self, record_id: str) -> tuple[str, str] | None:
         found = self._verdicts.get(record_id)
@@ -118,13 +113,19 @@ class Context:
                 self._verdicts.setdefault(rid, (run, verdict))  # type: ignore[arg-type]
                 if rid == record_id:
                     return self._verdicts[rid]
-        # An older one: index the whole ledger once, with the fast forward reader.
+        # An older one: index the whole ledger once.
+        self._index_verdicts(None)
+        self._verdicts_complete = True
+        return self._verdicts.get(record_id)
+
+    def _index_verdicts(self, wanted: set[str] | None) -> None:
+        """One pass of the fast forward reader over the eval ledger, keeping the
+        verdicts in ``wanted`` (every one when None); the first copy of an id wins."""
         row = row_type("evals", ("record_id", "run_id", "verdict"))
         for batch in batches(self.kit.store, "evals", row=row):
             for v in batch:
-                self._verdicts.setdefault(v.record_id, (v.run_id, v.verdict))
-        self._verdicts_complete = True
-        return self._verdicts.get(record_id)
+                if wanted is None or v.record_id in wanted:
+                    self._verdicts.setdefault(v.record_id, (v.run_id, v.verdict))
 
     def rubric(self, path: str) -> Rubric:
         found = self._rubrics.get(path)

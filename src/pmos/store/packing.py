@@ -30,7 +30,7 @@ from pmos.store.files import kind_lock, remove_many, stale_temps
 from pmos.store.layout import Store
 from pmos.store.read import read_loose
 from pmos.store.registry import LEDGER_KINDS
-from pmos.store.screening import Checked, Screen, first_problem
+from pmos.store.screening import Checked, Screen, screen_line
 
 Entry = tuple[packs.Key, str, bytes]
 
@@ -106,14 +106,12 @@ def screen_entries(kind: str, entries: list[Entry], screen: Screen) -> Checked:
     """Screen a pack's records (in pack order): the outcome its header records."""
     failed: dict[int, tuple[str | None, str, str]] = {}
     for number, (_, _, line) in enumerate(entries, start=1):
-        record = orjson.loads(lines.split(line[:-1])[0])
-        problem = first_problem(screen, kind, record)
-        if problem is not None:
-            record_id = record.get("record_id")
+        exclusion = screen_line(screen, kind, line[:-1], "")
+        if exclusion is not None:
             failed[number] = (
-                record_id if isinstance(record_id, str) else None,
-                problem.rule,
-                f"{problem.field}: {problem.message}"[:PROBLEM_CHARS],
+                exclusion.record_id,
+                exclusion.rule,
+                exclusion.problem[:PROBLEM_CHARS],
             )
     return Checked(screen.basis(), failed)
 

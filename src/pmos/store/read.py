@@ -40,7 +40,7 @@ from pmos.store import chain, lines, packs
 from pmos.store.append import loose_name
 from pmos.store.digest import CHAIN_FIELDS, canonical, digest_bytes
 from pmos.store.layout import LOOSE, Store
-from pmos.store.screening import Excluded, Exclusion, Screen, first_problem
+from pmos.store.screening import Excluded, Exclusion, Screen, screen_line
 
 #: More records than any ledger holds; a larger --last is a typo.
 MAX_LAST = 1_000_000_000
@@ -178,22 +178,12 @@ class _Sieve:
         """Check one record line, which the decoder has already accepted (a line
         that is not a record of this ledger is refused, never merely left out)."""
         try:
-            record = orjson.loads(lines.split(raw)[0])
+            exclusion = screen_line(self.screen, self.kind, raw, str(path))
         except (lines.LineError, orjson.JSONDecodeError) as exc:
             raise LedgerCorrupt(str(path), None, f"the record {exc}") from None
-        problem = first_problem(self.screen, self.kind, record)
-        if problem is None:
+        if exclusion is None:
             return True
-        record_id = record.get("record_id") if isinstance(record, dict) else None
-        self.excluded.add(
-            Exclusion(
-                self.kind,
-                record_id if isinstance(record_id, str) else None,
-                problem.rule,
-                f"{problem.field}: {problem.message}",
-                str(path),
-            )
-        )
+        self.excluded.add(exclusion)
         return False
 
 

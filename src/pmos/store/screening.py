@@ -30,7 +30,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
+import orjson
+
 from pmos.errors import Violation
+from pmos.store import lines
 
 
 class Screen(Protocol):
@@ -129,7 +132,22 @@ class Checked(NamedTuple):
         return cls(basis, out)
 
 
-def first_problem(screen: Screen, kind: str, record: Any) -> Violation | None:
-    """The first rule ``record`` breaks, or None (a reader needs one reason, not all)."""
+def screen_line(screen: Screen, kind: str, raw: bytes, file: str) -> Exclusion | None:
+    """Why the record line ``raw`` (checked, without its newline) is left out, or None.
+
+    A reader needs one reason, not all: the first rule the record breaks.
+    Raises :class:`~pmos.store.lines.LineError` or ``orjson.JSONDecodeError``
+    for a line that is no record at all.
+    """
+    record = orjson.loads(lines.split(raw)[0])
     found = screen.problems(kind, record)
-    return found[0] if found else None
+    if not found:
+        return None
+    record_id = record.get("record_id") if isinstance(record, dict) else None
+    return Exclusion(
+        kind,
+        record_id if isinstance(record_id, str) else None,
+        found[0].rule,
+        f"{found[0].field}: {found[0].message}",
+        file,
+    )
