@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from pmos import schemas  # noqa: E402
 from pmos.atomic import write_many  # noqa: E402
 from pmos.kit import init_kit, open_kit  # noqa: E402
-from pmos.store import lines, packs  # noqa: E402
+from pmos.store import columns, lines, packs  # noqa: E402
 from pmos.store.append import loose_name  # noqa: E402
 
 MODELS = ["gpt-5", "claude-opus-4", "gemini-2.5-pro", "llama-4-maverick"]
@@ -205,8 +205,9 @@ def generate(
 
 
 def screen_packs(kit) -> tuple[int, int]:
-    """Give every pack the screening outcome ``pmos ledger pack`` records (each pack is
-    rewritten with it, as a pack of the same records would be made).
+    """Give every pack the screening outcome ``pmos ledger pack`` records, and its
+    columns file (each pack is rewritten with them, as a pack of the same records
+    would be made).
 
     Done once everything is written, evals first: a label's check looks up the
     verdict it names, which must be on disk by then.
@@ -221,6 +222,7 @@ def screen_packs(kit) -> tuple[int, int]:
             entries = _pack_entries(path, kind)
             outcome = screen_entries(kind, entries, screen)
             made = packs.write_pack(path.parent, kind, entries, outcome)
+            columns.write(made, kind, (line for _, _, line in entries))
             if made != path:
                 path.unlink()
             screened += len(entries)
@@ -315,20 +317,28 @@ def main() -> int:
             )
             generate(kit_root, args.runs, args.verdicts, args.labels, args.loose)
         kit = open_kit(kit_root)
-        files = [
-            str(path)
+        # The floors parse the records: the packs and the loose record files (not the
+        # packs' columns files, which pmos metrics reads instead of parsing the packs).
+        sources = [kit.store.sources(kind) for kind in ("evals", "acceptances")]
+        files = [str(path) for found in sources for path in (*found.packs, *found.loose)]
+        everything = [
+            path
             for kind in ("evals", "acceptances")
             for path in sorted(kit.store.folder(kind).iterdir())
             if not path.name.startswith(".")
         ]
         size = sum(os.path.getsize(f) for f in files)
+        columns_size = sum(f.stat().st_size for f in everything) - size
         done = "found" if args.reuse else f"written in {time.perf_counter() - t0:.1f}s"
-        print(f"  {done} ({size / 1e6:.0f} MB in both ledgers, {len(files):,} files)")
+        print(
+            f"  {done} ({size / 1e6:.0f} MB in both ledgers, {len(files):,} files; "
+            f"{columns_size / 1e6:.0f} MB of pack columns)"
+        )
 
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "PMOS_ROOT": str(kit_root)}
         py = sys.executable
         # Warm the page cache so the first timed reader does not pay for the disk.
-        for f in files:
+        for f in everything:
             with open(f, "rb") as handle:
                 while handle.read(1 << 24):
                     pass

@@ -12,7 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pmos.store.latest import (
+    FILTER_FIELDS,
+    LABEL_FIELDS,
+    VERDICT_FIELDS,
     _VerdictReader,
+    as_columns,
     latest_labels,
     latest_labels_in_batches,
     latest_verdicts_in_batches,
@@ -53,13 +57,14 @@ label_rows = st.lists(
 )
 
 
-def _cut(rows: list, sizes: list[int]) -> list[list]:
+def _cut(rows: list, sizes: list[int], fields: tuple[str, ...]) -> list[dict]:
+    """The rows cut into batches of the given sizes, each as columns."""
     batches, start = [], 0
     for size in sizes:
         batches.append(rows[start : start + size])
         start += size
     batches.append(rows[start:])
-    return batches
+    return [as_columns(batch, fields + FILTER_FIELDS) for batch in batches]
 
 
 def _one_by_one(rows, window, in_scope):
@@ -105,7 +110,9 @@ def test_verdicts_any_batching_gives_the_row_by_row_answer(rows, sizes, ordered,
     if ordered:
         rows = _sorted(rows)
     in_scope = (lambda model, initiative, at: initiative == "a") if scoped else None
-    found = latest_verdicts_in_batches(_cut(rows, sizes), window=window, in_scope=in_scope)
+    found = latest_verdicts_in_batches(
+        _cut(rows, sizes, VERDICT_FIELDS), window=window, in_scope=in_scope
+    )
     _same(found, _one_by_one(rows, window, in_scope))
 
 
@@ -119,8 +126,10 @@ def test_verdicts_any_batching_gives_the_row_by_row_answer(rows, sizes, ordered,
 def test_labels_any_batching_gives_the_row_by_row_answer(rows, sizes, ordered, detailed):
     if ordered:
         rows = _sorted(rows)
-    found = latest_labels_in_batches(_cut(rows, sizes), detailed=detailed)
-    reference = latest_labels_in_batches([[row] for row in rows], detailed=detailed)
+    found = latest_labels_in_batches(_cut(rows, sizes, LABEL_FIELDS), detailed=detailed)
+    reference = latest_labels_in_batches(
+        _cut(rows, [1] * len(rows), LABEL_FIELDS), detailed=detailed
+    )
     assert list(found.items()) == list(reference.items())
     assert latest_labels(rows, detailed=detailed) == reference
 
@@ -142,7 +151,7 @@ def test_an_ordered_batch_takes_the_column_path_and_keeps_the_last_per_run():
     )
     reader = _VerdictReader(4, None, "evals")
     assert reader.stream.ordered([r.recorded_at for r in rows], [r.record_id for r in rows])
-    found = latest_verdicts_in_batches([rows], window=4)
+    found = latest_verdicts_in_batches([as_columns(rows, VERDICT_FIELDS)], window=4)
     assert {run: v.record_id for run, v in found.latest.items()} == {"r0": "ev-8", "r1": "ev-9"}
     assert [v.run for v in found.latest.values()] == [0, 1]
     assert len(found.earlier) == 10 and list(found.recent) == ["FAIL", "PASS", "PASS", "FAIL"]

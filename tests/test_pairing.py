@@ -56,13 +56,18 @@ def test_records_in_any_order_give_the_same_pairs(kit, monkeypatch):
     label(kit, "late", "fail")
     judge(kit, "late", "PASS")  # judges nothing
     in_order = compute_metrics(kit)
-    real = pairs.batches
+    real = pairs.column_batches
 
-    def newest_first(store, kind, **options):
-        every = [record for batch in real(store, kind, **options) for record in batch]
-        return [every[::-1]]  # one batch, newest first: the readers' row-by-row path
+    def newest_first(store, kind, fields, **options):
+        every = [
+            row
+            for batch in real(store, kind, fields, **options)
+            for row in zip(*batch.values(), strict=True)
+        ]
+        every.reverse()  # one batch, newest first: the readers' row-by-row path
+        return [dict(zip(fields, map(list, zip(*every, strict=True)), strict=True))]
 
-    monkeypatch.setattr(pairs, "batches", newest_first)
+    monkeypatch.setattr(pairs, "column_batches", newest_first)
     shuffled = compute_metrics(kit)
     for key in ("confusion", "labels_superseded", "unlabeled_verdicts", "kappa", "kappa_ci95"):
         assert shuffled[key] == in_order[key], key

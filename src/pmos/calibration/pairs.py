@@ -28,6 +28,7 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any, NamedTuple
 
 from pmos.calibration.periods import By, assign_periods
@@ -50,8 +51,7 @@ from pmos.store.latest import (
     named_earlier,
 )
 from pmos.store.layout import Store
-from pmos.store.read import batches, stored_bytes
-from pmos.store.rows import row_type
+from pmos.store.read import column_batches, stored_bytes
 from pmos.store.screening import Excluded, Exclusion, Screen
 
 
@@ -126,9 +126,8 @@ def read_verdicts(
     fields = VERDICT_FIELDS + FILTER_FIELDS if wanted is not None else VERDICT_FIELDS
     if rows is None:
         where = store.display("evals")  # type: ignore[union-attr]
-        row = row_type("evals", fields)
         judged = latest_verdicts_in_batches(
-            batches(store, "evals", row=row, screen=screen, excluded=excluded),  # type: ignore[arg-type]
+            column_batches(store, "evals", fields, screen=screen, excluded=excluded),  # type: ignore[arg-type]
             window=window,
             in_scope=wanted,
             where=where,
@@ -159,9 +158,8 @@ def read_labels(
     fields = LABEL_FIELDS + FILTER_FIELDS if detailed else LABEL_FIELDS
     if rows is not None:
         return latest_labels(rows, detailed=detailed, where="the acceptances table")
-    row = row_type("acceptances", fields)
     return latest_labels_in_batches(
-        batches(store, "acceptances", row=row, screen=screen, excluded=excluded),  # type: ignore[arg-type]
+        column_batches(store, "acceptances", fields, screen=screen, excluded=excluded),  # type: ignore[arg-type]
         detailed=detailed,
         where=store.display("acceptances"),  # type: ignore[union-attr]
     )
@@ -352,7 +350,7 @@ def _read_verdicts_and_pair(
     runs, labels = receive()
     paired = pair(
         judged,
-        dict(zip(runs, map(Label._make, labels), strict=True)),
+        dict(zip(runs, map(partial(tuple.__new__, Label), labels), strict=True)),
         scope,
         by,
         with_runs=with_runs,

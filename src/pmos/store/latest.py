@@ -33,6 +33,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC
+from functools import partial
 from itertools import compress, islice, repeat
 from operator import eq, lt
 from typing import Any, NamedTuple
@@ -343,16 +344,36 @@ class _Stream:
             self.high = (at, record_id)
 
 
-class _Kept(NamedTuple):
-    """A verdict row read row by row, its stamp as :func:`instant_key` gives it."""
+def _typed(kind: type[Any]) -> Callable[[tuple[Any, ...]], Any]:
+    """``kind._make``, called from C: building many named tuples costs no Python call each."""
+    return partial(tuple.__new__, kind)
+
+
+class _Row(NamedTuple):
+    """A verdict as the reader folds it; its latest per run is kept in this shape."""
 
     recorded_at: str
     record_id: str
-    evaluator_model: str
+    evaluator_model: str | None
     form: str | None
     verdict: str
     score: float | None
     initiative_id: str | None
+    run_id: str
+
+
+#: Columns: one list per field, as :func:`pmos.store.read.column_batches` yields them.
+Columns = Mapping[str, list[Any]]
+
+
+def as_columns(rows: list[Any], fields: Iterable[str]) -> dict[str, list[Any]]:
+    """Rows as columns (a field a row type does not have is None throughout)."""
+    return {
+        field: [getattr(r, field) for r in rows]
+        if rows and hasattr(rows[0], field)
+        else [None] * len(rows)
+        for field in fields
+    }
 
 
 class _VerdictReader:
@@ -363,10 +384,9 @@ class _VerdictReader:
         self.detailed = in_scope is not None
         self.models: list[str] = []
         self.bases: dict[str, int] = {}
-        # Each run's latest row as it was read (or a _Kept for one read row by
-        # row): most are superseded, so none is copied; the survivors become
-        # Verdicts once, at the end.
-        self.latest: dict[str, Any] = {}
+        # Each run's latest judged verdict, as a plain tuple laid out as _Row (zip
+        # builds them in C); the survivors become Verdicts once, at the end.
+        self.latest: dict[str, tuple[Any, ...]] = {}
         self.skips: dict[str, tuple[Any, ...]] = {}
         self.recent: deque[str] = deque(maxlen=window)
         self.recent_by_model: list[deque[str]] = []
@@ -387,44 +407,61 @@ class _VerdictReader:
             self.recent_by_model.append(deque(maxlen=self.window))
         return base
 
-    def fold(self, batch: list[Any]) -> None:
-        """Fold one batch of rows in, oldest first."""
-        if self.stream.ordered([r.recorded_at for r in batch], [r.record_id for r in batch]):
-            self.fold_ordered(batch)
-        else:
-            judged: list[list[Any]] = [[], [], [], [], [], []]
-            for row in batch:
-                self.fold_one(row, judged)
-            self.earlier.extend(*judged)
+    def fold(self, columns: Columns) -> None:
+        """Fold one batch in, oldest first, given as columns (:data:`VERDICT_FIELDS`,
+        and ``initiative_id`` when a scope filters)."""
+        ats, ids = columns["recorded_at"], columns["record_id"]
+        if self.stream.ordered(ats, ids):
+            self.fold_ordered(columns)
+            return
+        judged: list[list[Any]] = [[], [], [], [], [], []]
+        initiatives = columns.get("initiative_id") or [None] * len(ats)
+        for row in zip(
+            ats,
+            ids,
+            columns["evaluator_model"],
+            columns["form"],
+            columns["verdict"],
+            columns["score"],
+            initiatives,
+            columns["run_id"],
+            strict=True,
+        ):
+            self.fold_one(_Row._make(row), judged)
+        self.earlier.extend(*judged)
 
-    def fold_ordered(self, batch: list[Any]) -> None:
+    def fold_ordered(self, columns: Columns) -> None:
         """A batch the stream says is in order: whole columns at a time."""
-        words = [r.verdict for r in batch]
+        words = columns["verdict"]
+        n = len(words)
+        fields = (
+            columns["recorded_at"],
+            columns["record_id"],
+            columns["evaluator_model"],
+            columns["form"],
+            words,
+            columns["score"],
+            columns.get("initiative_id") if self.detailed else [None] * n,
+            columns["run_id"],
+        )
         if SKIPPED in words:
             judged = [word != SKIPPED for word in words]
-            for row in batch:
-                if row.verdict == SKIPPED:
-                    initiative = row.initiative_id if self.detailed else None
-                    self.skips[row.run_id] = (row.evaluator_model, initiative, row.recorded_at)
-            batch = list(compress(batch, judged))
-            words = list(compress(words, judged))
-            if not batch:
+            for at, _, model, _, word, _, initiative, run in zip(*fields, strict=True):
+                if word == SKIPPED:
+                    self.skips[run] = (model, initiative, at)
+            fields = tuple(list(compress(column, judged)) for column in fields)  # type: ignore[assignment]
+            if not fields[0]:
                 return
-        runs = [r.run_id for r in batch]
-        ids = [r.record_id for r in batch]
-        ats = [r.recorded_at for r in batch]
-        names = [r.evaluator_model for r in batch]
+        ats, ids, names, forms, words, scores, initiatives, runs = fields
         bases = list(map(self.bases.get, names))
         if None in bases:
             bases = [self.base(m, w, r) for m, w, r in zip(names, words, runs, strict=True)]
         pass_side = PASS_SIDE
         codes = [
-            base | (row.form == "full") << 1 | (word in pass_side)
-            for base, row, word in zip(bases, batch, words, strict=True)
+            base | (form == "full") << 1 | (word in pass_side)
+            for base, form, word in zip(bases, forms, words, strict=True)
         ]
-        scores = [r.score for r in batch]
-        initiatives = [r.initiative_id for r in batch] if self.detailed else [None] * len(batch)
-        self.latest.update(zip(runs, batch, strict=True))  # the last of a run wins
+        self.latest.update(zip(runs, zip(*fields, strict=True), strict=True))  # the last wins
         self.earlier.extend(runs, ids, codes, scores, ats, initiatives)
         if self.detailed:
             kept = [
@@ -436,7 +473,7 @@ class _VerdictReader:
         for number, recent in enumerate(self.recent_by_model):
             recent.extend(compress(words, map(eq, bases, repeat(number << 2))))
 
-    def fold_one(self, row: Any, judged: list[list[Any]]) -> None:
+    def fold_one(self, row: _Row, judged: list[list[Any]]) -> None:
         """One row, compared with what is kept for its run (any order, any time layout).
 
         A judged row's fields for :class:`Earlier` are added to ``judged`` (six
@@ -457,12 +494,8 @@ class _VerdictReader:
         code = base | (row.form == "full") << 1 | (verdict in PASS_SIDE)
         record_id = row.record_id
         current = self.latest.get(run)
-        if (
-            current is None
-            or at > current.recorded_at
-            or (at == current.recorded_at and record_id > current.record_id)
-        ):
-            self.latest[run] = _Kept(at, record_id, model, row.form, verdict, row.score, initiative)
+        if current is None or at > current[0] or (at == current[0] and record_id > current[1]):
+            self.latest[run] = (at, record_id, model, row.form, verdict, row.score, initiative, run)
         # else: out of time order, the verdict already kept stays the latest
         for column, value in zip(
             judged, (run, record_id, code, row.score, at, initiative), strict=True
@@ -474,46 +507,54 @@ class _VerdictReader:
         self.recent_by_model[base >> 2].append(verdict)
 
     def result(self) -> LatestVerdicts:
-        models, detailed = self.models, self.detailed
-        latest = {
-            run: Verdict(
-                row.recorded_at,
-                row.record_id,
-                row.evaluator_model,
-                row.form == "full",
-                row.verdict in PASS_SIDE,
-                row.score,
-                row.initiative_id if detailed else None,
-                number,
-            )
-            for number, (run, row) in enumerate(self.latest.items())
-        }
+        models = self.models
+        kept = list(self.latest.values())
+        columns = zip(*kept, strict=True) if kept else [()] * 8
+        ats, ids, names, forms, words, scores, initiatives, _ = columns
+        fulls = [form == "full" for form in forms]
+        passed = [word in PASS_SIDE for word in words]
+        if not self.detailed:
+            initiatives = (None,) * len(kept)
+        verdicts = zip(
+            ats, ids, names, fulls, passed, scores, initiatives, range(len(kept)), strict=True
+        )
+        latest = dict(zip(self.latest, map(_typed(Verdict), verdicts), strict=True))
         return LatestVerdicts(
             models,
             latest,
             self.earlier,
-            dict(zip(self.skips, map(Skip._make, self.skips.values()), strict=True)),
+            dict(zip(self.skips, map(_typed(Skip), self.skips.values()), strict=True)),
             self.recent,
             {models[i]: kept for i, kept in enumerate(self.recent_by_model)},
         )
 
 
+_VERDICT_COLUMNS = VERDICT_FIELDS + FILTER_FIELDS
+_LABEL_COLUMNS = LABEL_FIELDS + FILTER_FIELDS
+
+
 def latest_verdicts(
     rows: Iterable[Any], *, window: int, in_scope: InScope | None = None, where: str = "evals"
 ) -> LatestVerdicts:
-    """:func:`latest_verdicts_in_batches` of rows that come one by one."""
-    return latest_verdicts_in_batches(_chunks(rows), window=window, in_scope=in_scope, where=where)
+    """:func:`latest_verdicts_in_batches` of rows (anything with the fields as
+    attributes) that come one by one."""
+    return latest_verdicts_in_batches(
+        (as_columns(batch, _VERDICT_COLUMNS) for batch in _chunks(rows)),
+        window=window,
+        in_scope=in_scope,
+        where=where,
+    )
 
 
 def latest_verdicts_in_batches(
-    batches: Iterable[list[Any]],
+    batches: Iterable[Columns],
     *,
     window: int,
     in_scope: InScope | None = None,
     where: str = "evals",
 ) -> LatestVerdicts:
-    """Stream verdict rows (:data:`VERDICT_FIELDS`, plus :data:`FILTER_FIELDS` when
-    ``in_scope`` is given), in batches, once.
+    """Stream verdicts (:data:`VERDICT_FIELDS`, plus :data:`FILTER_FIELDS` when
+    ``in_scope`` is given), in batches of columns, once.
 
     This runs over every record of the largest ledger pmos has, so a batch in
     order (:class:`_Stream`: the usual case, as the store reads packs) is
@@ -530,47 +571,42 @@ def latest_labels(
     rows: Iterable[Any], *, detailed: bool = False, where: str = "acceptances"
 ) -> dict[str, Label]:
     """:func:`latest_labels_in_batches` of rows that come one by one."""
-    return latest_labels_in_batches(_chunks(rows), detailed=detailed, where=where)
+    return latest_labels_in_batches(
+        (as_columns(batch, _LABEL_COLUMNS) for batch in _chunks(rows)),
+        detailed=detailed,
+        where=where,
+    )
 
 
 def latest_labels_in_batches(
-    batches: Iterable[list[Any]], *, detailed: bool = False, where: str = "acceptances"
+    batches: Iterable[Columns], *, detailed: bool = False, where: str = "acceptances"
 ) -> dict[str, Label]:
-    """Stream label rows (:data:`LABEL_FIELDS`, plus :data:`FILTER_FIELDS` when
-    ``detailed``), in batches, once, keeping each run's latest label (the
-    fast and slow paths of :func:`latest_verdicts_in_batches`)."""
+    """Stream labels (:data:`LABEL_FIELDS`, plus :data:`FILTER_FIELDS` when
+    ``detailed``), in batches of columns, once, keeping each run's latest label
+    (the fast and slow paths of :func:`latest_verdicts_in_batches`)."""
     latest: dict[str, tuple[Any, ...]] = {}  # laid out as Label (see _VerdictReader)
     stream = _Stream()
-    for batch in batches:
-        ids = [r.record_id for r in batch]
-        ats = [r.recorded_at for r in batch]
+    for columns in batches:
+        ats, ids, runs = columns["recorded_at"], columns["record_id"], columns["run_id"]
+        n = len(runs)
+        initiatives = columns.get("initiative_id") if detailed else None
+        initiatives = initiatives or [None] * n
+        passed = [label == "pass" for label in columns["label"]]
+        gates = columns["gate_record_id"]
         if stream.ordered(ats, ids):
-            runs = [r.run_id for r in batch]
-            passed = [r.label == "pass" for r in batch]
-            gates = [r.gate_record_id for r in batch]
-            initiatives = [r.initiative_id for r in batch] if detailed else [None] * len(batch)
             kept = zip(ats, passed, gates, initiatives, ids, strict=True)
             latest.update(zip(runs, kept, strict=True))
             continue
-        for row in batch:
-            run, at = row.run_id, row.recorded_at
+        for at, record_id, run, yes, gate, initiative in zip(
+            ats, ids, runs, passed, gates, initiatives, strict=True
+        ):
             if type(at) is not str or len(at) != 27 or at[26] != "Z" or at[10] != "T":
-                at = _key(at, where, f"label {row.record_id} of run {run}")
-            stream.saw(at, row.record_id)
+                at = _key(at, where, f"label {record_id} of run {run}")
+            stream.saw(at, record_id)
             current = latest.get(run)
-            if (
-                current is None
-                or at > current[0]
-                or (at == current[0] and row.record_id > current[4])
-            ):
-                latest[run] = (
-                    at,
-                    row.label == "pass",
-                    row.gate_record_id,
-                    row.initiative_id if detailed else None,
-                    row.record_id,
-                )
-    return dict(zip(latest, map(Label._make, latest.values()), strict=True))
+            if current is None or at > current[0] or (at == current[0] and record_id > current[4]):
+                latest[run] = (at, yes, gate, initiative, record_id)
+    return dict(zip(latest, map(_typed(Label), latest.values()), strict=True))
 
 
 def judged_by(label: Any, latest: Any, named: Any = None) -> Any:
