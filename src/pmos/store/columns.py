@@ -82,27 +82,15 @@ def read(pack: Path, kind: str, records: int) -> Columns | None:
     """The columns of ``pack`` (``records`` long), or None when it has no usable columns
     file: none, one for another pack or count, or a damaged one (readers then read the
     pack; ``pmos ledger verify`` reports the damage)."""
-    if kind not in FIELDS:
-        return None
-    try:
-        data = path_for(pack).read_bytes()
-    except FileNotFoundError:
-        return None
-    return _decode(data, pack, kind, records)[0]
+    return _load(pack, kind, records)[0]
 
 
 def problem(pack: Path, kind: str, records: int, found: Columns) -> str | None:
     """What is wrong with ``pack``'s columns file, given ``found``, the columns of its
     records as ``pmos ledger verify`` read them (None: nothing, or the pack has none)."""
-    if kind not in FIELDS:
-        return None
-    try:
-        data = path_for(pack).read_bytes()
-    except FileNotFoundError:
-        return None
-    columns, why = _decode(data, pack, kind, records)
+    columns, why = _load(pack, kind, records)
     if columns is None:
-        return why
+        return why or None
     for field in FIELDS[kind]:
         stored, actual = columns[field], found[field]
         for number, (a, b) in enumerate(zip(stored, actual, strict=True), start=1):
@@ -120,6 +108,17 @@ def _decoder(kind: str) -> msgspec.msgpack.Decoder:
     row = row_type(kind, FIELDS[kind])
     spec = [(f.name, list[f.type]) for f in msgspec.structs.fields(row)]  # type: ignore[valid-type]
     return msgspec.msgpack.Decoder(msgspec.defstruct(f"{row.__name__}Columns", spec))
+
+
+def _load(pack: Path, kind: str, records: int) -> tuple[Columns | None, str]:
+    """The pack's columns, or None and why not ("": it has no columns file)."""
+    if kind not in FIELDS:
+        return None, ""
+    try:
+        data = path_for(pack).read_bytes()
+    except FileNotFoundError:
+        return None, ""
+    return _decode(data, pack, kind, records)
 
 
 def _decode(data: bytes, pack: Path, kind: str, records: int) -> tuple[Columns | None, str]:
