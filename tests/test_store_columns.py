@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from dbkits import judge, label, populate
-from ledgerfiles import folder, pack_files
+from ledgerfiles import folder, forge, pack_files
 from pmos.store import columns
 from pmos.store.layout import COLUMNS
 
@@ -33,13 +33,18 @@ def _metrics(cli, *options: str) -> dict:
 
 
 def _rewrite(path: Path, change) -> None:
-    """Edit a columns file's values and re-seal its digest, as a forger would."""
+    """Edit a columns file's values (``change`` gets the decoded chunks) and re-seal
+    its digest, as a forger would."""
     head, _, body = path.read_bytes().partition(b"\n")
-    data = msgspec.msgpack.decode(body)
-    change(data)
-    body = msgspec.msgpack.encode(data)
     header = orjson.loads(head)
-    header["sha256"] = hashlib.sha256(body).hexdigest()
+    chunks, start = [], 0
+    for size in header["chunks"]:
+        chunks.append(msgspec.msgpack.decode(body[start : start + size]))
+        start += size
+    change(chunks)
+    parts = [msgspec.msgpack.encode(chunk) for chunk in chunks]
+    body = b"".join(parts)
+    header.update(chunks=[len(part) for part in parts], sha256=hashlib.sha256(body).hexdigest())
     path.write_bytes(orjson.dumps(header) + b"\n" + body)
 
 
@@ -106,8 +111,12 @@ def test_a_repack_replaces_the_columns_and_removes_orphans(cli, packed, kit, kit
 def test_a_columns_file_that_disagrees_with_its_records_is_reported(cli, packed, kit_root):
     [path] = _columns_files(kit_root, "evals")
 
-    def flip(data: dict) -> None:
-        data["verdict"][0] = "FAIL" if data["verdict"][0] != "FAIL" else "PASS"
+    def flip(chunks: list) -> None:
+        words, numbers = chunks[0]["verdict"]  # dictionary-coded: values once, then numbers
+        other = "FAIL" if words[numbers[0]] != "FAIL" else "PASS"
+        if other not in words:
+            words.append(other)
+        numbers[0] = words.index(other)
 
     _rewrite(path, flip)
     result = cli("ledger", "verify", "--json")
@@ -144,7 +153,55 @@ def test_readers_use_the_columns_file(cli, packed, kit_root):
     pack's recorded screening; verify is what checks it): changing every label to
     'pass' there changes the figures."""
     [path] = _columns_files(kit_root, "acceptances")
-    _rewrite(path, lambda data: data.update(label=["pass"] * len(data["label"])))
+
+    def all_pass(chunks: list) -> None:
+        for chunk in chunks:
+            chunk["label"] = [["pass"], [0] * len(chunk["label"][1])]
+
+    _rewrite(path, all_pass)
     after = _metrics(cli, "--by", "5")
     assert after["confusion"]["fp"] == after["confusion"]["tn"] == 0  # no PM "fail" left
     assert after != packed
+
+
+@pytest.mark.parametrize("chunk", [3, 16_384])
+def test_chunks_and_records_left_out_by_the_packs_screening(cli, kit, kit_root, monkeypatch, chunk):
+    """Columns are read a chunk at a time; a record the pack's screening failed is
+    taken out of its chunk and reported, as when the pack itself is read."""
+    monkeypatch.setattr(columns, "CHUNK", chunk)
+    populate(kit, "r", MODELS, runs=20)
+    real = judge(kit, "x-1", "PASS", model=MODELS[0], initiative="init-0")
+    forged = {k: v for k, v in real.items() if k != "digest"}
+    forged.update(record_id=real["record_id"][:-4] + "f0f0", run_id="x-2", score=0.01)
+    forge(kit_root, "evals", forged)  # a PASS whose score breaks the writer's rule
+    label(kit, "x-2", "pass")
+
+    def figures() -> dict:
+        found = _metrics(cli, "--by", "5")
+        for item in found["excluded_records"]:
+            del item["file"]
+        return found
+
+    before = figures()
+    assert [e["record_id"] for e in before["excluded_records"]] == [forged["record_id"]]
+    assert cli("ledger", "pack").exit_code == 0
+    [path] = _columns_files(kit_root, "evals")
+    assert len(orjson.loads(path.read_bytes().split(b"\n", 1)[0])["chunks"]) > (chunk == 3)
+    assert figures() == before
+
+
+def test_a_sealed_columns_file_that_does_not_decode_is_refused(cli, packed, kit_root):
+    """Re-sealed by hand with a value number that names no value: readers cannot fall
+    back to the pack silently (the file claims to be whole), so they refuse."""
+    [path] = _columns_files(kit_root, "evals")
+
+    def break_numbers(chunks: list) -> None:
+        chunks[0]["verdict"][1][0] = 99
+
+    _rewrite(path, break_numbers)
+    result = cli("metrics", "--json")
+    assert result.exit_code == 2 and str(path) in result.output
+    verify = cli("ledger", "verify", "--json")
+    assert verify.exit_code == 1
+    [problem] = [p for k in json.loads(verify.stdout)["ledgers"] for p in k["problems"]]
+    assert problem["file"] == str(path) and "cannot be read" in problem["problem"]

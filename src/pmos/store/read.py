@@ -247,7 +247,10 @@ def _batches(
                 stored = columns.read(path, kind, header.records)
             if stored is not None:
                 packs.check_name(path)
-                yield _columns_without(stored, fields, failed, sieve, path)  # type: ignore[arg-type]
+                start = 0
+                for chunk in stored:
+                    yield _columns_without(chunk, fields, failed, sieve, path, start)  # type: ignore[arg-type]
+                    start += len(chunk[fields[0]])  # type: ignore[index]
             elif sieve is None or failed == {}:
                 yield from _pack_batches(path, kind, row, plain, decode, errors)
             elif failed is None:
@@ -290,15 +293,19 @@ def _columns_without(
     failed: dict[int, tuple[str | None, str, str]] | None,
     sieve: _Sieve | None,
     path: Path,
+    start: int,
 ) -> dict[str, list[Any]]:
-    """A pack's stored columns (``fields`` of them) without the records its recorded
-    screening failed (by record number, from 1), which are reported instead."""
-    if not failed:
+    """A chunk of a pack's stored columns (``fields`` of them; the pack's records from
+    ``start``) without the records its recorded screening failed (by record number,
+    from 1), which are reported instead."""
+    count = len(stored[fields[0]])
+    hits = sorted(n for n in failed or () if start < n <= start + count)
+    if not hits:
         return {field: stored[field] for field in fields}
-    for number in sorted(failed):
-        sieve.report_recorded(path, failed[number])  # type: ignore[union-attr]
-    drop = {number - 1 for number in failed}
-    keep = [i not in drop for i in range(len(stored[fields[0]]))]
+    for number in hits:
+        sieve.report_recorded(path, failed[number])  # type: ignore[union-attr, index]
+    drop = {number - start - 1 for number in hits}
+    keep = [i not in drop for i in range(count)]
     return {field: list(compress(stored[field], keep)) for field in fields}
 
 
