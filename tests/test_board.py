@@ -323,6 +323,7 @@ def test_refuses_to_write_through_a_symlink(cli, kit, kit_root, tmp_path):
     assert victim.read_text(encoding="utf-8") == "precious"
 
 
+@pytest.mark.slow
 def test_without_the_extra_it_says_how_to_install_it(pmos, kit, kit_root, tmp_path):
     """A real process in which matplotlib cannot be imported (a package that raises
     ImportError shadows it), as on an install without the 'board' extra."""
@@ -424,6 +425,7 @@ def test_the_reference_check_accepts_references_inside_the_page():
     assert external_references(html) == []
 
 
+@pytest.mark.slow
 def test_no_pyplot_and_no_raster(kit, tmp_path):
     """The charts come from the SVG backend alone: pyplot (which picks an interactive
     or Agg backend) is never imported, and no chart holds a raster <image>."""

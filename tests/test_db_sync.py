@@ -415,6 +415,7 @@ def big_kit(tmp_path):
 
 
 @pytest.mark.parametrize("when", ["mid-copy", "before-commit"])
+@pytest.mark.slow
 def test_a_sync_killed_with_sigkill_commits_nothing_and_the_next_one_completes(
     cli, db, pg_server, big_kit, when
 ):
@@ -455,6 +456,7 @@ def test_a_sync_killed_with_sigkill_commits_nothing_and_the_next_one_completes(
     assert counts(db)["acceptances"] == before["acceptances"] + 600
 
 
+@pytest.mark.slow
 def test_four_concurrent_syncs_of_different_kits(db, tmp_path):
     kits = []
     for n in range(4):
