@@ -216,6 +216,19 @@ def pmos() -> Callable[..., subprocess.CompletedProcess]:
     return pmos_process
 
 
+def pmos_in_process(*args: str, input: str | None = None) -> subprocess.CompletedProcess:
+    """pmos run in this process, reported as :func:`pmos_process` reports a real one.
+
+    For modules whose tests are about what a command finds, says and exits with
+    (the CLI maps each expected error to its exit code in-process too): a process
+    of its own per call added only start-up time, about a second when the command
+    imports scikit-learn. What needs a real process (signals, locks, a hang cut by
+    a timeout, the entry point's own exit handling) keeps :func:`pmos_process`.
+    """
+    done = Cli()(*args, input=input)
+    return subprocess.CompletedProcess(["pmos", *args], done.exit_code, done.stdout, done.stderr)
+
+
 def ledger_bytes(root: Path) -> dict[str, bytes]:
     """Every file under state/, for 'nothing was written' assertions."""
     return {
