@@ -28,6 +28,8 @@ from board_support import (
     QUEUE_OWED,
     QUEUE_SKIPPED,
     QUEUE_WAITING,
+    known,  # noqa: F401 (a fixture)
+    known_template,  # noqa: F401 (a fixture)
     seed_hostile,
     seed_known,
     synthetic_periods,
@@ -159,9 +161,9 @@ def test_the_known_board_in_chromium(known_board, tmp_path, browser):
         assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.usefixtures("known")
 def test_every_chart_draws_its_marks_in_chromium(kit, tmp_path, browser):
     """All three charts, the over-time and score ones fed the documented shapes."""
-    seed_known(kit)
     data = collect(kit, BoardOptions())
     data = dataclasses.replace(
         data,
@@ -187,8 +189,8 @@ def test_every_chart_draws_its_marks_in_chromium(kit, tmp_path, browser):
         seen.page.screenshot(path=str(tmp_path / "all-charts.png"), full_page=True)
 
 
+@pytest.mark.usefixtures("known")
 def test_hostile_text_shows_as_text_and_nothing_runs(kit, tmp_path, browser):
-    seed_known(kit)
     seed_hostile(kit)
     out = tmp_path / "hostile.html"
     out.write_text(render(collect(kit, BoardOptions())).html, encoding="utf-8")
@@ -223,9 +225,9 @@ def test_readable_with_javascript_disabled(known_board, browser):
         assert [u for u in seen.requests if u != seen.url] == []
 
 
+@pytest.mark.usefixtures("known")
 def test_printable_with_folded_details_unfolded(kit, tmp_path, browser):
     """On paper the folded evidence is printed too, and the page prints to PDF."""
-    seed_known(kit)
     seed_hostile(kit)
     out = tmp_path / "board.html"
     out.write_text(render(collect(kit, BoardOptions())).html, encoding="utf-8")
