@@ -9,15 +9,19 @@ grep the markup.
 from __future__ import annotations
 
 import re
+import shutil
 from collections import namedtuple
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import pytest
+
 from conftest import good_verdict
 from pmos.gate import writers
-from pmos.kit import Kit
+from pmos.kit import Kit, init_kit, open_kit
 
 RUBRIC = "planning/evals/agent-run-eval-rubric.md"
 
@@ -103,6 +107,22 @@ def seed_known(kit: Kit) -> None:
         evaluator_model="gpt-5",
     )
     judge(kit, QUEUE_OWED, True, "gpt-5", initiative="init-b")
+
+
+@pytest.fixture(scope="session")
+def known_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A kit holding the known records, written once per session (per worker)."""
+    root = tmp_path_factory.mktemp("known") / "kit"
+    init_kit(root)
+    seed_known(open_kit(root))
+    return root
+
+
+@pytest.fixture
+def known(kit_root: Path, known_template: Path) -> None:
+    """The test's own kit holds the known records: a copy of them, as seed_known
+    would write them (writing them is much of a short test's time)."""
+    shutil.copytree(known_template, kit_root, symlinks=True, dirs_exist_ok=True)
 
 
 def seed_hostile(kit: Kit) -> None:

@@ -43,6 +43,7 @@ RAM_TMP = Path("/dev/shm")
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    _share_compiled_code(config)
     if getattr(config, "workerinput", None) is not None:
         return  # an xdist worker: the controller chose the base folder
     if config.option.basetemp is None and RAM_TMP.is_dir() and os.access(RAM_TMP, os.W_OK):
@@ -50,6 +51,55 @@ def pytest_configure(config: pytest.Config) -> None:
 
         config.option.basetemp = tempfile.mkdtemp(prefix="pmos-tests-", dir=RAM_TMP)
         config.add_cleanup(lambda: shutil.rmtree(config.option.basetemp, ignore_errors=True))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Start the tests marked ``slow`` first, dealt round-robin to the workers.
+
+    pytest-xdist's worksteal scheduler first hands each of W workers one
+    contiguous slice of the collection (the first len//W items, then the next...),
+    and idle workers later steal from the tail of busy ones. A long test that
+    sits late in a slice starts last and ends the run alone; placed at the head of
+    the slices, the long tests run side by side from the start while the short
+    ones fill in around them. The order only changes when tests run, never what
+    they check.
+    """
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if not slow:
+        return
+    rest = [item for item in items if not item.get_closest_marker("slow")]
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    ordered: list[pytest.Item] = []
+    left, taken = len(items), 0
+    for worker in range(workers):
+        size = left // (workers - worker)  # as worksteal sizes each first slice
+        left -= size
+        head = slow[worker::workers]
+        body = max(0, size - len(head))
+        ordered += head + rest[taken : taken + body]
+        taken += body
+    ordered += rest[taken:]
+    assert sorted(map(id, ordered)) == sorted(map(id, items))
+    items[:] = ordered
+
+
+def _share_compiled_code(config: pytest.Config) -> None:
+    """Cache compiled code under .pytest_cache/pycache when bytecode writing is off.
+
+    With PYTHONDONTWRITEBYTECODE set (as on machines that keep source trees free
+    of __pycache__), every xdist worker rewrote the assertions of every test module
+    again (several CPU-seconds a collection) and every ``python -m pmos`` process a
+    test starts compiled pmos from source again. The cache goes to a folder of its
+    own (PYTHONPYCACHEPREFIX), never next to the sources, and the workers and
+    processes the suite starts inherit the setting; code behaves the same either way.
+    """
+    if not sys.dont_write_bytecode:
+        return  # caches are written already (or an outer run of this hook chose a folder)
+    prefix = str(config.rootpath / ".pytest_cache" / "pycache")
+    sys.dont_write_bytecode = False
+    sys.pycache_prefix = prefix
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = prefix
 
 
 @pytest.fixture(scope="session")
@@ -164,6 +214,19 @@ def pmos_process(
 @pytest.fixture
 def pmos() -> Callable[..., subprocess.CompletedProcess]:
     return pmos_process
+
+
+def pmos_in_process(*args: str, input: str | None = None) -> subprocess.CompletedProcess:
+    """pmos run in this process, reported as :func:`pmos_process` reports a real one.
+
+    For modules whose tests are about what a command finds, says and exits with
+    (the CLI maps each expected error to its exit code in-process too): a process
+    of its own per call added only start-up time, about a second when the command
+    imports scikit-learn. What needs a real process (signals, locks, a hang cut by
+    a timeout, the entry point's own exit handling) keeps :func:`pmos_process`.
+    """
+    done = Cli()(*args, input=input)
+    return subprocess.CompletedProcess(["pmos", *args], done.exit_code, done.stdout, done.stderr)
 
 
 def ledger_bytes(root: Path) -> dict[str, bytes]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -36,27 +37,39 @@ def pg_server() -> Iterator[PgServer]:
         server.stop()
 
 
-@pytest.fixture
-def pg_dsn(pg_server: PgServer) -> Iterator[str]:
-    """A fresh, empty database of its own for one test; dropped afterwards."""
+@contextmanager
+def fresh_database(server: PgServer) -> Iterator[str]:
+    """A fresh, empty database of its own; its DSN. Dropped when the block ends."""
     import psycopg
 
     name = f"t_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(pg_server.dsn(), autocommit=True) as conn:
+    with psycopg.connect(server.dsn(), autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {name}")
     try:
-        yield pg_server.dsn(name)
+        yield server.dsn(name)
     finally:
-        with psycopg.connect(pg_server.dsn(), autocommit=True) as conn:
+        with psycopg.connect(server.dsn(), autocommit=True) as conn:
             conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def migrated(dsn: str) -> str:
+    """The database at ``dsn`` migrated to the latest schema; its DSN."""
+    from pmos.db.connect import connection
+    from pmos.db.migrate import migrate
+
+    with connection(dsn, purpose="test") as conn:
+        migrate(conn)
+    return dsn
+
+
+@pytest.fixture
+def pg_dsn(pg_server: PgServer) -> Iterator[str]:
+    """A fresh, empty database of its own for one test; dropped afterwards."""
+    with fresh_database(pg_server) as dsn:
+        yield dsn
 
 
 @pytest.fixture
 def db(pg_dsn: str) -> str:
     """A fresh database migrated to the latest schema; its DSN."""
-    from pmos.db.connect import connection
-    from pmos.db.migrate import migrate
-
-    with connection(pg_dsn, purpose="test") as conn:
-        migrate(conn)
-    return pg_dsn
+    return migrated(pg_dsn)

@@ -486,6 +486,7 @@ _HOLD = ": > ran-$$; read -t 60 <> gate"
     [(None, "true", 0), (100, _HOLD, 75), (200, _HOLD, 75)],
     ids=["default-pool", "commands-pile-up", "pool-cannot-start"],
 )
+@pytest.mark.slow
 def test_a_process_limit_is_met_with_a_bounded_pool_or_a_clear_exit(
     kit_root, workers, command, expected
 ):

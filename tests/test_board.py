@@ -25,9 +25,10 @@ from board_support import (
     QUEUE_SKIPPED,
     QUEUE_WAITING,
     external_references,
+    known,  # noqa: F401 (a fixture)
+    known_template,  # noqa: F401 (a fixture)
     parse_page,
     seed_hostile,
-    seed_known,
     synthetic_periods,
     synthetic_scored_pairs,
     words,
@@ -65,8 +66,8 @@ def marks(page, chart: str) -> int:
 # ---------------------------------------------------------------- what the page says
 
 
+@pytest.mark.usefixtures("known")
 def test_board_shows_the_known_kit(cli, kit, kit_root):
-    seed_known(kit)
     result = cli("board")
     assert result.exit_code == 0, result.output
     assert "board written to" in result.stdout and "ADVISORY" in result.stdout
@@ -106,8 +107,8 @@ def test_board_shows_the_known_kit(cli, kit, kit_root):
     assert checkpoint["evals"][1] == newest["record_id"]
 
 
+@pytest.mark.usefixtures("known")
 def test_models_table_and_chart(cli, kit, kit_root):
-    seed_known(kit)
     assert cli("board").exit_code == 0
     _, page = board_page(kit_root)
     rows = {row[0]: row for row in table_rows(page, "models-table")}
@@ -119,8 +120,8 @@ def test_models_table_and_chart(cli, kit, kit_root):
     assert len(thresholds) == 1
 
 
+@pytest.mark.usefixtures("known")
 def test_charts_this_pmos_cannot_feed_say_so(cli, kit, kit_root):
-    seed_known(kit)
     result = cli("board", "--json")
     summary = json.loads(result.stdout)
     _, page = board_page(kit_root)
@@ -148,10 +149,10 @@ def stat_row(page, table: str, starts: str) -> str:
     raise AssertionError(f"no row starting {starts!r} in {table}")
 
 
+@pytest.mark.usefixtures("known")
 def test_every_chart_from_documented_shapes(kit):
     """The over-time chart and the score histogram, fed the documented shapes of
     compute_metrics(by=...)["periods"] and scored_pairs(), with the PM-optimal threshold."""
-    seed_known(kit)
     data = collect(kit, BoardOptions())
     data = dataclasses.replace(
         data,
@@ -178,8 +179,8 @@ def test_every_chart_from_documented_shapes(kit):
     assert external_references(page_data.html) == []
 
 
+@pytest.mark.usefixtures("known")
 def test_out_dash_writes_the_page_to_stdout(cli, kit, kit_root):
-    seed_known(kit)
     result = cli("board", "--out", "-")
     assert result.exit_code == 0
     assert result.stdout.startswith(MARKER)
@@ -187,8 +188,8 @@ def test_out_dash_writes_the_page_to_stdout(cli, kit, kit_root):
     assert not (kit_root / "state" / "board.html").exists()
 
 
+@pytest.mark.usefixtures("known")
 def test_json_summary(cli, kit, kit_root, tmp_path):
-    seed_known(kit)
     out = tmp_path / "site" / "board.html"
     out.parent.mkdir()
     result = cli("board", "--out", str(out), "--json")
@@ -213,8 +214,8 @@ def test_json_summary(cli, kit, kit_root, tmp_path):
     assert [c["kind"] for c in summary["checkpoint"]] == ["runs", "evals", "acceptances"]
 
 
+@pytest.mark.usefixtures("known")
 def test_scope_filters(cli, kit, kit_root):
-    seed_known(kit)
     assert cli("board", "--model", "gpt-5").exit_code == 0
     _, page = board_page(kit_root)
     assert stat(page, "pairs (runs with a verdict and a PM label)") == "5"
@@ -234,8 +235,8 @@ def test_scope_filters(cli, kit, kit_root):
     assert page.find_all(id="latest-verdicts") == []
 
 
+@pytest.mark.usefixtures("known")
 def test_limit_caps_every_list(cli, kit, kit_root):
-    seed_known(kit)
     assert cli("board", "--limit", "1").exit_code == 0
     _, page = board_page(kit_root)
     assert len(table_rows(page, "latest-verdicts")) == 1
@@ -244,12 +245,12 @@ def test_limit_caps_every_list(cli, kit, kit_root):
     assert "1 more not shown" in words(page.by_id("queues").text())
 
 
+@pytest.mark.usefixtures("known")
 def test_large_kits_read_in_child_processes_give_the_same_board(kit, monkeypatch):
     """The forked readers (used from PARALLEL_MIN_BYTES of eval ledger up) collect
     exactly what the in-process readers do."""
     from pmos.board import collect as collect_module
 
-    seed_known(kit)
     options = BoardOptions(limit=3)
     now = datetime.now(UTC)  # one moment for both, so the queue ages agree
     inline = collect(kit, options, now=now)
@@ -261,8 +262,8 @@ def test_large_kits_read_in_child_processes_give_the_same_board(kit, monkeypatch
     assert forked.verification.total == 2 and len(forked.verification.shown) == 2
 
 
+@pytest.mark.usefixtures("known")
 def test_an_existing_board_is_replaced(cli, kit, kit_root):
-    seed_known(kit)
     assert cli("board").exit_code == 0
     first = (kit_root / "state" / "board.html").read_text(encoding="utf-8")
     assert cli("board", "--limit", "2").exit_code == 0
@@ -289,8 +290,8 @@ def test_an_existing_board_is_replaced(cli, kit, kit_root):
         (["--out", "-", "--json"], "use one of them"),
     ],
 )
+@pytest.mark.usefixtures("known")
 def test_bad_input_exits_2_and_writes_nothing(cli, kit, kit_root, args, message):
-    seed_known(kit)
     before = ledger_bytes(kit_root)
     config = (kit_root / "pmos.yaml").read_bytes()
     result = cli("board", *args)
@@ -306,14 +307,14 @@ def test_bad_input_exits_2_and_writes_nothing(cli, kit, kit_root, args, message)
     [["--limit", "1"], ["--limit", "5000"], ["--by", "month"], ["--by", "50"],
      ["--since", "2026-01-01"], ["--out", "fresh.html"]],
 )  # fmt: skip
+@pytest.mark.usefixtures("known")
 def test_good_input_counterparts(cli, kit, kit_root, args):
-    seed_known(kit)
     result = cli("board", *args)
     assert result.exit_code == 0, result.output
 
 
+@pytest.mark.usefixtures("known")
 def test_refuses_to_write_through_a_symlink(cli, kit, kit_root, tmp_path):
-    seed_known(kit)
     victim = tmp_path / "victim.html"
     victim.write_text("precious", encoding="utf-8")
     (kit_root / "link.html").symlink_to(victim)
@@ -323,10 +324,11 @@ def test_refuses_to_write_through_a_symlink(cli, kit, kit_root, tmp_path):
     assert victim.read_text(encoding="utf-8") == "precious"
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures("known")
 def test_without_the_extra_it_says_how_to_install_it(pmos, kit, kit_root, tmp_path):
     """A real process in which matplotlib cannot be imported (a package that raises
     ImportError shadows it), as on an install without the 'board' extra."""
-    seed_known(kit)
     shadow = tmp_path / "shadow" / "matplotlib"
     shadow.mkdir(parents=True)
     (shadow / "__init__.py").write_text("raise ImportError('not installed')\n", encoding="utf-8")
@@ -346,8 +348,8 @@ def test_without_the_extra_it_says_how_to_install_it(pmos, kit, kit_root, tmp_pa
 # ---------------------------------------------- hostile text, no external reference
 
 
+@pytest.mark.usefixtures("known")
 def test_hostile_text_is_shown_as_text(cli, kit, kit_root):
-    seed_known(kit)
     seed_hostile(kit)
     result = cli("board")
     assert result.exit_code == 0, result.output
@@ -373,8 +375,8 @@ def test_hostile_text_is_shown_as_text(cli, kit, kit_root):
     assert external_references(html) == []
 
 
+@pytest.mark.usefixtures("known")
 def test_the_board_references_nothing_outside_itself(cli, kit, kit_root):
-    seed_known(kit)
     assert cli("board").exit_code == 0
     html = (kit_root / "state" / "board.html").read_text(encoding="utf-8")
     assert external_references(html) == []
@@ -424,10 +426,11 @@ def test_the_reference_check_accepts_references_inside_the_page():
     assert external_references(html) == []
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures("known")
 def test_no_pyplot_and_no_raster(kit, tmp_path):
     """The charts come from the SVG backend alone: pyplot (which picks an interactive
     or Agg backend) is never imported, and no chart holds a raster <image>."""
-    seed_known(kit)
     code = (
         "import sys, dataclasses\n"
         "from pmos.kit import open_kit\n"

@@ -1,10 +1,11 @@
 """The board opened in real headless Chromium (Debian's package), with the network off.
 
 Playwright's Python package drives the system browser (``executable_path``);
-it never downloads one. Each test starts the browser with a fresh profile
-folder, the flags that keep Chromium from calling home, every host name
-resolving to nothing, and the context offline; every request the page makes
-is recorded, and so is every console message and page error.
+it never downloads one. The browser starts once per module, with the flags that
+keep Chromium from calling home and every host name resolving to nothing; each
+test opens its page in a fresh, offline browser context (its own cookies,
+storage and cache, as a fresh profile would have); every request the page
+makes is recorded, and so is every console message and page error.
 
 These tests skip only when no Chromium is installed (``.ci/run`` installs it).
 """
@@ -27,16 +28,20 @@ from board_support import (
     QUEUE_OWED,
     QUEUE_SKIPPED,
     QUEUE_WAITING,
+    known,  # noqa: F401 (a fixture)
+    known_template,  # noqa: F401 (a fixture)
     seed_hostile,
     seed_known,
     synthetic_periods,
     synthetic_scored_pairs,
 )
+from conftest import Cli
 from pmos.board.collect import BoardOptions, collect
 from pmos.board.page import render
 from pmos.board.scores import score_bins
 from pmos.board.visible import plain
 from pmos.calibration.metrics import compute_metrics
+from pmos.kit import Kit, init_kit, open_kit
 
 CHROMIUM = os.environ.get("PMOS_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = pytest.mark.skipif(
@@ -72,32 +77,38 @@ class Opened:
         return self.page.locator(selector).count()
 
 
-@contextmanager
-def opened(path: Path, profile: Path, *, javascript: bool = True) -> Iterator[Opened]:
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One headless Chromium for the module: starting it is most of a test's time."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(
-            str(profile),
-            executable_path=CHROMIUM,
-            args=ARGS,
-            headless=True,
-            offline=True,
-            java_script_enabled=javascript,
-            viewport={"width": 1200, "height": 900},
-        )
+        started = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
         try:
-            page = context.new_page()
-            url = path.resolve().as_uri()
-            seen = Opened(page, url, [], [], [])
-            context.on("request", lambda r: seen.requests.append(r.url))
-            page.on("console", lambda m: seen.console.append((m.type, m.text)))
-            page.on("pageerror", lambda e: seen.errors.append(str(e)))
-            page.goto(url, wait_until="load")
-            page.wait_for_load_state("networkidle")
-            yield seen
+            yield started
         finally:
-            context.close()
+            started.close()
+
+
+@contextmanager
+def opened(path: Path, browser: Any, *, javascript: bool = True) -> Iterator[Opened]:
+    context = browser.new_context(
+        offline=True,
+        java_script_enabled=javascript,
+        viewport={"width": 1200, "height": 900},
+    )
+    try:
+        page = context.new_page()
+        url = path.resolve().as_uri()
+        seen = Opened(page, url, [], [], [])
+        context.on("request", lambda r: seen.requests.append(r.url))
+        page.on("console", lambda m: seen.console.append((m.type, m.text)))
+        page.on("pageerror", lambda e: seen.errors.append(str(e)))
+        page.goto(url, wait_until="load")
+        page.wait_for_load_state("networkidle")
+        yield seen
+    finally:
+        context.close()
 
 
 def assert_quiet(seen: Opened) -> None:
@@ -107,12 +118,23 @@ def assert_quiet(seen: Opened) -> None:
     assert [u for u in seen.requests if u != seen.url] == []
 
 
-def test_the_known_board_in_chromium(pmos, kit, kit_root, tmp_path):
+@pytest.fixture(scope="module")
+def known_board(tmp_path_factory) -> tuple[Kit, Path]:
+    """The known kit and the board ``pmos board`` writes of it, made once: the tests
+    that take it only open the page."""
+    root = tmp_path_factory.mktemp("known") / "kit"
+    init_kit(root)
+    kit = open_kit(root)
     seed_known(kit)
-    out = tmp_path / "board.html"
-    done = pmos("board", "--out", str(out))
-    assert done.returncode == 0, done.stderr
-    with opened(out, tmp_path / "profile") as seen:
+    out = root.parent / "board.html"
+    done = Cli()("--root", str(root), "board", "--out", str(out))
+    assert done.exit_code == 0, done.output
+    return kit, out
+
+
+def test_the_known_board_in_chromium(known_board, tmp_path, browser):
+    kit, out = known_board
+    with opened(out, browser) as seen:
         assert_quiet(seen)
         banner = seen.text("#banner")
         assert banner.startswith("ADVISORY")
@@ -139,9 +161,9 @@ def test_the_known_board_in_chromium(pmos, kit, kit_root, tmp_path):
         assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_every_chart_draws_its_marks_in_chromium(kit, tmp_path):
+@pytest.mark.usefixtures("known")
+def test_every_chart_draws_its_marks_in_chromium(kit, tmp_path, browser):
     """All three charts, the over-time and score ones fed the documented shapes."""
-    seed_known(kit)
     data = collect(kit, BoardOptions())
     data = dataclasses.replace(
         data,
@@ -151,7 +173,7 @@ def test_every_chart_draws_its_marks_in_chromium(kit, tmp_path):
     )
     out = tmp_path / "all-charts.html"
     out.write_text(render(data).html, encoding="utf-8")
-    with opened(out, tmp_path / "profile") as seen:
+    with opened(out, browser) as seen:
         assert_quiet(seen)
         expected = {"over-time": 8, "by-model": 2, "scores": 6}
         for chart, marks in expected.items():
@@ -167,12 +189,12 @@ def test_every_chart_draws_its_marks_in_chromium(kit, tmp_path):
         seen.page.screenshot(path=str(tmp_path / "all-charts.png"), full_page=True)
 
 
-def test_hostile_text_shows_as_text_and_nothing_runs(kit, tmp_path):
-    seed_known(kit)
+@pytest.mark.usefixtures("known")
+def test_hostile_text_shows_as_text_and_nothing_runs(kit, tmp_path, browser):
     seed_hostile(kit)
     out = tmp_path / "hostile.html"
     out.write_text(render(collect(kit, BoardOptions())).html, encoding="utf-8")
-    with opened(out, tmp_path / "profile") as seen:
+    with opened(out, browser) as seen:
         assert_quiet(seen)
         assert seen.page.evaluate("typeof window.__pwned") == "undefined"
         assert seen.count("script") == 0
@@ -194,24 +216,22 @@ def test_hostile_text_shows_as_text_and_nothing_runs(kit, tmp_path):
         seen.page.screenshot(path=str(tmp_path / "hostile.png"), full_page=True)
 
 
-def test_readable_with_javascript_disabled(pmos, kit, tmp_path):
-    seed_known(kit)
-    out = tmp_path / "board.html"
-    assert pmos("board", "--out", str(out)).returncode == 0
-    with opened(out, tmp_path / "profile", javascript=False) as seen:
+def test_readable_with_javascript_disabled(known_board, browser):
+    _, out = known_board
+    with opened(out, browser, javascript=False) as seen:
         assert seen.page.is_visible("#banner")
         assert seen.page.locator("#chart-by-model svg").is_visible()
         assert seen.page.locator('td[data-stat="Cohen\'s kappa"]').inner_text() == "0.600"
         assert [u for u in seen.requests if u != seen.url] == []
 
 
-def test_printable_with_folded_details_unfolded(kit, tmp_path):
+@pytest.mark.usefixtures("known")
+def test_printable_with_folded_details_unfolded(kit, tmp_path, browser):
     """On paper the folded evidence is printed too, and the page prints to PDF."""
-    seed_known(kit)
     seed_hostile(kit)
     out = tmp_path / "board.html"
     out.write_text(render(collect(kit, BoardOptions())).html, encoding="utf-8")
-    with opened(out, tmp_path / "profile") as seen:
+    with opened(out, browser) as seen:
         evidence = seen.page.locator("#latest-verdicts details li").first
         assert not evidence.is_visible()  # folded on screen
         seen.page.emulate_media(media="print")

@@ -8,6 +8,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 import ledgerfiles
 from conftest import REGISTER_R, pmos_process
 from pmos.kit import open_kit
@@ -42,6 +44,7 @@ def temps(kit_root) -> list:
     return sorted(p for p in folder.iterdir() if p.name.startswith(TEMP_PREFIX))
 
 
+@pytest.mark.slow
 def test_eight_processes_append_1600_records_each_stored_once(kit_root):
     workers = [spawn(w, 200) for w in range(8)]
     acked: list[str] = []
@@ -88,6 +91,7 @@ def storm_and_kill(kit_root, acks: int, pad: int) -> list[str]:
     return acked
 
 
+@pytest.mark.slow
 def test_sigkill_mid_storm_loses_no_acknowledged_record_and_leaves_no_torn_file(kit_root):
     # The kill lands while a write is seen in flight; the write may still win the
     # race (a kill between two writes leaves nothing), so storm again until one

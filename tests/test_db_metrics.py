@@ -13,13 +13,17 @@ in its own test.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 
 import psycopg
 import pytest
 
+from conftest import Cli
 from dbkits import judge, label, new_kit, populate, register, union_kit
-from pmos.kit import open_kit
+from pg_fixtures import fresh_database, migrated
+from pmos.kit import Kit, open_kit
 from pmos.timestamps import parse_instant
 
 #: Keys of pmos metrics --json that the SQL views also give, view column -> report key.
@@ -76,12 +80,11 @@ def assert_view_row_matches(row: dict, report: dict) -> None:
     assert {k: row[k] for k in ("tp", "fn", "fp", "tn")} == report["confusion"]
 
 
-@pytest.fixture
-def two_kits(tmp_path, db, cli):
+def build_two_kits(folder: Path, dsn: str, cli: Cli) -> tuple[Kit, Kit, Kit]:
     """Kits a and b, written in alternating slices so their records interleave in
-    time, both synced; and the union of their records as a third kit."""
-    a = new_kit(tmp_path / "a")
-    b = new_kit(tmp_path / "b")
+    time, both synced to ``dsn``; and the union of their records as a third kit."""
+    a = new_kit(folder / "a")
+    b = new_kit(folder / "b")
     # Kit a has settings of its own: they apply to it alone, never to all kits.
     config = a.root / "pmos.yaml"
     text = config.read_text()
@@ -96,12 +99,27 @@ def two_kits(tmp_path, db, cli):
     for first in range(0, 40, 10):
         populate(a, "a", ["gpt-5", "claude-opus-4"], runs=10, seed=1, first=first)
         populate(b, "b", ["gemini-2.5-pro", "gpt-5", "llama-4"], runs=10, seed=2, first=first)
-    sync(cli, a, db, "kit-a")
-    sync(cli, b, db, "kit-b")
-    return a, b, union_kit(tmp_path / "union", a, b)
+    sync(cli, a, dsn, "kit-a")
+    sync(cli, b, dsn, "kit-b")
+    return a, b, union_kit(folder / "union", a, b)
 
 
-def test_metrics_db_equals_file_mode_over_the_union_of_the_kits(cli, db, two_kits):
+@pytest.fixture
+def two_kits(tmp_path, db, cli):
+    """The two synced kits and their union, for a test that adds records to them."""
+    return build_two_kits(tmp_path, db, cli)
+
+
+@pytest.fixture(scope="module")
+def shared(pg_server, tmp_path_factory) -> Iterator[tuple[str, tuple[Kit, Kit, Kit]]]:
+    """A database and the two kits synced to it, built once for the tests that only
+    read them (building them is most of each such test's time); its DSN and the kits."""
+    with fresh_database(pg_server) as dsn:
+        yield dsn, build_two_kits(tmp_path_factory.mktemp("shared"), migrated(dsn), Cli())
+
+
+def test_metrics_db_equals_file_mode_over_the_union_of_the_kits(cli, shared):
+    db, two_kits = shared
     a, b, union = two_kits
     expected = file_metrics(cli, union)
     assert expected["pairs"] >= 30 and len(expected["by_model"]) == 4
@@ -125,7 +143,8 @@ def test_metrics_db_equals_file_mode_over_the_union_of_the_kits(cli, db, two_kit
         ("--model", "claude-opus-4", "--initiative", "init-2", "--window", "3"),
     ],
 )
-def test_filtered_metrics_db_equal_file_mode(cli, db, two_kits, args):
+def test_filtered_metrics_db_equal_file_mode(cli, shared, args):
+    db, two_kits = shared
     _, _, union = two_kits
     assert db_metrics(cli, db, *args) == file_metrics(cli, union, *args)
 
@@ -144,7 +163,8 @@ def test_metrics_db_since_equals_file_mode(cli, db, two_kits, tmp_path):
     assert db_metrics(cli, db, "--since", since) == expected
 
 
-def test_the_views_equal_pmos_metrics(cli, db, two_kits):
+def test_the_views_equal_pmos_metrics(cli, shared):
+    db, two_kits = shared
     a, b, union = two_kits
     by_kit = {"kit-a": file_metrics(cli, a), "kit-b": file_metrics(cli, b), None: None}
     by_kit[None] = file_metrics(cli, union)
@@ -242,7 +262,8 @@ def queue_items(items: list[dict], extra: tuple[str, ...]) -> list[tuple]:
     ]
 
 
-def test_queue_db_and_the_queue_views_equal_each_kits_pmos_queue(cli, db, two_kits):
+def test_queue_db_and_the_queue_views_equal_each_kits_pmos_queue(cli, shared):
+    db, two_kits = shared
     a, b, _ = two_kits
     expected = {"verification_debt": [], "acceptance_debt": []}
     for kit_id, kit in (("kit-a", a), ("kit-b", b)):
@@ -275,13 +296,15 @@ def test_queue_db_and_the_queue_views_equal_each_kits_pmos_queue(cli, db, two_ki
     ) == queue_items(expected["acceptance_debt"], ("verdict",))
 
 
-def test_queue_db_of_one_kit_and_its_human_output(cli, db, two_kits):
+def test_queue_db_of_one_kit_and_its_human_output(cli, shared):
+    db, _ = shared
     result = cli("queue", "--db", db, "--kit", "kit-b")
     assert result.exit_code == 1
     assert "kits: 1" in result.stdout and "kit-b" in result.stdout and "kit-a" not in result.stdout
 
 
-def test_metrics_db_human_output_names_the_kits(cli, db, two_kits):
+def test_metrics_db_human_output_names_the_kits(cli, shared):
+    db, _ = shared
     result = cli("metrics", "--db", db)
     assert result.exit_code == 0
     assert result.stdout.startswith("kits (2): kit-a, kit-b")
@@ -298,7 +321,8 @@ def test_an_empty_database_has_no_pairs_and_no_debt(cli, db):
     assert row["kit_id"] is None and row["pairs"] == 0 and row["pass_fraction"] is None
 
 
-def test_an_unknown_kit_is_refused(cli, db, two_kits):
+def test_an_unknown_kit_is_refused(cli, shared):
+    db, _ = shared
     for command in ("metrics", "queue"):
         refused = cli(command, "--db", db, "--kit", "kit-c")
         assert refused.exit_code == 2

@@ -19,6 +19,7 @@ import pytest
 import ledgerfiles
 from dbkits import bulk_labels, git_kit, judge, label, new_kit, populate
 from pmos.db.identity import normalise_remote
+from pmos.kit import open_kit
 from pmos.store.packs import name_digest
 from pmos.store.read import records_with_digests
 from pmos.store.registry import LEDGER_KINDS
@@ -61,11 +62,23 @@ def counts(dsn: str) -> dict[str, int]:
         return {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables}
 
 
-@pytest.fixture
-def small_kit(tmp_path):
-    kit = new_kit(tmp_path / "small")
+def copy_of(template: Path, folder: Path):
+    """A kit of the test's own: a copy of ``template``, which is written once per
+    module (writing it through pmos's writers is most of a test's time)."""
+    shutil.copytree(template, folder, symlinks=True)
+    return open_kit(folder)
+
+
+@pytest.fixture(scope="module")
+def small_template(tmp_path_factory) -> Path:
+    kit = new_kit(tmp_path_factory.mktemp("template") / "small")
     populate(kit, "s", ["gpt-5", "claude-opus-4"], runs=20)
-    return kit
+    return kit.root
+
+
+@pytest.fixture
+def small_kit(tmp_path, small_template):
+    return copy_of(small_template, tmp_path / "small")
 
 
 def test_sync_stores_every_record_once_with_its_digest_json_and_typed_columns(cli, db, small_kit):
@@ -406,15 +419,21 @@ def sync_backends(dsn: str, *, waiting_on_a_lock: bool = False) -> int:
         ).fetchone()[0]
 
 
-@pytest.fixture
-def big_kit(tmp_path):
-    kit = new_kit(tmp_path / "big")
+@pytest.fixture(scope="module")
+def big_template(tmp_path_factory) -> Path:
+    kit = new_kit(tmp_path_factory.mktemp("template") / "big")
     populate(kit, "b", ["gpt-5", "claude-opus-4"], runs=20)
     bulk_labels(kit, 600, note_bytes=50_000)
-    return kit
+    return kit.root
+
+
+@pytest.fixture
+def big_kit(tmp_path, big_template):
+    return copy_of(big_template, tmp_path / "big")
 
 
 @pytest.mark.parametrize("when", ["mid-copy", "before-commit"])
+@pytest.mark.slow
 def test_a_sync_killed_with_sigkill_commits_nothing_and_the_next_one_completes(
     cli, db, pg_server, big_kit, when
 ):
@@ -455,6 +474,7 @@ def test_a_sync_killed_with_sigkill_commits_nothing_and_the_next_one_completes(
     assert counts(db)["acceptances"] == before["acceptances"] + 600
 
 
+@pytest.mark.slow
 def test_four_concurrent_syncs_of_different_kits(db, tmp_path):
     kits = []
     for n in range(4):

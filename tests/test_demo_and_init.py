@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import pmos
 
 REPO = Path(__file__).resolve().parents[1]
@@ -31,6 +33,7 @@ def pmos_on_path(tmp_path: Path) -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow
 def test_demo_cleans_up_and_its_transcript_pastes_back(tmp_path):
     env = pmos_on_path(tmp_path)
     temp = tmp_path / "tmp"

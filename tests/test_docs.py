@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import pmos
 
 REPO = Path(__file__).resolve().parents[1]
@@ -80,6 +82,7 @@ def pmos_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow
 def test_the_tutorial_runs_as_written_and_ends_with_a_gated_product(tmp_path):
     text = (REPO / "docs" / "tutorial.md").read_text(encoding="utf-8")
     blocks = sh_blocks(text)

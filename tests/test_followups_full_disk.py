@@ -107,6 +107,7 @@ def _can_mount(tmp_path: Path) -> str | None:
     return None if done.returncode == 0 else f"this sandbox cannot mount a tmpfs: {done.stderr}"
 
 
+@pytest.mark.slow
 def test_a_full_disk_between_the_two_writes_is_reported_and_the_rerun_completes_it(
     kit, kit_root, tmp_path
 ):

@@ -73,6 +73,7 @@ def test_deep_json_verdict_is_refused(pmos, tmp_path):
     assert result.returncode == 2 and "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_a_fifo_is_not_read(pmos, fifo, kit_root):
     assert (
         pmos(
@@ -137,6 +138,7 @@ def test_odd_config_values_are_clean_errors(cli, kit_root, line):
     assert result.stderr.startswith("pmos: error:")
 
 
+@pytest.mark.slow
 def test_deeply_nested_reviewer_output_is_unparseable_not_a_crash():
     from pmos.assess.jury import last_json_object
 

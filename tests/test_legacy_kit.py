@@ -5,16 +5,25 @@ the same, and ``pmos ledger pack`` converts them keeping every record and digest
 from __future__ import annotations
 
 import json
+import subprocess
+from collections.abc import Callable
 
 import pytest
 
 import ledgerfiles
-from conftest import good_verdict
+from conftest import good_verdict, pmos_in_process
 from pmos.gate import writers
 from pmos.kit import open_kit
 from pmos.store import read
 from pmos.store.digest import record_digest
 from test_metrics import judge
+
+
+@pytest.fixture
+def pmos() -> Callable[..., subprocess.CompletedProcess]:
+    """pmos in this process (see conftest.pmos_in_process): these tests are about
+    what the readers and verify find, not about processes."""
+    return pmos_in_process
 
 
 def _old_records(kit) -> dict[str, list[dict]]:

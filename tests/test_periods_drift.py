@@ -103,6 +103,7 @@ def test_a_bad_by_is_refused(cli, bad):
     assert result.exit_code == 2 and "--by" in result.stderr
 
 
+@pytest.mark.slow
 def test_the_simulation_meets_its_targets_in_a_reduced_run():
     """benchmarks/calibration_sim.py at n = 20 (exact): coverage >= 93% in every cell
     of the grid, false calibration <= 5%; the full run is in calibration-method.md."""

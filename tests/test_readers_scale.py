@@ -85,6 +85,7 @@ def _peak(kit) -> int:
         tracemalloc.stop()
 
 
+@pytest.mark.slow
 def test_memory_grows_with_runs_not_records(kit, monkeypatch):
     from pmos.calibration import metrics as calibration
 
@@ -198,6 +199,7 @@ def _forks(kit_root) -> dict:
     return json.loads(done.stdout)
 
 
+@pytest.mark.slow
 def test_a_large_eval_ledger_is_read_in_a_second_process_with_the_same_report(kit, kit_root):
     from pmos.calibration.metrics import PARALLEL_MIN_BYTES
 

@@ -11,18 +11,28 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
+from collections.abc import Callable
 from typing import Any, Literal
 
 import msgspec
 import pytest
 
 import ledgerfiles
+from conftest import pmos_in_process
 from pmos.calibration.metrics import compute_metrics
 from pmos.errors import LedgerCorrupt
 from pmos.store import chain
 from pmos.store.read import records
 from pmos.store.rows import row_type
 from pmos.store.verify import verify_kind
+
+
+@pytest.fixture
+def pmos() -> Callable[..., subprocess.CompletedProcess]:
+    """pmos in this process (see conftest.pmos_in_process): these tests are about
+    what the readers and verify find, not about processes."""
+    return pmos_in_process
 
 
 def _verdict(run: str = "run-1", **overrides: Any) -> dict[str, Any]:

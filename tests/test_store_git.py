@@ -154,6 +154,7 @@ ON_MAIN = [("m1", "PASS", "pass")]
 LATER_LABELS = {"a3": "pass", "b2": "fail"}
 
 
+@pytest.mark.slow
 def test_branches_that_record_merge_without_conflict_everywhere(product: Product):
     repo = product.path
     git(repo, "tag", "base")

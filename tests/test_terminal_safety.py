@@ -119,6 +119,7 @@ def test_json_output_escapes_them_and_keeps_the_data():
 # ---------------------------------------------------------------- what pmos prints
 
 
+@pytest.mark.slow
 def test_records_holding_hostile_text_print_safely(cli, tmp_path):
     from assess_support import write_spec
 

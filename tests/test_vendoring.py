@@ -83,6 +83,7 @@ def test_the_wheel_bundles_every_template_path():
         assert bundled[top] == f"pmos/_kit/{top}"
 
 
+@pytest.mark.slow
 def test_an_agent_in_the_product_repo_records_a_run_end_to_end(product):
     """From the product root: register, verdict via the kit script, PM label, metrics."""
     kit = product / "pmos"

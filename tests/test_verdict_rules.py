@@ -426,6 +426,7 @@ def test_contract_criterion_ids_are_unique(kit, cli, tmp_path):
     assert register_with(cli, tmp_path, ["c1", "c2"]).exit_code == 0
 
 
+@pytest.mark.slow
 def test_a_large_contract_names_each_repeated_id_once(kit, cli, tmp_path):
     """Issue 16 item 10: the check is one pass (benchmarks/contract.py times it)."""
     ids = [f"c{i}" for i in range(20_000)] + ["c5", "c17", "c5"]
