@@ -21,7 +21,7 @@ import fnmatch
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 from pmos.errors import BadInput
@@ -55,12 +55,17 @@ def match_pattern_list(value: str, patterns: tuple[str, ...]) -> bool:
     matched = False
     for pattern in patterns:
         negated = pattern.startswith("!")
-        body = pattern[1:] if negated else pattern
-        if re.fullmatch(fnmatch.translate(body).replace("\\Z", ""), value, re.DOTALL):
+        if _compiled(pattern[1:] if negated else pattern).fullmatch(value):
             if negated:
                 return False
             matched = True
     return matched
+
+
+@lru_cache(maxsize=1024)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    """A pattern, compiled once per process: every label checked asks the same few."""
+    return re.compile(fnmatch.translate(pattern).replace("\\Z", ""), re.DOTALL)
 
 
 def _tokens(line: str) -> list[str]:
