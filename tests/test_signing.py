@@ -216,15 +216,59 @@ def test_allowed_signers_principals_namespaces_and_validity(keys):
     [
         ("ana ssh-ed25519", "expected: principals"),
         ("ana ssh-dss AAAA", "unknown key type"),
-        ('ana frobnicate="x" ssh-ed25519 AAAA', "unknown option"),
+        ('ana frobnicate="x" ssh-ed25519 AAAA', "Invalid option"),
         ("ana ssh-ed25519 !!notbase64", "not base64"),
         ('ana valid-after="2026" ssh-ed25519 AAAA', "is not YYYYMMDD"),
-        ('"ana ssh-ed25519 AAAA', "unclosed quote"),
+        ('"ana ssh-ed25519 AAAA', "No matching double quote"),
+        ("ana namespaces=pmos-label ssh-ed25519 AAAA", "missing '=\"'"),
     ],
 )
 def test_malformed_allowed_signers_lines(line, message):
     with pytest.raises(BadInput, match=message):
         allowed_signers.parse(line + "\n", "signers")
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        "",
+        'namespaces="pmos-label"',
+        'NAMESPACES="git,pmos-label"',
+        'namespaces="git"',
+        "namespaces=pmos-label",
+        'valid-after="20260101"',
+        "valid-after=20260101",
+        'valid-before="20200101"',
+        'namespaces="pmos-label",valid-after="20200101"',
+    ],
+)
+def test_an_allowed_signers_line_means_what_it_means_to_ssh_keygen(keys, tmp_path, options):
+    """The same file, read by pmos and by 'ssh-keygen -Y verify', allows the same
+    signature (ssh-keygen checks validity against the current time; so does this)."""
+    from datetime import UTC, datetime
+
+    message = b"the label's content"
+    key = sshsig.load_private_key(keys["pm"])
+    armored = sshsig.sign(key, message, signing.NAMESPACE)
+    line = f"{PM} {options} {public(keys['pm'])}".replace("  ", " ")
+    (tmp_path / "allowed").write_text(line + "\n")
+    (tmp_path / "sig").write_text(armored)
+    allowed, sig = str(tmp_path / "allowed"), str(tmp_path / "sig")
+    theirs = subprocess.run(
+        ["ssh-keygen", "-Y", "verify", "-f", allowed, "-I", PM, "-n", signing.NAMESPACE, "-s", sig],
+        input=message,
+        capture_output=True,
+        check=False,
+    ).returncode
+    try:
+        signers = allowed_signers.parse(line + "\n")
+    except BadInput:
+        ours = False
+    else:
+        blob = sshsig.verify(armored, message, signing.NAMESPACE).key_blob
+        now = datetime.now(UTC)
+        ours = any(s.allows(PM, signing.NAMESPACE, blob, now) for s in signers)
+    assert ours == (theirs == 0)
 
 
 # ---------------------------------------------------------------- pmos accept
