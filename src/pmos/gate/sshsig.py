@@ -64,30 +64,6 @@ def _mpint(value: int) -> bytes:
     return _string(raw)
 
 
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data, self.at = data, 0
-
-    def raw(self, n: int) -> bytes:
-        if self.at + n > len(self.data):
-            raise SignatureInvalid("truncated")
-        out = self.data[self.at : self.at + n]
-        self.at += n
-        return out
-
-    def uint32(self) -> int:
-        return struct.unpack(">I", self.raw(4))[0]
-
-    def string(self) -> bytes:
-        return self.raw(self.uint32())
-
-    def mpint(self) -> int:
-        return int.from_bytes(self.string(), "big", signed=True)
-
-    def done(self) -> bool:
-        return self.at == len(self.data)
-
-
 @lru_cache(maxsize=256)
 def fingerprint(key_blob: bytes) -> str:
     """OpenSSH's SHA256 fingerprint of a public key blob (``SHA256:...``)."""
@@ -97,7 +73,7 @@ def fingerprint(key_blob: bytes) -> str:
 
 def key_type(key_blob: bytes) -> str:
     try:
-        return _Reader(key_blob).string().decode("ascii")
+        return _strings(key_blob, 0, 1)[0][0].decode("ascii")
     except (SignatureInvalid, UnicodeDecodeError):
         return "?"
 
