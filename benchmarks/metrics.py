@@ -4,7 +4,13 @@ Writes 1,000,000 verdicts and 1,000,000 PM labels over 200,000 runs into a
 throw-away kit under the system temp folder, laid out as a kit in use is: the
 records packed (``pmos.store.packs``, four packs per ledger) plus the newest
 10,000 as loose record files (``--loose``), schema-valid records, a sample
-re-validated. Then, in one run, it measures as real processes:
+re-validated. Every label is signed as ``pmos accept --sign-key`` signs it, by a
+PM key ``ssh-keygen`` makes in the temp folder, and the kit's pmos.yaml requires
+signed labels (``signing: {allowed_signers, required: true}``), so the packs'
+screening checks every signature and the readers check the loose labels' ones
+(``--unsigned`` writes the kit without). The records are the same for a seed;
+the signatures are those of the key made for the run. Then, in one run, it
+measures as real processes:
 
 * ``pmos metrics --json`` wall time as a ratio to floors that only read and
   JSON-parse both ledgers: the standard library's ``json`` (target <= 1.0) and
@@ -22,6 +28,7 @@ machine does not decide a ratio. Usage::
 
     python benchmarks/metrics.py [--runs 200000] [--verdicts 1000000]
         [--labels 1000000] [--repeat 3] [--keep | --reuse KIT] [--check]
+        [--unsigned] [--workers N]
 
 ``--check`` exits 1 when a target is missed (the figures are printed either way).
 """
@@ -37,6 +44,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections import deque
+from concurrent.futures import Future, ProcessPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -45,6 +54,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from pmos import schemas  # noqa: E402
 from pmos.atomic import write_many  # noqa: E402
+from pmos.gate import signing, sshsig  # noqa: E402
 from pmos.kit import init_kit, open_kit  # noqa: E402
 from pmos.store import columns, lines, packs  # noqa: E402
 from pmos.store.append import loose_name  # noqa: E402
@@ -53,6 +63,9 @@ MODELS = ["gpt-5", "claude-opus-4", "gemini-2.5-pro", "llama-4-maverick"]
 RUBRIC = "planning/evals/agent-run-eval-rubric.md"
 BATCH = 20_000
 VALIDATE_EVERY = 997
+PM = "pm-alex"
+#: Labels signed per task of the signing pool.
+SIGN_CHUNK = 5_000
 
 FLOOR = """
 import sys
@@ -109,17 +122,115 @@ class Sink:
             self.loose = []
 
 
+def require_signed_labels(kit_root: Path, key_folder: Path) -> Path:
+    """Make the PM's Ed25519 key with ``ssh-keygen`` in ``key_folder``, list it in the
+    kit's allowed_signers for the PM, and require signed labels in pmos.yaml.
+    Returns the private key's path."""
+    key = key_folder / "pm_ed25519"
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", PM, "-f", str(key)],
+        check=True,
+        capture_output=True,
+    )
+    kind, blob = key.with_suffix(".pub").read_text(encoding="utf-8").split()[:2]
+    signers = f'{PM} namespaces="{signing.NAMESPACE}" {kind} {blob}\n'
+    (kit_root / "allowed_signers").write_text(signers, encoding="utf-8")
+    with (kit_root / "pmos.yaml").open("a", encoding="utf-8") as config:
+        config.write("signing:\n  allowed_signers: allowed_signers\n  required: true\n")
+    return key
+
+
+_signer: sshsig.SigningKey | None = None
+
+
+def _load_signer(key: Path) -> None:
+    """A signing worker's start: its key is loaded once and signs every chunk."""
+    global _signer
+    _signer = sshsig.SigningKey(sshsig.load_private_key(key))
+
+
+def _sign_chunk(records: list[dict]) -> list[dict]:
+    """The ``signature`` fields of ``records``, made by pmos's own signing function."""
+    assert _signer is not None
+    return [signing.sign_label(record, _signer) for record in records]
+
+
+class SignedLabels:
+    """Hands labels to ``sink`` in order, each signed by a pool of worker processes
+    (or as they come, when there is no key)."""
+
+    def __init__(self, sink: Sink, key: Path | None, workers: int) -> None:
+        self.sink = sink
+        self.pool = (
+            ProcessPoolExecutor(workers, initializer=_load_signer, initargs=(key,))
+            if key is not None
+            else None
+        )
+        self.workers = workers
+        self.chunk: list[dict] = []
+        self.running: deque[tuple[list[dict], Future]] = deque()
+        self.checked = 0
+
+    def add(self, record: dict) -> None:
+        if self.pool is None:
+            self.sink.add(record)
+            return
+        self.chunk.append(record)
+        if len(self.chunk) >= SIGN_CHUNK:
+            self._submit()
+            while len(self.running) > 2 * self.workers:
+                self._drain_one()
+
+    def close(self) -> None:
+        if self.pool is None:
+            return
+        self._submit()
+        while self.running:
+            self._drain_one()
+        self.pool.shutdown()
+
+    def _submit(self) -> None:
+        if self.chunk:
+            assert self.pool is not None
+            self.running.append((self.chunk, self.pool.submit(_sign_chunk, self.chunk)))
+            self.chunk = []
+
+    def _drain_one(self) -> None:
+        records, future = self.running.popleft()
+        for record, signature in zip(records, future.result(), strict=True):
+            record["signature"] = signature
+            if int(record["record_id"][4:]) % VALIDATE_EVERY == 0:
+                problems = schemas.validate("acceptance", record)
+                if problems:
+                    raise SystemExit(f"a signed label is not schema-valid: {problems}")
+                self.checked += 1
+            self.sink.add(record)
+
+
 def generate(
-    kit_root: Path, runs: int, verdicts: int, labels: int, loose: int = 0, seed: int = 7
+    kit_root: Path,
+    runs: int,
+    verdicts: int,
+    labels: int,
+    loose: int = 0,
+    seed: int = 7,
+    sign_key: Path | None = None,
+    workers: int | None = None,
 ) -> None:
-    """One merged timeline of verdict and label events; the newest ``loose`` left loose."""
+    """One merged timeline of verdict and label events; the newest ``loose`` left loose.
+
+    With ``sign_key`` (see :func:`require_signed_labels`) every label is signed, by
+    ``workers`` processes (default: one per CPU), in the order it is written.
+    """
     rng = random.Random(seed)
+    workers = workers or os.cpu_count() or 1
     kit = open_kit(kit_root)
     loose_evals = loose // 2
     evals = Sink(kit.store.folder("evals"), "evals", verdicts, verdicts // 4 + 1, loose_evals)
     accepts = Sink(
         kit.store.folder("acceptances"), "acceptances", labels, labels // 4 + 1, loose - loose_evals
     )
+    signed = SignedLabels(accepts, sign_key, workers)
     truth = [rng.random() < 0.7 for _ in range(runs)]
     initiative = [f"init-{rng.randrange(12)}" for _ in range(runs)]
     model_of = [MODELS[rng.randrange(len(MODELS))] for _ in range(runs)]
@@ -185,51 +296,66 @@ def generate(
                 "schema_version": 1,
                 "run_id": run_id,
                 "label": "pass" if pm_pass else "fail",
-                "by": "pm-alex",
+                "by": PM,
                 "initiative_id": initiative[run],
                 "gate_verdict": gate[0] if gate else None,
                 "gate_record_id": gate[1] if gate else None,
             }
-            kind, sink = "acceptance", accepts
-        if i % VALIDATE_EVERY == 0:
+            kind, sink = "acceptance", signed
+        if i % VALIDATE_EVERY == 0 and not (sign_key is not None and kind == "acceptance"):
             problems = schemas.validate(kind, record)
             if problems:
                 raise SystemExit(f"generated {kind} is not schema-valid: {problems}")
             checked += 1
         sink.add(record)
+    signed.close()
     evals.flush()
     accepts.flush()
+    checked += signed.checked
     print(f"  {checked} sampled records re-validated against their schemas")
-    screened, failed = screen_packs(kit)
+    if sign_key is not None:
+        print(f"  {labels:,} labels signed by {sign_key.name} ({workers} signing processes)")
+    screened, failed = screen_packs(kit, workers)
     print(f"  {screened:,} packed records screened against the writers' rules, {failed} failed")
 
 
-def screen_packs(kit) -> tuple[int, int]:
-    """Give every pack the screening outcome ``pmos ledger pack`` records, and its
+def screen_packs(kit, workers: int = 1) -> tuple[int, int]:
+    """Give every pack the screening outcome ``pmos ledger pack`` records and its
     columns file (each pack is rewritten with them, as a pack of the same records
-    would be made).
+    would be made), checking every record against the writers' rules, labels'
+    signatures included.
 
     Done once everything is written, evals first: a label's check looks up the
-    verdict it names, which must be on disk by then.
+    verdict it names, which must be on disk by then. The packs of a ledger are
+    screened by ``workers`` processes, each with its own screen, as separate
+    ``pmos ledger pack`` runs would.
     """
-    from pmos.gate.screen import KitScreen
-    from pmos.store.packing import _pack_entries, screen_entries
-
-    screen = KitScreen(kit)
     screened = failed = 0
-    for kind in ("evals", "acceptances"):
-        for path in kit.store.sources(kind).packs:
-            entries = _pack_entries(path, kind)
-            outcome = screen_entries(kind, entries, screen)
-            made = packs.write_pack(path.parent, kind, entries, outcome)
-            columns.write(made, kind, (line for _, _, line in entries))
-            if made != path:
-                path.unlink()
-            screened += len(entries)
-            failed += len(outcome.failed)
+    with ProcessPoolExecutor(workers) as pool:
+        for kind in ("evals", "acceptances"):
+            jobs = [(str(kit.root), kind, str(p)) for p in kit.store.sources(kind).packs]
+            for count, bad in pool.map(_screen_pack, jobs):
+                screened += count
+                failed += bad
     if failed:
         raise SystemExit(f"{failed} generated records break a writer rule")
     return screened, failed
+
+
+def _screen_pack(job: tuple[str, str, str]) -> tuple[int, int]:
+    """Screen one pack and rewrite it with the outcome: (records, records that failed)."""
+    from pmos.gate.screen import KitScreen
+    from pmos.store.packing import _pack_entries, screen_entries
+
+    root, kind, pack = job
+    path = Path(pack)
+    entries = _pack_entries(path, kind)
+    outcome = screen_entries(kind, entries, KitScreen(open_kit(Path(root))))
+    made = packs.write_pack(path.parent, kind, entries, outcome)
+    columns.write(made, kind, (line for _, _, line in entries))
+    if made != path:
+        path.unlink()
+    return len(entries), len(outcome.failed)
 
 
 def _tree_rss(pid: int) -> int:
@@ -301,6 +427,12 @@ def main() -> int:
         "--reuse", type=Path, metavar="KIT", help="measure a kit kept by an earlier --keep run"
     )
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument(
+        "--unsigned", action="store_true", help="write labels without signatures (no signing)"
+    )
+    parser.add_argument(
+        "--workers", type=int, default=None, help="signing and screening processes (default: CPUs)"
+    )
     args = parser.parse_args()
 
     workdir = Path(tempfile.mkdtemp(prefix="pmos-bench-metrics-"))
@@ -315,7 +447,16 @@ def main() -> int:
                 f"writing {args.verdicts:,} verdicts and {args.labels:,} labels over "
                 f"{args.runs:,} runs into {kit_root}"
             )
-            generate(kit_root, args.runs, args.verdicts, args.labels, args.loose)
+            key = None if args.unsigned else require_signed_labels(kit_root, workdir)
+            generate(
+                kit_root,
+                args.runs,
+                args.verdicts,
+                args.labels,
+                args.loose,
+                sign_key=key,
+                workers=args.workers,
+            )
         kit = open_kit(kit_root)
         # The floors parse the records: the packs and the loose record files (not the
         # packs' columns files, which pmos metrics reads instead of parsing the packs).

@@ -131,6 +131,54 @@ def test_an_encrypted_key_needs_its_passphrase(keys):
         sshsig.load_private_key(keys["pm"].with_suffix(".pub"))
 
 
+def test_the_signed_payload_is_the_canonical_json_of_the_content_fields():
+    """signed_payload is written by orjson for speed; it must stay byte for byte the
+    canonical JSON earlier signatures covered (sorted keys, no spaces, UTF-8)."""
+    record = {
+        "record_id": "acc-1",
+        "recorded_at": "2026-01-01T00:00:00.000000Z",
+        "schema_version": 1,
+        "run_id": "r1",
+        "label": "pass",
+        "by": PM,
+        "note": 'caf\u00e9 \u2028 "quoted" \\ \x00\x1f\x7f \U0001f600 </script>',
+        "flags": ["unregistered-run"],
+        "gate_verdict": None,
+        "gate_record_id": None,
+        "prev_hash": "0" * 64,
+        "hash": "1" * 64,
+        "signature": {"sshsig": "x"},
+    }
+    content = {k: v for k, v in record.items() if k not in signing.UNSIGNED_FIELDS}
+    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert signing.signed_payload(record) == canonical.encode("utf-8")
+    huge = {**record, "schema_version": 2**70}  # orjson refuses it; the fallback does not
+    assert b'"schema_version":1180591620717411303424' in signing.signed_payload(huge)
+
+
+def test_a_signing_key_signs_many_labels_and_one_pass_checks_them(cli, kit_root, keys):
+    configure(kit_root, keys, required=True)
+    kit = open_kit(kit_root)
+    key = sshsig.SigningKey(sshsig.load_private_key(keys["pm"]))
+    labels = []
+    for n in range(5):
+        record = {
+            "record_id": f"acc-{n}",
+            "recorded_at": f"2026-01-01T00:00:0{n}.000000Z",
+            "schema_version": 1,
+            "run_id": f"r{n}",
+            "label": "pass",
+            "by": PM,
+        }
+        record["signature"] = signing.sign_label(record, key)
+        labels.append(record)
+    rule = signing.LabelSignatures(kit.config, kit.root)
+    assert [rule.problem(r) for r in labels] == [None] * 5
+    assert "invalid signature" in rule.problem({**labels[0], "run_id": "r9"})
+    by_other = signing.sign_label(labels[1], sshsig.load_private_key(keys["foreign"]))
+    assert "does not allow" in rule.problem({**labels[1], "signature": by_other})
+
+
 # ---------------------------------------------------------------- allowed signers
 
 
@@ -168,15 +216,59 @@ def test_allowed_signers_principals_namespaces_and_validity(keys):
     [
         ("ana ssh-ed25519", "expected: principals"),
         ("ana ssh-dss AAAA", "unknown key type"),
-        ('ana frobnicate="x" ssh-ed25519 AAAA', "unknown option"),
+        ('ana frobnicate="x" ssh-ed25519 AAAA', "Invalid option"),
         ("ana ssh-ed25519 !!notbase64", "not base64"),
         ('ana valid-after="2026" ssh-ed25519 AAAA', "is not YYYYMMDD"),
-        ('"ana ssh-ed25519 AAAA', "unclosed quote"),
+        ('"ana ssh-ed25519 AAAA', "No matching double quote"),
+        ("ana namespaces=pmos-label ssh-ed25519 AAAA", "missing '=\"'"),
     ],
 )
 def test_malformed_allowed_signers_lines(line, message):
     with pytest.raises(BadInput, match=message):
         allowed_signers.parse(line + "\n", "signers")
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        "",
+        'namespaces="pmos-label"',
+        'NAMESPACES="git,pmos-label"',
+        'namespaces="git"',
+        "namespaces=pmos-label",
+        'valid-after="20260101"',
+        "valid-after=20260101",
+        'valid-before="20200101"',
+        'namespaces="pmos-label",valid-after="20200101"',
+    ],
+)
+def test_an_allowed_signers_line_means_what_it_means_to_ssh_keygen(keys, tmp_path, options):
+    """The same file, read by pmos and by 'ssh-keygen -Y verify', allows the same
+    signature (ssh-keygen checks validity against the current time; so does this)."""
+    from datetime import UTC, datetime
+
+    message = b"the label's content"
+    key = sshsig.load_private_key(keys["pm"])
+    armored = sshsig.sign(key, message, signing.NAMESPACE)
+    line = f"{PM} {options} {public(keys['pm'])}".replace("  ", " ")
+    (tmp_path / "allowed").write_text(line + "\n")
+    (tmp_path / "sig").write_text(armored)
+    allowed, sig = str(tmp_path / "allowed"), str(tmp_path / "sig")
+    theirs = subprocess.run(
+        ["ssh-keygen", "-Y", "verify", "-f", allowed, "-I", PM, "-n", signing.NAMESPACE, "-s", sig],
+        input=message,
+        capture_output=True,
+        check=False,
+    ).returncode
+    try:
+        signers = allowed_signers.parse(line + "\n")
+    except BadInput:
+        ours = False
+    else:
+        blob = sshsig.verify(armored, message, signing.NAMESPACE).key_blob
+        now = datetime.now(UTC)
+        ours = any(s.allows(PM, signing.NAMESPACE, blob, now) for s in signers)
+    assert ours == (theirs == 0)
 
 
 # ---------------------------------------------------------------- pmos accept

@@ -11,6 +11,14 @@ Principals and namespaces are pattern lists (``*``, ``?``, ``!`` negation);
 ``valid-after``/``valid-before`` bound when a signature counts (here: the
 label's ``recorded_at``). ``cert-authority`` lines name certificate
 authorities, which pmos does not support: they never match a plain key.
+
+The line syntax is read by the ``sshsig`` package (:class:`sshsig.allowed_signers.
+AllowedSigner`, written to follow ssh-keygen's own parser: option values must be
+double-quoted, as ssh-keygen requires, so a file pmos accepts is one ssh-keygen
+reads the same way). What a line *means* is ours: ``sshsig`` compares keys only
+(it supports a principal of ``*`` and the ``git`` namespace, no validity
+dates), while a PM label needs the principal, namespace and validity rules
+above, and keys of every type ssh-keygen signs with (see DECISIONS.md, D16).
 """
 
 from __future__ import annotations
@@ -21,8 +29,10 @@ import fnmatch
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
+
+from sshsig.allowed_signers import AllowedSigner
 
 from pmos.errors import BadInput
 from pmos.gate.sshsig import KEY_TYPES
@@ -55,48 +65,17 @@ def match_pattern_list(value: str, patterns: tuple[str, ...]) -> bool:
     matched = False
     for pattern in patterns:
         negated = pattern.startswith("!")
-        body = pattern[1:] if negated else pattern
-        if re.fullmatch(fnmatch.translate(body).replace("\\Z", ""), value, re.DOTALL):
+        if _compiled(pattern[1:] if negated else pattern).fullmatch(value):
             if negated:
                 return False
             matched = True
     return matched
 
 
-def _tokens(line: str) -> list[str]:
-    """Whitespace-separated tokens; double quotes group (and are kept inside options)."""
-    out: list[str] = []
-    current = ""
-    quoted = False
-    for ch in line:
-        if ch == '"':
-            quoted = not quoted
-            current += ch
-        elif ch.isspace() and not quoted:
-            if current:
-                out.append(current)
-            current = ""
-        else:
-            current += ch
-    if quoted:
-        raise ValueError("an unclosed quote")
-    if current:
-        out.append(current)
-    return out
-
-
-def _split_options(text: str) -> list[str]:
-    parts, current, quoted = [], "", False
-    for ch in text:
-        if ch == '"':
-            quoted = not quoted
-        if ch == "," and not quoted:
-            parts.append(current)
-            current = ""
-        else:
-            current += ch
-    parts.append(current)
-    return parts
+@lru_cache(maxsize=1024)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    """A pattern, compiled once per process: every label checked asks the same few."""
+    return re.compile(fnmatch.translate(pattern).replace("\\Z", ""), re.DOTALL)
 
 
 def _instant(text: str) -> datetime:
@@ -127,36 +106,35 @@ def parse(text: str, source: str = "allowed_signers") -> list[Signer]:
     return signers
 
 
+#: What a well-formed line looks like, added to a syntax error's message.
+SYNTAX = "expected: principals [options] keytype base64-key [comment], option values in quotes"
+OPTIONS = frozenset({"namespaces", "valid-after", "valid-before", "cert-authority"})
+
+
 def _signer(line: str, number: int) -> Signer:
-    tokens = _tokens(line)
-    if len(tokens) < 3:
-        raise ValueError("expected: principals [options] keytype base64-key [comment]")
-    principals = tuple(p for p in tokens[0].strip('"').split(",") if p)
-    rest = tokens[1:]
-    options: dict[str, str | bool] = {}
-    if rest[0] not in KEY_TYPES:
-        for option in _split_options(rest[0]):
-            name, eq, value = option.partition("=")
-            options[name.lower()] = value.strip('"') if eq else True
-        rest = rest[1:]
-    if len(rest) < 2 or rest[0] not in KEY_TYPES:
-        raise ValueError(f"unknown key type {rest[0] if rest else '(none)'!r}")
     try:
-        blob = base64.b64decode(rest[1], validate=True)
+        parsed = AllowedSigner.parse(line)
+    except ValueError as exc:
+        raise ValueError(f"{exc} ({SYNTAX})") from None
+    if parsed.key_type not in KEY_TYPES:
+        raise ValueError(f"unknown key type {parsed.key_type!r}")
+    try:
+        blob = base64.b64decode(parsed.base64_key, validate=True)
     except (binascii.Error, ValueError):
         raise ValueError("the key is not base64") from None
-    unknown = set(options) - {"namespaces", "valid-after", "valid-before", "cert-authority"}
+    options = parsed.options or {}
+    unknown = set(options) - OPTIONS  # sshsig refuses others today; never ignore one
     if unknown:
         raise ValueError(f"unknown option(s) {', '.join(sorted(unknown))}")
     namespaces = options.get("namespaces")
     after, before = options.get("valid-after"), options.get("valid-before")
     return Signer(
-        principals=principals,
+        principals=tuple(p for p in parsed.principals.split(",") if p),
         key_blob=blob,
-        namespaces=tuple(namespaces.split(",")) if isinstance(namespaces, str) else None,
-        valid_after=_instant(after) if isinstance(after, str) else None,
-        valid_before=_instant(before) if isinstance(before, str) else None,
-        cert_authority=bool(options.get("cert-authority")),
+        namespaces=tuple(namespaces.split(",")) if namespaces is not None else None,
+        valid_after=_instant(after) if after is not None else None,
+        valid_before=_instant(before) if before is not None else None,
+        cert_authority="cert-authority" in options,
         line=number,
     )
 

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from itertools import compress, islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pmos.errors import BadInput, Violation
 from pmos.gate import rules as verdict_rules
@@ -48,6 +48,9 @@ from pmos.kit import Kit
 from pmos.store.append import schema_problems
 from pmos.store.read import column_batches, newest_first, records
 from pmos.store.vocabulary import SKIPPED
+
+if TYPE_CHECKING:
+    from pmos.gate.signing import LabelSignatures
 
 #: How many of the newest verdicts a look-up reads one by one before it indexes
 #: the whole eval ledger: enough for the labels of a busy day, far fewer than a
@@ -76,6 +79,16 @@ class Context:
         self._verdicts_complete = False
         self._absent: set[str] = set()  # looked up by find_verdicts, not in the kit
         self._rubrics: dict[str, Rubric | BadInput] = {}
+        self._signatures: LabelSignatures | None = None
+
+    @property
+    def signatures(self) -> LabelSignatures:
+        """The kit's signature rule, its settings and allowed signers read once per pass."""
+        if self._signatures is None:
+            from pmos.gate.signing import LabelSignatures
+
+            self._signatures = LabelSignatures(self.kit.config, self.kit.root)
+        return self._signatures
 
     @property
     def rubrics_read(self) -> list[str]:
@@ -216,10 +229,8 @@ def _run_problems(context: Context, record: dict[str, Any]) -> list[Violation]:
 
 
 def _label_problems(context: Context, record: dict[str, Any]) -> list[Violation]:
-    from pmos.gate.signing import label_signature_problem
-
     problems: list[Violation] = []
-    problem = label_signature_problem(context.kit.config, context.kit.root, record)
+    problem = context.signatures.problem(record)
     if problem is not None:
         field = "signature" if "signature" in record else "by"
         problems.append(Violation("label-signature", field, problem))

@@ -18,6 +18,7 @@ import base64
 import binascii
 import hashlib
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -27,6 +28,8 @@ from pmos.errors import BadInput
 
 MAGIC = b"SSHSIG"
 VERSION = 1
+_UINT32 = struct.Struct(">I")
+_VERSION_BYTES = _UINT32.pack(VERSION)
 ARMOR_BEGIN = "-----BEGIN SSH SIGNATURE-----"
 ARMOR_END = "-----END SSH SIGNATURE-----"
 HASHES = {"sha512": hashlib.sha512, "sha256": hashlib.sha256}
@@ -61,30 +64,7 @@ def _mpint(value: int) -> bytes:
     return _string(raw)
 
 
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data, self.at = data, 0
-
-    def raw(self, n: int) -> bytes:
-        if self.at + n > len(self.data):
-            raise SignatureInvalid("truncated")
-        out = self.data[self.at : self.at + n]
-        self.at += n
-        return out
-
-    def uint32(self) -> int:
-        return struct.unpack(">I", self.raw(4))[0]
-
-    def string(self) -> bytes:
-        return self.raw(self.uint32())
-
-    def mpint(self) -> int:
-        return int.from_bytes(self.string(), "big", signed=True)
-
-    def done(self) -> bool:
-        return self.at == len(self.data)
-
-
+@lru_cache(maxsize=256)
 def fingerprint(key_blob: bytes) -> str:
     """OpenSSH's SHA256 fingerprint of a public key blob (``SHA256:...``)."""
     digest = base64.b64encode(hashlib.sha256(key_blob).digest()).decode("ascii").rstrip("=")
@@ -93,24 +73,9 @@ def fingerprint(key_blob: bytes) -> str:
 
 def key_type(key_blob: bytes) -> str:
     try:
-        return _Reader(key_blob).string().decode("ascii")
+        return _strings(key_blob, 0, 1)[0][0].decode("ascii")
     except (SignatureInvalid, UnicodeDecodeError):
         return "?"
-
-
-@lru_cache(maxsize=256)
-def _public_key(key_blob: bytes) -> Any:
-    """The key object of a blob; cached, since a kit's labels come from a few PMs' keys."""
-    from cryptography.hazmat.primitives.serialization import load_ssh_public_key
-
-    kind = key_type(key_blob)
-    if kind.startswith("sk-"):
-        raise SignatureInvalid(f"security-key ({kind}) signatures are not supported")
-    text = kind.encode("ascii") + b" " + base64.b64encode(key_blob)
-    try:
-        return load_ssh_public_key(text)
-    except (ValueError, TypeError) as exc:
-        raise SignatureInvalid(f"public key of type {kind} cannot be read: {exc}") from None
 
 
 def public_key_blob(public_key: Any) -> bytes:
@@ -122,14 +87,40 @@ def public_key_blob(public_key: Any) -> bytes:
 
 
 def _signed_data(namespace: str, hash_name: str, message: bytes) -> bytes:
-    digest = HASHES[hash_name](message).digest()
+    return _signed_data_prefix(namespace, hash_name) + _string(HASHES[hash_name](message).digest())
+
+
+@lru_cache(maxsize=16)
+def _signed_data_prefix(namespace: str, hash_name: str) -> bytes:
+    """What the signed data holds before the message's digest: the same for every
+    message of a namespace, so made once."""
     return (
         MAGIC
         + _string(namespace.encode("utf-8"))
         + _string(b"")
         + _string(hash_name.encode("ascii"))
-        + _string(digest)
     )
+
+
+def _strings(data: bytes, at: int, count: int) -> tuple[list[bytes], int]:
+    """``count`` SSH strings (length-prefixed) from ``data`` at ``at``, and where they end."""
+    out = []
+    for _ in range(count):
+        if at + 4 > len(data):
+            raise SignatureInvalid("truncated")
+        (n,) = _UINT32.unpack_from(data, at)
+        at += 4 + n
+        if at > len(data):
+            raise SignatureInvalid("truncated")
+        out.append(data[at - n : at])
+    return out, at
+
+
+def _armor(envelope: bytes) -> str:
+    """ssh-keygen's armor: base64 in lines of 70 characters between the markers."""
+    encoded = base64.b64encode(envelope).decode("ascii")
+    lines = [encoded[i : i + 70] for i in range(0, len(encoded), 70)]
+    return "\n".join([ARMOR_BEGIN, *lines, ARMOR_END]) + "\n"
 
 
 # ---------------------------------------------------------------- signing
@@ -163,40 +154,78 @@ def load_private_key(path: Path, passphrase: bytes | None = None) -> Any:
         raise BadInput(f"--sign-key {path}: unsupported key: {exc}") from None
 
 
+class SigningKey:
+    """A private key made ready to sign many messages.
+
+    What does not depend on the message (the public key blob, its fingerprint,
+    the algorithm's signing function) is worked out once here, not per
+    signature: a PM signs one label per command, but a benchmark or an import
+    signs a million, and re-encoding the public key cost more than Ed25519's
+    own signing.
+    """
+
+    __slots__ = ("_sign", "fingerprint", "key_blob", "private_key")
+
+    def __init__(self, private_key: Any) -> None:
+        self.private_key = private_key
+        self.key_blob = public_key_blob(private_key.public_key())
+        self.fingerprint = fingerprint(self.key_blob)
+        self._sign = _signature_maker(private_key)
+
+    def sign(self, message: bytes, namespace: str) -> str:
+        """The armored SSHSIG signature of ``message`` (what ``ssh-keygen -Y sign`` prints)."""
+        data = _signed_data(namespace, "sha512", message)
+        envelope = (
+            MAGIC
+            + struct.pack(">I", VERSION)
+            + _string(self.key_blob)
+            + _string(namespace.encode("utf-8"))
+            + _string(b"")
+            + _string(b"sha512")
+            + _string(self._sign(data))
+        )
+        return _armor(envelope)
+
+
+def signing_key(key: Any) -> SigningKey:
+    """``key`` as a :class:`SigningKey` (a ``cryptography`` private key is wrapped)."""
+    return key if isinstance(key, SigningKey) else SigningKey(key)
+
+
 def sign(private_key: Any, message: bytes, namespace: str) -> str:
-    """The armored SSHSIG signature of ``message`` (what ``ssh-keygen -Y sign`` prints)."""
+    """The armored SSHSIG signature of ``message`` by ``private_key`` (a ``cryptography``
+    private key or a :class:`SigningKey`, which is faster for many messages)."""
+    return signing_key(private_key).sign(message, namespace)
+
+
+def _signature_maker(private_key: Any) -> Callable[[bytes], bytes]:
+    """The function that makes the SSH signature blob (algorithm name and signature)
+    of the signed data with ``private_key``."""
     from cryptography.hazmat.primitives import hashes
     from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
     from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 
-    data = _signed_data(namespace, "sha512", message)
     if isinstance(private_key, ed25519.Ed25519PrivateKey):
-        blob = _string(b"ssh-ed25519") + _string(private_key.sign(data))
-    elif isinstance(private_key, rsa.RSAPrivateKey):
-        signature = private_key.sign(data, padding.PKCS1v15(), hashes.SHA512())
-        blob = _string(b"rsa-sha2-512") + _string(signature)
-    elif isinstance(private_key, ec.EllipticCurvePrivateKey):
+        return lambda data: _string(b"ssh-ed25519") + _string(private_key.sign(data))
+    if isinstance(private_key, rsa.RSAPrivateKey):
+        pkcs1, sha512 = padding.PKCS1v15(), hashes.SHA512()
+        return lambda data: (
+            _string(b"rsa-sha2-512") + _string(private_key.sign(data, pkcs1, sha512))
+        )
+    if isinstance(private_key, ec.EllipticCurvePrivateKey):
         curve = {"secp256r1": "nistp256", "secp384r1": "nistp384", "secp521r1": "nistp521"}
         name = curve.get(private_key.curve.name)
         if name is None:
             raise BadInput(f"ECDSA curve {private_key.curve.name} is not an SSH curve")
         hash_of = {"nistp256": hashes.SHA256, "nistp384": hashes.SHA384, "nistp521": hashes.SHA512}
-        r, s = decode_dss_signature(private_key.sign(data, ec.ECDSA(hash_of[name]())))
-        blob = _string(f"ecdsa-sha2-{name}".encode()) + _string(_mpint(r) + _mpint(s))
-    else:
-        raise BadInput(f"keys of type {type(private_key).__name__} cannot sign SSH signatures")
-    envelope = (
-        MAGIC
-        + struct.pack(">I", VERSION)
-        + _string(public_key_blob(private_key.public_key()))
-        + _string(namespace.encode("utf-8"))
-        + _string(b"")
-        + _string(b"sha512")
-        + _string(blob)
-    )
-    encoded = base64.b64encode(envelope).decode("ascii")
-    lines = [encoded[i : i + 70] for i in range(0, len(encoded), 70)]
-    return "\n".join([ARMOR_BEGIN, *lines, ARMOR_END]) + "\n"
+        algorithm, ecdsa = f"ecdsa-sha2-{name}".encode(), ec.ECDSA(hash_of[name]())
+
+        def ec_sign(data: bytes) -> bytes:
+            r, s = decode_dss_signature(private_key.sign(data, ecdsa))
+            return _string(algorithm) + _string(_mpint(r) + _mpint(s))
+
+        return ec_sign
+    raise BadInput(f"keys of type {type(private_key).__name__} cannot sign SSH signatures")
 
 
 # ---------------------------------------------------------------- verifying
@@ -227,59 +256,90 @@ def verify(armored: str, message: bytes, namespace: str) -> Verified:
         envelope = base64.b64decode(body, validate=True)
     except (binascii.Error, ValueError):
         raise SignatureInvalid("the armored body is not base64") from None
-    reader = _Reader(envelope)
-    if reader.raw(6) != MAGIC:
+    if envelope[:6] != MAGIC:
         raise SignatureInvalid("not an SSHSIG signature")
-    if reader.uint32() != VERSION:
+    if envelope[6:10] != _VERSION_BYTES:
         raise SignatureInvalid("unsupported SSHSIG version")
-    key_blob = reader.string()
-    signed_namespace = reader.string().decode("utf-8", "replace")
-    reader.string()  # reserved
-    hash_name = reader.string().decode("ascii", "replace")
-    blob = reader.string()
-    if not reader.done():
+    (key_blob, raw_namespace, _reserved, raw_hash, blob), end = _strings(envelope, 10, 5)
+    if end != len(envelope):
         raise SignatureInvalid("trailing data after the signature")
+    signed_namespace = raw_namespace.decode("utf-8", "replace")
+    hash_name = raw_hash.decode("ascii", "replace")
     if signed_namespace != namespace:
         raise SignatureInvalid(f"signed for namespace {signed_namespace!r}, not {namespace!r}")
     if hash_name not in HASHES:
         raise SignatureInvalid(f"unsupported hash {hash_name!r}")
-    _check(key_blob, blob, _signed_data(namespace, hash_name, message))
+    (algorithm, signature), _ = _strings(blob, 0, 2)
+    data = _signed_data(namespace, hash_name, message)
+    _signature_checker(key_blob)(algorithm.decode("ascii", "replace"), signature, data)
     return Verified(key_blob)
 
 
-def _check(key_blob: bytes, blob: bytes, data: bytes) -> None:
+@lru_cache(maxsize=256)
+def _signature_checker(key_blob: bytes) -> Callable[[str, bytes, bytes], None]:
+    """The function that checks a signature (algorithm name, signature, signed data)
+    by the key of ``key_blob``; raises :class:`SignatureInvalid`. Made once per key
+    and cached, since a kit's labels come from a few PMs' keys: the key is parsed,
+    and its type's checks chosen, once per process, not once per label."""
     from cryptography.exceptions import InvalidSignature
     from cryptography.hazmat.primitives import hashes
     from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
     from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
+    from cryptography.hazmat.primitives.serialization import load_ssh_public_key
 
-    public = _public_key(key_blob)
-    reader = _Reader(blob)
-    algorithm = reader.string().decode("ascii", "replace")
-    signature = reader.string()
+    kind = key_type(key_blob)
+    if kind.startswith("sk-"):
+        raise SignatureInvalid(f"security-key ({kind}) signatures are not supported")
+    text = kind.encode("ascii") + b" " + base64.b64encode(key_blob)
     try:
-        if isinstance(public, ed25519.Ed25519PublicKey) and algorithm == "ssh-ed25519":
-            public.verify(signature, data)
-        elif isinstance(public, rsa.RSAPublicKey) and algorithm in ("rsa-sha2-512", "rsa-sha2-256"):
-            digest = hashes.SHA512() if algorithm == "rsa-sha2-512" else hashes.SHA256()
-            public.verify(signature, data, padding.PKCS1v15(), digest)
-        elif isinstance(public, ec.EllipticCurvePublicKey) and algorithm == key_type(key_blob):
-            inner = _Reader(signature)
-            r, s = inner.mpint(), inner.mpint()
-            size = public.curve.key_size
-            digest = (
-                hashes.SHA256()
-                if size <= 256
-                else hashes.SHA384()
-                if size <= 384
-                else hashes.SHA512()
-            )
-            public.verify(encode_dss_signature(r, s), data, ec.ECDSA(digest))
-        else:
+        public = load_ssh_public_key(text)
+    except (ValueError, TypeError) as exc:
+        raise SignatureInvalid(f"public key of type {kind} cannot be read: {exc}") from None
+
+    # Each key type's check, chosen here once: it gets (algorithm, signature, data)
+    # and returns the call that verifies, or None when the algorithm does not fit.
+    if isinstance(public, ed25519.Ed25519PublicKey):
+
+        def verifier(algorithm: str, signature: bytes, data: bytes) -> Callable[[], None] | None:
+            if algorithm != "ssh-ed25519":
+                return None
+            return lambda: public.verify(signature, data)
+
+    elif isinstance(public, rsa.RSAPublicKey):
+        pkcs1 = padding.PKCS1v15()
+        digests = {"rsa-sha2-512": hashes.SHA512(), "rsa-sha2-256": hashes.SHA256()}
+
+        def verifier(algorithm: str, signature: bytes, data: bytes) -> Callable[[], None] | None:
+            digest = digests.get(algorithm)
+            if digest is None:
+                return None
+            return lambda: public.verify(signature, data, pkcs1, digest)
+
+    elif isinstance(public, ec.EllipticCurvePublicKey):
+        size = public.curve.key_size
+        ecdsa = ec.ECDSA(
+            hashes.SHA256() if size <= 256 else hashes.SHA384() if size <= 384 else hashes.SHA512()
+        )
+
+        def verifier(algorithm: str, signature: bytes, data: bytes) -> Callable[[], None] | None:
+            if algorithm != kind:
+                return None
+            (r, s), _ = _strings(signature, 0, 2)
+            der = encode_dss_signature(int.from_bytes(r, "big"), int.from_bytes(s, "big"))
+            return lambda: public.verify(der, data, ecdsa)
+
+    else:
+        raise SignatureInvalid(f"public keys of type {kind} are not supported")
+
+    def check(algorithm: str, signature: bytes, data: bytes) -> None:
+        verify = verifier(algorithm, signature, data)
+        if verify is None:
+            raise SignatureInvalid(f"signature algorithm {algorithm!r} does not fit a {kind} key")
+        try:
+            verify()
+        except InvalidSignature:
             raise SignatureInvalid(
-                f"signature algorithm {algorithm!r} does not fit a {key_type(key_blob)} key"
-            )
-    except InvalidSignature:
-        raise SignatureInvalid(
-            "the signature does not verify: the content was changed, or another key signed it"
-        ) from None
+                "the signature does not verify: the content was changed, or another key signed it"
+            ) from None
+
+    return check
