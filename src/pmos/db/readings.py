@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 from datetime import datetime
-from functools import cache
+from functools import cache, partial
 from itertools import count
 from typing import Any, NamedTuple
 
@@ -93,9 +93,10 @@ def rows_of(
         't.record_id COLLATE "C", k.kit_id COLLATE "C", t.digest',
         (keys,),
     )
+    make = partial(tuple.__new__, row)  # row._make without its Python frame
     with cursor:
         while batch := cursor.fetchmany(_FETCH_ROWS):
-            yield from map(row._make, batch)
+            yield from map(make, batch)
 
 
 #: Rows fetched from the server-side cursor at a time.

@@ -279,7 +279,7 @@ def _sync_kind(
     # A new kit has no records yet: nothing to look up.
     held_of = None if new_kit else f"SELECT digest FROM {table} WHERE kit = %s AND digest = ANY(%s)"
     added = 0
-    with _Producer(stored, rows, kit_key) as producer:
+    with _Producer(stored, rows, kit_key, digests=held_of is not None) as producer:
         for digests, lines in producer.chunks():
             if held_of is not None:
                 held = {bytes(d) for (d,) in conn.execute(held_of, (kit_key, digests))}
@@ -300,7 +300,8 @@ class _Producer:
     """Reads a kind's stored lines in a thread, handing chunks of COPY rows to the caller.
 
     ``chunks()`` yields (digests, rows) of up to :data:`CHUNK_RECORDS`
-    records, sorted by digest (the database then adds them to the primary
+    records (the digests as bytes, or None unless ``digests`` asks for them),
+    sorted by digest (the database then adds them to the primary
     key's index in key order, page after page, instead of all over it), and
     stops at the end; ``read`` then counts the records read. A record met
     twice (a kit from before the folder layout may hold one in its single
@@ -309,8 +310,11 @@ class _Producer:
     block early stops the thread.
     """
 
-    def __init__(self, stored: Iterable[list[StoredLine]], rows: RowEncoder, kit_key: int) -> None:
+    def __init__(
+        self, stored: Iterable[list[StoredLine]], rows: RowEncoder, kit_key: int, *, digests: bool
+    ) -> None:
         self._stored = stored
+        self._digests = digests
         self._rows = rows
         self._kit_key = kit_key
         self.read = 0
@@ -330,7 +334,7 @@ class _Producer:
             except queue.Empty:
                 self._thread.join(0.05)
 
-    def chunks(self) -> Iterable[tuple[list[bytes], list[bytes]]]:
+    def chunks(self) -> Iterable[tuple[Any, list[bytes]]]:
         while True:
             item = self._queue.get()
             if item is _END:
@@ -371,12 +375,8 @@ class _Producer:
     def _send(self, chunk: list[StoredLine]) -> None:
         chunk.sort(key=itemgetter(0))
         row, kit_key = self._rows.row, self._kit_key
-        self._put(
-            (
-                [bytes.fromhex(digest) for digest, _ in chunk],
-                [row(kit_key, digest, body) for digest, body in chunk],
-            )
-        )
+        digests = [bytes.fromhex(digest) for digest, _ in chunk] if self._digests else None
+        self._put((digests, [row(kit_key, digest, body) for digest, body in chunk]))
 
     def _hand_over(self, exc: BaseException) -> None:
         with contextlib.suppress(_Stopped):
