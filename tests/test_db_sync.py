@@ -243,6 +243,28 @@ def test_a_record_with_a_nul_character_is_stored_with_a_replacement(cli, db, tmp
     assert set(stored(db, "acceptances", "nul")) == set(in_kit(kit, "acceptances"))
 
 
+def test_typed_columns_keep_backslashes_tabs_and_newlines_as_the_record_has_them(cli, db, tmp_path):
+    from pmos.gate.writers import record_short_verdict
+
+    kit = new_kit(tmp_path / "escapes")
+    reason = 'tab\there, newline\nhere, a \\ backslash, a "quote", \\N and a nul \x00 end'
+    record_short_verdict(
+        kit,
+        run_id="r1",
+        initiative_id="init-0",
+        verdict="SKIPPED",
+        skipped_reason=reason,
+        evaluator_model="gpt-5",
+    )
+    sync(cli, kit, db, "--kit-id", "escapes")
+    with psycopg.connect(db) as conn:
+        stored_reason, text, record = conn.execute(
+            "SELECT skipped_reason, recorded_at_text, record FROM evals"
+        ).fetchone()
+    assert stored_reason == reason.replace("\x00", "\ufffd") == record["skipped_reason"]
+    assert text == record["recorded_at"]
+
+
 # ---------------------------------------------------------------- kit identity
 
 

@@ -61,12 +61,12 @@ def record_tables() -> list[str]:
 
 def grant_statements(access: Access) -> list[str]:
     """The GRANT statements for ``access``, with ``{role}`` where the role goes."""
-    database = "GRANT CONNECT, TEMPORARY ON DATABASE {database} TO {role}"
+    database = "GRANT CONNECT ON DATABASE {database} TO {role}"
     schema = "GRANT USAGE ON SCHEMA {schema} TO {role}"
     if access is Access.read:
         relations = ", ".join((*META_TABLES, *record_tables(), *VIEWS))
         return [
-            database.replace(", TEMPORARY", ""),
+            database,
             schema,
             f"GRANT SELECT ON {relations} TO {{role}}",
         ]

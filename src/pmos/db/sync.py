@@ -15,21 +15,21 @@ The whole sync is one transaction:
 3. per ledger kind, the packs the kit's earlier syncs copied whole
    (``synced_packs``) are not read at all: a pack's name is the hash of its
    bytes, so it still holds exactly those records. The other records are
-   streamed with COPY, as the store holds them (digest and canonical JSON
-   text, neither recomputed nor re-encoded), into a temporary table; the rows
-   whose digest the kit's table already has are deleted from it (a join on
-   the primary key), and the kind's ``pmos_store_<table>`` function parses
-   the rest into jsonb and inserts them (the database types the queried
-   columns itself, see the migrations);
+   read from the store (digest and canonical JSON text, checked, neither
+   recomputed), typed by :mod:`pmos.db.columns` and COPYed straight into the
+   kind's table, a chunk at a time. A kit the database already has first
+   asks, per chunk, which of the chunk's digests its table holds (an index
+   lookup on the primary key, under the kit's advisory lock) and leaves
+   those out; a new kit has none to ask about;
 4. once verification has passed, the packs it checked line by line are
    recorded in ``synced_packs`` with this pmos's version (their records are
    now in the database), a row in ``syncs`` records what was copied and the
    kit's settings, and the transaction commits.
 
-The insert has no ``ON CONFLICT`` clause: under the kit's lock nothing but
-this transaction adds the kit's records, a new kit has none, and what the
-table holds was deleted from the temporary table first, so a conflict would
-be a bug, and the unique key refuses it rather than hiding it.
+COPY has no ``ON CONFLICT``: under the kit's lock nothing but this
+transaction adds the kit's records, a new kit has none, and what the table
+holds was left out of the chunk first, so a conflict would be a bug, and the
+unique key refuses it rather than hiding it.
 
 A sync killed at any point (a crash, SIGKILL mid-COPY, a lost connection)
 commits nothing: the server rolls the transaction back, and the next sync
@@ -37,9 +37,11 @@ copies everything that is missing. Records come from the store, checked
 (:func:`pmos.store.read.stored_lines`); this module never reads a ledger
 file itself.
 
-While the database inserts one chunk, a producer thread already reads and
+While the database takes in one chunk, a producer thread already reads and
 encodes the next one from the kit, so reading the kit and writing the
 database overlap (psycopg releases the GIL while it waits on the server).
+The server parses each record's JSON once, into its jsonb column, and
+extracts nothing from it: the typed columns arrive typed.
 """
 
 from __future__ import annotations
@@ -48,13 +50,14 @@ import contextlib
 import os
 import queue
 import threading
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable
 from importlib.metadata import PackageNotFoundError, version
 from operator import itemgetter
 from typing import Any, NamedTuple
 
 import orjson
 
+from pmos.db.columns import RowEncoder, encoder
 from pmos.db.connect import LOCK_CLASS, connection
 from pmos.db.errors import KitRefused, SchemaMismatch
 from pmos.db.identity import KitIdentity, kit_identity
@@ -70,18 +73,14 @@ from pmos.store.registry import LEDGER_KINDS
 from pmos.store.screening import Screen
 from pmos.store.verify import verify_store
 
-#: Records per COPY-then-INSERT round: large enough that a round's fixed costs
-#: vanish, small enough that the producer can encode the next round meanwhile.
-CHUNK_RECORDS = 50_000
-#: Bytes per block handed from the producer thread to COPY.
-BLOCK_BYTES = 1 << 20
-#: Blocks the producer may run ahead (about one chunk of typical records).
-QUEUE_BLOCKS = 48
-
-#: Records encoded per call of :func:`copy_rows` while a chunk is cut into blocks.
-_ROWS_AT_ONCE = 512
-_INCOMING = "pmos_incoming"
-_END_OF_CHUNK = object()
+#: Records per chunk (one lookup of held digests, one COPY): large enough that a
+#: chunk's fixed costs vanish, small enough that the producer encodes the next
+#: chunk while the server takes in this one.
+CHUNK_RECORDS = 20_000
+#: Chunks the producer may run ahead of the database.
+QUEUE_CHUNKS = 2
+#: Rows per write to COPY.
+_ROWS_PER_WRITE = 2_000
 _END = object()
 
 
@@ -130,10 +129,6 @@ def sync_kit(kit: Kit, dsn: str, *, kit_id: str | None = None) -> SyncReport:
             synced = {} if new_kit else _synced_packs(conn, kit_key)
             verification = _Verification(
                 kit, frozenset(pack for pack, by in synced.items() if pmos in by)
-            )
-            conn.execute(
-                f"CREATE TEMP TABLE {_INCOMING} (digest bytea NOT NULL, record text NOT NULL) "
-                "ON COMMIT DROP"
             )
             try:
                 done = [
@@ -279,82 +274,51 @@ def _sync_kind(
         stored = stored_lines(kit.store, kind, have=have)  # lists the files, reads loose ones
     except LedgerCorrupt as exc:
         raise _ReadFailed(str(exc)) from None
-    insert = f"SELECT pmos_store_{table}(%s)"
-    # A new kit has no records yet: nothing to delete, and no join to pay for.
-    drop_held = (
-        None
-        if new_kit
-        else f"DELETE FROM {_INCOMING} i USING {table} t WHERE t.kit = %s AND t.digest = i.digest"
-    )
+    rows = encoder(kind)
+    copy_in = f"COPY {table} ({', '.join(rows.columns)}) FROM STDIN"
+    # A new kit has no records yet: nothing to look up.
+    held_of = None if new_kit else f"SELECT digest FROM {table} WHERE kit = %s AND digest = ANY(%s)"
     added = 0
-    with _Producer(stored) as producer:
-        blocks = producer.blocks()
-        while True:
-            chunk_ended = False
-            with conn.cursor().copy(f"COPY {_INCOMING} (digest, record) FROM STDIN") as copy:
-                for block in blocks:
-                    if block is _END_OF_CHUNK:
-                        chunk_ended = True
-                        break
-                    copy.write(block)
-            if drop_held is not None:
-                conn.execute(drop_held, (kit_key,))
-            added += conn.execute(insert, (kit_key,)).fetchone()[0]
-            conn.execute(f"TRUNCATE {_INCOMING}")
-            if not chunk_ended:
-                break
+    with _Producer(stored, rows, kit_key, digests=held_of is not None) as producer:
+        for digests, lines in producer.chunks():
+            if held_of is not None:
+                held = {bytes(d) for (d,) in conn.execute(held_of, (kit_key, digests))}
+                if held:
+                    lines = [line for d, line in zip(digests, lines, strict=True) if d not in held]
+            if not lines:
+                continue
+            with conn.cursor() as cursor:
+                with cursor.copy(copy_in) as copy:
+                    for start in range(0, len(lines), _ROWS_PER_WRITE):
+                        copy.write(b"".join(lines[start : start + _ROWS_PER_WRITE]))
+                added += cursor.rowcount
         read = producer.read
     return KindResult(kind, stored.have_records + read, added), [*stored.packs, *stored.held]
 
 
-def copy_rows(lines: Sequence[StoredLine]) -> bytes:
-    """Rows of COPY's text format: each digest as bytea, each record's JSON text as stored.
-
-    COPY's text format escapes with backslashes, so every backslash is doubled
-    (the bytea's ``\\x`` prefix included); JSON text never holds a raw tab or
-    newline. PostgreSQL's jsonb cannot hold the character U+0000: a record
-    with one is stored with U+FFFD in its place (its digest still names the
-    record as the kit has it).
-    """
-    rows = b"".join([b"\\x%b\t%b\n" % (digest.encode(), body) for digest, body in lines])
-    if b"\\u0000" in rows:
-        rows = b"".join(
-            [b"\\x%b\t%b\n" % (digest.encode(), _jsonb_safe(body)) for digest, body in lines]
-        )
-    return rows.replace(b"\\", b"\\\\")
-
-
-def _jsonb_safe(body: bytes) -> bytes:
-    if b"\\u0000" not in body:
-        return body
-    return orjson.dumps(_without_nul(orjson.loads(body)), option=orjson.OPT_SORT_KEYS)
-
-
-def _without_nul(value: Any) -> Any:
-    if isinstance(value, str):
-        return value.replace("\x00", "\ufffd")
-    if isinstance(value, dict):
-        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_without_nul(v) for v in value]
-    return value
-
-
 class _Producer:
-    """Reads a kind's stored lines in a thread, handing COPY blocks to the caller.
+    """Reads a kind's stored lines in a thread, handing chunks of COPY rows to the caller.
 
-    ``blocks()`` yields byte blocks, ``_END_OF_CHUNK`` after every
-    :data:`CHUNK_RECORDS` records, and stops at the end; ``read`` then counts
-    the records read. A record met twice (a kit from before the folder layout
-    may hold one in its single file and in a pack) is sent once. An error in
-    the thread (a ledger that changed under the sync) is raised in the
-    caller; leaving the ``with`` block early stops the thread.
+    ``chunks()`` yields (digests, rows) of up to :data:`CHUNK_RECORDS`
+    records (the digests as bytes, or None unless ``digests`` asks for them),
+    sorted by digest (the database then adds them to the primary
+    key's index in key order, page after page, instead of all over it), and
+    stops at the end; ``read`` then counts the records read. A record met
+    twice (a kit from before the folder layout may hold one in its single
+    file and in a pack) is sent once. An error in the thread (a ledger that
+    changed under the sync) is raised in the caller; leaving the ``with``
+    block early stops the thread.
     """
 
-    def __init__(self, stored: Iterable[list[StoredLine]]) -> None:
+    def __init__(
+        self, stored: Iterable[list[StoredLine]], rows: RowEncoder, kit_key: int, *, digests: bool
+    ) -> None:
         self._stored = stored
+        self._digests = digests
+        self._rows = rows
+        self._kit_key = kit_key
         self.read = 0
-        self._queue: queue.Queue[Any] = queue.Queue(maxsize=QUEUE_BLOCKS)
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=QUEUE_CHUNKS)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="pmos-sync-reader", daemon=True)
 
@@ -370,7 +334,7 @@ class _Producer:
             except queue.Empty:
                 self._thread.join(0.05)
 
-    def blocks(self) -> Iterable[Any]:
+    def chunks(self) -> Iterable[tuple[Any, list[bytes]]]:
         while True:
             item = self._queue.get()
             if item is _END:
@@ -398,8 +362,8 @@ class _Producer:
                 while len(chunk) >= CHUNK_RECORDS:
                     self._send(chunk[:CHUNK_RECORDS])
                     chunk = chunk[CHUNK_RECORDS:]
-                    self._put(_END_OF_CHUNK)
-            self._send(chunk)
+            if chunk:
+                self._send(chunk)
             self._put(_END)
         except _Stopped:
             return
@@ -409,21 +373,10 @@ class _Producer:
             self._hand_over(exc)
 
     def _send(self, chunk: list[StoredLine]) -> None:
-        """One chunk's COPY blocks, its records sorted by digest: the database then
-        inserts them into the primary key's index in key order, page after page,
-        instead of all over it."""
         chunk.sort(key=itemgetter(0))
-        block: list[bytes] = []
-        size = 0
-        for start in range(0, len(chunk), _ROWS_AT_ONCE):
-            rows = copy_rows(chunk[start : start + _ROWS_AT_ONCE])
-            block.append(rows)
-            size += len(rows)
-            if size >= BLOCK_BYTES:
-                self._put(b"".join(block))
-                block, size = [], 0
-        if block:
-            self._put(b"".join(block))
+        row, kit_key = self._rows.row, self._kit_key
+        digests = [bytes.fromhex(digest) for digest, _ in chunk] if self._digests else None
+        self._put((digests, [row(kit_key, digest, body) for digest, body in chunk]))
 
     def _hand_over(self, exc: BaseException) -> None:
         with contextlib.suppress(_Stopped):
