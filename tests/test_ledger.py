@@ -567,3 +567,24 @@ def test_show_last_and_streamed_json(kit, cli):
     table = cli("ledger", "show", "acceptances", "--last", "1").stdout
     assert "r4" in table and "r3" not in table
     assert cli("ledger", "show", "acceptances", "--last", "0").exit_code == 2
+
+
+@pytest.mark.parametrize("damage", ["edited", "renamed", "two lines"])
+def test_pack_refuses_a_damaged_loose_file_and_changes_nothing(filled, pmos, damage):
+    """Packing reads every loose file once and checks it as readers do: a damaged
+    one stops the pack, naming the file, before anything is written or deleted."""
+    target = filled[2]
+    data = target.read_bytes()
+    if damage == "edited":
+        target.write_bytes(data.replace(b'"pass"', b'"fail"'))
+    elif damage == "renamed":
+        target.rename(filled[3].with_name("20000101T000000Z-" + "0" * 64 + ".json"))
+        target = filled[3].with_name("20000101T000000Z-" + "0" * 64 + ".json")
+    else:
+        target.write_bytes(data + data)
+    folder = target.parent
+    before = sorted(p.name for p in folder.iterdir())
+    result = pmos("ledger", "pack", "acceptances")
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert str(target) in result.stderr
+    assert sorted(p.name for p in folder.iterdir()) == before

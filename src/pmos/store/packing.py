@@ -30,9 +30,9 @@ from pmos.store import chain, columns, lines, packs
 from pmos.store.digest import CHAIN_FIELDS
 from pmos.store.files import kind_lock, remove_many, stale_temps
 from pmos.store.layout import COLUMNS, Store
-from pmos.store.read import read_loose
+from pmos.store.read import read_loose_many
 from pmos.store.registry import LEDGER_KINDS
-from pmos.store.screening import Checked, Screen, screen_line
+from pmos.store.screening import Checked, Screen, screen_line, screen_record
 
 Entry = tuple[packs.Key, str, bytes]
 
@@ -71,9 +71,11 @@ def pack_kind(store: Store, kind: str, *, screen: Screen | None = None) -> PackR
         entries: dict[str, Entry] = {}
         for entry in _legacy_entries(sources.legacy, kind, warnings):
             entries.setdefault(entry[1], entry)
-        for path in sources.loose:
-            found = read_loose(path)
-            entries.setdefault(found.digest, (found.key, found.digest, found.raw + b"\n"))
+        parsed: dict[str, dict[str, Any]] = {}  # loose records, parsed once, by digest
+        for found, record in read_loose_many(sources.loose):
+            if found.digest not in entries:
+                entries[found.digest] = (found.key, found.digest, found.raw + b"\n")
+                parsed[found.digest] = record
         headed = [(packs.read_header(p, kind), p) for p in sources.packs]
         folded = _packs_to_fold(headed, [e[0] for e in entries.values()])
         for path in folded:
@@ -84,7 +86,7 @@ def pack_kind(store: Store, kind: str, *, screen: Screen | None = None) -> PackR
             remove_many(folder, temps)
             return PackReport(kind, 0, 0, 0, False, None, warnings)
         ordered = sorted(entries.values(), key=lambda e: (e[0], e[1]))
-        checked = None if screen is None else screen_entries(kind, ordered, screen)
+        checked = None if screen is None else screen_entries(kind, ordered, screen, parsed)
         made = packs.write_pack(folder, kind, ordered, checked)
         columns.write(made, kind, (line for _, _, line in ordered))
         gone = [p for p in folded if p != made]
@@ -119,11 +121,24 @@ def orphan_columns(folder: Path) -> list[Path]:
 PROBLEM_CHARS = 500
 
 
-def screen_entries(kind: str, entries: list[Entry], screen: Screen) -> Checked:
-    """Screen a pack's records (in pack order): the outcome its header records."""
+def screen_entries(
+    kind: str, entries: list[Entry], screen: Screen, parsed: dict[str, dict[str, Any]] | None = None
+) -> Checked:
+    """Screen a pack's records (in pack order): the outcome its header records.
+
+    ``parsed`` holds records already parsed (by digest), the loose ones, so
+    that a file read to be packed is parsed once; the others are parsed here.
+    """
+    parsed = parsed or {}
+    if parsed:  # one look-up of what the loose records' rules need from the kit
+        screen.prepare(kind, list(parsed.values()))
     failed: dict[int, tuple[str | None, str, str]] = {}
-    for number, (_, _, line) in enumerate(entries, start=1):
-        exclusion = screen_line(screen, kind, line[:-1], "")
+    for number, (_, digest, line) in enumerate(entries, start=1):
+        record = parsed.get(digest)
+        if record is None:
+            exclusion = screen_line(screen, kind, line[:-1], "")
+        else:
+            exclusion = screen_record(screen, kind, record, "")
         if exclusion is not None:
             failed[number] = (
                 exclusion.record_id,

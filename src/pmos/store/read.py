@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import heapq
+import os
 from bisect import bisect_right
 from collections.abc import Callable, Collection, Iterator
 from functools import cache
@@ -86,9 +87,48 @@ def read_loose(path: Path) -> Loose:
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        raise LedgerCorrupt(
-            str(path), None, "the record file vanished while it was read (a pack ran); try again"
-        ) from None
+        raise _vanished(path) from None
+    return parse_loose(data, path)[0]
+
+
+def read_loose_many(paths: list[Path]) -> Iterator[tuple[Loose, dict[str, Any]]]:
+    """Each loose file of ``paths`` read and checked as :func:`read_loose` does,
+    with its parsed record, for a caller that needs both (``pmos ledger pack``).
+
+    Files are read with ``os.open``/``os.read``: for 100,000 files,
+    :meth:`Path.read_bytes` (a buffered file object and a stat per file) cost
+    more than the checks.
+    """
+    for path in paths:
+        try:
+            fd = os.open(path, _READ_FLAGS)
+        except FileNotFoundError:
+            raise _vanished(path) from None
+        try:
+            data = os.read(fd, _READ_SIZE)
+            if len(data) == _READ_SIZE:  # a large record: read on to the end
+                parts = [data]
+                while part := os.read(fd, _READ_SIZE):
+                    parts.append(part)
+                data = b"".join(parts)
+        finally:
+            os.close(fd)
+        yield parse_loose(data, path)
+
+
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
+_READ_SIZE = 1 << 16
+
+
+def _vanished(path: Path) -> LedgerCorrupt:
+    return LedgerCorrupt(
+        str(path), None, "the record file vanished while it was read (a pack ran); try again"
+    )
+
+
+def parse_loose(data: bytes, path: Path) -> tuple[Loose, dict[str, Any]]:
+    """The checks of a loose file's bytes ``data``: exactly one line, matching its
+    digest, a JSON object whose time and digest are the file's name."""
     raw = data[:-1]
     if not data.endswith(b"\n") or b"\n" in raw:
         raise LedgerCorrupt(str(path), None, "a record file holds exactly one line")
@@ -105,7 +145,7 @@ def read_loose(path: Path) -> Loose:
             None,
             "the file's name does not carry its record's time and digest: it was renamed",
         )
-    return Loose(packs.key_of(record), digest, raw, path)
+    return Loose(packs.key_of(record), digest, raw, path), record
 
 
 def _loose_newest_first(paths: list[Path]) -> Iterator[tuple[Key, str, bytes, Path]]:

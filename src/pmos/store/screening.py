@@ -135,11 +135,17 @@ class Checked(NamedTuple):
 def screen_line(screen: Screen, kind: str, raw: bytes, file: str) -> Exclusion | None:
     """Why the record line ``raw`` (checked, without its newline) is left out, or None.
 
-    A reader needs one reason, not all: the first rule the record breaks.
     Raises :class:`~pmos.store.lines.LineError` or ``orjson.JSONDecodeError``
     for a line that is no record at all.
     """
-    record = orjson.loads(lines.split(raw)[0])
+    return screen_record(screen, kind, orjson.loads(lines.split(raw)[0]), file)
+
+
+def screen_record(screen: Screen, kind: str, record: Any, file: str) -> Exclusion | None:
+    """Why ``record`` (parsed from a stored line) is left out, or None.
+
+    A reader needs one reason, not all: the first rule the record breaks.
+    """
     found = screen.problems(kind, record)
     if not found:
         return None
