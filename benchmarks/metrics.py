@@ -56,7 +56,7 @@ from pmos import schemas  # noqa: E402
 from pmos.atomic import write_many  # noqa: E402
 from pmos.gate import signing, sshsig  # noqa: E402
 from pmos.kit import init_kit, open_kit  # noqa: E402
-from pmos.store import columns, lines, packs  # noqa: E402
+from pmos.store import lines, packs  # noqa: E402
 from pmos.store.append import loose_name  # noqa: E402
 
 MODELS = ["gpt-5", "claude-opus-4", "gemini-2.5-pro", "llama-4-maverick"]
@@ -320,10 +320,9 @@ def generate(
 
 
 def screen_packs(kit, workers: int = 1) -> tuple[int, int]:
-    """Give every pack the screening outcome ``pmos ledger pack`` records and its
-    columns file (each pack is rewritten with them, as a pack of the same records
-    would be made), checking every record against the writers' rules, labels'
-    signatures included.
+    """Give every pack the screening outcome ``pmos ledger pack`` records (each pack is
+    rewritten with it, as a pack of the same records would be made), checking every
+    record against the writers' rules, labels' signatures included.
 
     Done once everything is written, evals first: a label's check looks up the
     verdict it names, which must be on disk by then. The packs of a ledger are
@@ -352,7 +351,6 @@ def _screen_pack(job: tuple[str, str, str]) -> tuple[int, int]:
     entries = _pack_entries(path, kind)
     outcome = screen_entries(kind, entries, KitScreen(open_kit(Path(root))))
     made = packs.write_pack(path.parent, kind, entries, outcome)
-    columns.write(made, kind, (line for _, _, line in entries))
     if made != path:
         path.unlink()
     return len(entries), len(outcome.failed)
@@ -458,28 +456,20 @@ def main() -> int:
                 workers=args.workers,
             )
         kit = open_kit(kit_root)
-        # The floors parse the records: the packs and the loose record files (not the
-        # packs' columns files, which pmos metrics reads instead of parsing the packs).
-        sources = [kit.store.sources(kind) for kind in ("evals", "acceptances")]
-        files = [str(path) for found in sources for path in (*found.packs, *found.loose)]
-        everything = [
-            path
+        files = [
+            str(path)
             for kind in ("evals", "acceptances")
             for path in sorted(kit.store.folder(kind).iterdir())
             if not path.name.startswith(".")
         ]
         size = sum(os.path.getsize(f) for f in files)
-        columns_size = sum(f.stat().st_size for f in everything) - size
         done = "found" if args.reuse else f"written in {time.perf_counter() - t0:.1f}s"
-        print(
-            f"  {done} ({size / 1e6:.0f} MB in both ledgers, {len(files):,} files; "
-            f"{columns_size / 1e6:.0f} MB of pack columns)"
-        )
+        print(f"  {done} ({size / 1e6:.0f} MB in both ledgers, {len(files):,} files)")
 
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "PMOS_ROOT": str(kit_root)}
         py = sys.executable
         # Warm the page cache so the first timed reader does not pay for the disk.
-        for f in everything:
+        for f in files:
             with open(f, "rb") as handle:
                 while handle.read(1 << 24):
                     pass

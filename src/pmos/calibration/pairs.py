@@ -28,7 +28,6 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import partial
 from typing import Any, NamedTuple
 
 from pmos.calibration.periods import By, assign_periods
@@ -45,13 +44,12 @@ from pmos.store.latest import (
     instant_key,
     judged_by,
     latest_labels,
-    latest_labels_in_batches,
     latest_verdicts,
-    latest_verdicts_in_batches,
     named_earlier,
 )
 from pmos.store.layout import Store
-from pmos.store.read import column_batches, stored_bytes
+from pmos.store.read import records, stored_bytes
+from pmos.store.rows import row_type
 from pmos.store.screening import Excluded, Exclusion, Screen
 
 
@@ -125,15 +123,10 @@ def read_verdicts(
     wanted = _wanted(scope)
     fields = VERDICT_FIELDS + FILTER_FIELDS if wanted is not None else VERDICT_FIELDS
     if rows is None:
-        where = store.display("evals")  # type: ignore[union-attr]
-        judged = latest_verdicts_in_batches(
-            column_batches(store, "evals", fields, screen=screen, excluded=excluded),  # type: ignore[arg-type]
-            window=window,
-            in_scope=wanted,
-            where=where,
-        )
-    else:
-        judged = latest_verdicts(rows, window=window, in_scope=wanted, where="the evals table")
+        row = row_type("evals", fields)
+        rows = records(store, "evals", row=row, screen=screen, excluded=excluded)  # type: ignore[arg-type]
+    where = store.display("evals") if store is not None else "the evals table"
+    judged = latest_verdicts(rows, window=window, in_scope=wanted, where=where)
     return Verdicts(
         judged,
         PassFraction.of(judged.recent, window),
@@ -156,13 +149,11 @@ def read_labels(
     """Each run's latest PM label, from the acceptance ledger (or ``rows``); with a
     ``screen``, labels that break a writer rule (a missing signature) are left out."""
     fields = LABEL_FIELDS + FILTER_FIELDS if detailed else LABEL_FIELDS
-    if rows is not None:
-        return latest_labels(rows, detailed=detailed, where="the acceptances table")
-    return latest_labels_in_batches(
-        column_batches(store, "acceptances", fields, screen=screen, excluded=excluded),  # type: ignore[arg-type]
-        detailed=detailed,
-        where=store.display("acceptances"),  # type: ignore[union-attr]
-    )
+    if rows is None:
+        row = row_type("acceptances", fields)
+        rows = records(store, "acceptances", row=row, screen=screen, excluded=excluded)  # type: ignore[arg-type]
+    where = store.display("acceptances") if store is not None else "the acceptances table"
+    return latest_labels(rows, detailed=detailed, where=where)
 
 
 # ---------------------------------------------------------------- pairing
@@ -323,9 +314,7 @@ def read_and_pair(
             _read_verdicts_and_pair, store, scope, window, by, with_runs, screen, inbox=True
         )
         try:
-            labels = read_labels(store, detailed, screen=screen, excluded=excluded)
-            # Sent as plain tuples: a named tuple is pickled by a Python call per label.
-            child.send((list(labels), list(map(tuple, labels.values()))))
+            child.send(read_labels(store, detailed, screen=screen, excluded=excluded))
             stats.preload()
             paired = child.result()
         finally:
@@ -337,7 +326,7 @@ def read_and_pair(
 
 
 def _read_verdicts_and_pair(
-    receive: Callable[[], tuple[list[str], list[tuple[Any, ...]]]],
+    receive: Callable[[], dict[str, Label]],
     store: Store,
     scope: Scope,
     window: int,
@@ -347,13 +336,6 @@ def _read_verdicts_and_pair(
 ) -> Paired:
     excluded = Excluded()
     judged = read_verdicts(store, scope, window, screen=screen, excluded=excluded)
-    runs, labels = receive()
-    paired = pair(
-        judged,
-        dict(zip(runs, map(partial(tuple.__new__, Label), labels), strict=True)),
-        scope,
-        by,
-        with_runs=with_runs,
-    )
+    paired = pair(judged, receive(), scope, by, with_runs=with_runs)
     paired.excluded = excluded.items
     return paired

@@ -38,7 +38,7 @@ with one :class:`Context` per pass, so each ledger a rule needs is read once.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from itertools import compress, islice
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from pmos.errors import BadInput, Violation
@@ -46,7 +46,8 @@ from pmos.gate import rules as verdict_rules
 from pmos.gate.rubric import Rubric, load_rubric
 from pmos.kit import Kit
 from pmos.store.append import schema_problems
-from pmos.store.read import column_batches, newest_first, records
+from pmos.store.read import batches, newest_first, records
+from pmos.store.rows import row_type
 from pmos.store.vocabulary import SKIPPED
 
 if TYPE_CHECKING:
@@ -133,14 +134,11 @@ class Context:
     def _index_verdicts(self, wanted: set[str] | None) -> None:
         """One pass of the fast forward reader over the eval ledger, keeping the
         verdicts in ``wanted`` (every one when None); the first copy of an id wins."""
-        fields = ("record_id", "run_id", "verdict")
-        for batch in column_batches(self.kit.store, "evals", fields):
-            ids = batch["record_id"]
-            found = zip(ids, zip(batch["run_id"], batch["verdict"], strict=True), strict=True)
-            if wanted is not None:  # only the ids wanted, picked out by C loops
-                found = compress(found, map(wanted.__contains__, ids))
-            for record_id, verdict in found:
-                self._verdicts.setdefault(record_id, verdict)
+        row = row_type("evals", ("record_id", "run_id", "verdict"))
+        for batch in batches(self.kit.store, "evals", row=row):
+            for v in batch:
+                if wanted is None or v.record_id in wanted:
+                    self._verdicts.setdefault(v.record_id, (v.run_id, v.verdict))
 
     def rubric(self, path: str) -> Rubric:
         found = self._rubrics.get(path)

@@ -36,8 +36,6 @@ MARKER = ".pmos-ledger"
 LEGACY_SUFFIX = ".jsonl"
 LOOSE = re.compile(r"\A([0-9TZ]{1,32})-([0-9a-f]{64})\.json\Z")
 PACK = re.compile(r"\Apack-([0-9a-f]{64})\.jsonl\Z")
-#: A pack's columns file (:mod:`pmos.store.columns`): derived from its pack, read beside it.
-COLUMNS = re.compile(r"\Apack-([0-9a-f]{64})\.columns\Z")
 #: Files a crashed writer may leave behind (see pmos.atomic); ignored by readers,
 #: removed by pack.
 TEMP_PREFIX = atomic.TEMP_PREFIX
@@ -143,15 +141,12 @@ class Store:
                 loose.append(folder / name)
             elif PACK.match(name):
                 packs.append(folder / name)
-            elif COLUMNS.match(name):
-                continue  # read beside its pack (pmos.store.columns)
             else:
                 raise LedgerCorrupt(
                     str(folder / name),
                     None,
                     "a file pmos did not write sits in the ledger folder (records are "
-                    "<stamp>-<digest>.json, packs pack-<digest>.jsonl and .columns); "
-                    "move it elsewhere",
+                    "<stamp>-<digest>.json and pack-<digest>.jsonl); move it elsewhere",
                 )
         return Sources(folder, legacy, packs, loose)
 

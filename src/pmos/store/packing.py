@@ -11,25 +11,23 @@ It folds, under the kind's lock:
   (packs made on two branches from the same loose records overlap), so that
   afterwards the packs are disjoint in time and readers take their fast path.
 
-The new pack holds each record once (copies share a digest), sorted by key;
-verdicts and labels also get the pack's columns file (:mod:`pmos.store.columns`).
-Only after both are on disk are the folded files (and their columns) removed; a crash in between
+The new pack holds each record once (copies share a digest), sorted by key.
+Only after it is on disk are the folded files removed; a crash in between
 leaves copies that readers de-duplicate and the next pack removes.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import orjson
 
 from pmos.errors import LedgerCorrupt
-from pmos.store import chain, columns, lines, packs
+from pmos.store import chain, lines, packs
 from pmos.store.digest import CHAIN_FIELDS
 from pmos.store.files import kind_lock, remove_many, stale_temps
-from pmos.store.layout import COLUMNS, Store
+from pmos.store.layout import Store
 from pmos.store.read import read_loose_many
 from pmos.store.registry import LEDGER_KINDS
 from pmos.store.screening import Checked, Screen, screen_line, screen_record
@@ -88,12 +86,7 @@ def pack_kind(store: Store, kind: str, *, screen: Screen | None = None) -> PackR
         ordered = sorted(entries.values(), key=lambda e: (e[0], e[1]))
         checked = None if screen is None else screen_entries(kind, ordered, screen, parsed)
         made = packs.write_pack(folder, kind, ordered, checked)
-        columns.write(made, kind, (line for _, _, line in ordered))
-        gone = [p for p in folded if p != made]
-        remove_many(
-            folder,
-            [*sources.loose, *gone, *map(columns.path_for, gone), *orphan_columns(folder), *temps],
-        )
+        remove_many(folder, [*sources.loose, *(p for p in folded if p != made), *temps])
         if sources.legacy is not None:
             remove_many(sources.legacy.parent, [sources.legacy])
         return PackReport(
@@ -105,16 +98,6 @@ def pack_kind(store: Store, kind: str, *, screen: Screen | None = None) -> PackR
             made.name,
             warnings,
         )
-
-
-def orphan_columns(folder: Path) -> list[Path]:
-    """Columns files whose pack is gone (a pack removed by an older pmos, or by hand)."""
-    names = set(os.listdir(folder))
-    return [
-        folder / name
-        for name in names
-        if (match := COLUMNS.match(name)) and f"pack-{match.group(1)}.jsonl" not in names
-    ]
 
 
 #: How much of a problem's text a pack header keeps per failing record.

@@ -154,22 +154,6 @@ def buffers(path: Path, kind: str) -> Iterator[tuple[int, bytes]]:
         )
 
 
-def check_name(path: Path) -> None:
-    """Refuse a pack whose bytes do not match its name (a reader of its columns file
-    does not parse the pack, but relies on it all the same)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        found = _hash_of(fd, os.fstat(fd).st_size)
-    finally:
-        os.close(fd)
-    if found != name_digest(path):
-        raise LedgerCorrupt(
-            str(path),
-            None,
-            "the pack's content does not match its name: it was edited, cut or replaced",
-        )
-
-
 def line_number(path: Path, offset: int) -> int:
     """The 1-based line of ``path`` that starts at byte ``offset`` (for messages only)."""
     with open(path, "rb") as handle:

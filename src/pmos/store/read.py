@@ -30,19 +30,17 @@ import os
 from bisect import bisect_right
 from collections.abc import Callable, Collection, Iterator
 from functools import cache
-from itertools import compress, groupby, islice, pairwise
+from itertools import groupby, islice, pairwise
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import orjson
 
 from pmos.errors import BadInput, LedgerCorrupt
-from pmos.store import chain, columns, lines, packs
+from pmos.store import chain, lines, packs
 from pmos.store.append import loose_name
 from pmos.store.digest import CHAIN_FIELDS, canonical, digest_bytes
-from pmos.store.latest import as_columns
 from pmos.store.layout import LOOSE, Store
-from pmos.store.rows import row_type
 from pmos.store.screening import Excluded, Exclusion, Screen, screen_line
 
 #: More records than any ledger holds; a larger --last is a typo.
@@ -239,39 +237,6 @@ def batches(
     excluded: Excluded | None = None,
 ) -> Iterator[list[Any]]:
     """Like :func:`records`, in lists: the hot readers' way (no per-record generator step)."""
-    yield from _batches(store, kind, row, plain, screen, excluded, None)  # type: ignore[misc]
-
-
-def column_batches(
-    store: Store,
-    kind: str,
-    fields: tuple[str, ...],
-    *,
-    screen: Screen | None = None,
-    excluded: Excluded | None = None,
-) -> Iterator[dict[str, list[Any]]]:
-    """The records of :func:`batches` with a row of ``fields``, as columns: one list
-    per field in each batch (oldest first, screened the same way).
-
-    A pack read in order that has a columns file (:mod:`pmos.store.columns`)
-    is not parsed: its columns are read instead, and the records its recorded
-    screening failed are taken out of them.
-    """
-    row = row_type(kind, fields)
-    for batch in _batches(store, kind, row, False, screen, excluded, fields):
-        yield batch if isinstance(batch, dict) else as_columns(batch, fields)
-
-
-def _batches(
-    store: Store,
-    kind: str,
-    row: type | None,
-    plain: bool,
-    screen: Screen | None,
-    excluded: Excluded | None,
-    fields: tuple[str, ...] | None,
-) -> Iterator[list[Any] | dict[str, list[Any]]]:
-    """Batches of rows, or (``fields`` given) of a pack's stored columns where it has them."""
     the_plan = plan(store, kind)
     sieve = None if screen is None else _Sieve(kind, screen, excluded or Excluded())
     if sieve is not None and the_plan.loose:
@@ -282,16 +247,7 @@ def _batches(
     if the_plan.ordered:
         for header, path in the_plan.packs:
             failed = None if sieve is None else sieve.recorded(header)
-            stored = None
-            if fields is not None and (sieve is None or failed is not None):
-                stored = columns.read(path, kind, header.records)
-            if stored is not None:
-                packs.check_name(path)
-                start = 0
-                for chunk in stored:
-                    yield _columns_without(chunk, fields, failed, sieve, path, start)  # type: ignore[arg-type]
-                    start += len(chunk[fields[0]])  # type: ignore[index]
-            elif sieve is None or failed == {}:
+            if sieve is None or failed == {}:
                 yield from _pack_batches(path, kind, row, plain, decode, errors)
             elif failed is None:
                 yield from _checked_pack_batches(path, kind, sieve, decode, errors)
@@ -325,28 +281,6 @@ def _batches(
             batch = []
     if batch:
         yield batch
-
-
-def _columns_without(
-    stored: dict[str, list[Any]],
-    fields: tuple[str, ...],
-    failed: dict[int, tuple[str | None, str, str]] | None,
-    sieve: _Sieve | None,
-    path: Path,
-    start: int,
-) -> dict[str, list[Any]]:
-    """A chunk of a pack's stored columns (``fields`` of them; the pack's records from
-    ``start``) without the records its recorded screening failed (by record number,
-    from 1), which are reported instead."""
-    count = len(stored[fields[0]])
-    hits = sorted(n for n in failed or () if start < n <= start + count)
-    if not hits:
-        return {field: stored[field] for field in fields}
-    for number in hits:
-        sieve.report_recorded(path, failed[number])  # type: ignore[union-attr, index]
-    drop = {number - start - 1 for number in hits}
-    keep = [i not in drop for i in range(count)]
-    return {field: list(compress(stored[field], keep)) for field in fields}
 
 
 def _legacy_batches(

@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from pmos.errors import LedgerCorrupt, Violation
-from pmos.store import chain, columns, lines, packs
+from pmos.store import chain, lines, packs
 from pmos.store.append import schema_problems
 from pmos.store.digest import CHAIN_FIELDS, record_digest
 from pmos.store.layout import PACK, Store
@@ -281,9 +281,6 @@ def _verify_pack(path: Path, kind: str, report: KindReport, found: Callable[...,
     number = 0
     check, check_canonical, line_error = lines.check, lines.check_canonical, lines.LineError
     key_of = packs.key_of
-    # The pack's columns file, if it has one, must say what its records say.
-    fields = columns.FIELDS.get(kind) if columns.path_for(path).exists() else None
-    values: list[list[Any]] = []
     for block, complete in _pack_lines(path, whole):
         for raw in block:
             number += 1
@@ -309,18 +306,8 @@ def _verify_pack(path: Path, kind: str, report: KindReport, found: Callable[...,
             first = first or key
             count += 1
             found(record, digest, path, number)
-            if fields is not None:
-                values.append([record.get(field) for field in fields])
-    pack_ok = match is not None and whole.hexdigest() == match.group(1)
-    if not pack_ok:
+    if match is None or whole.hexdigest() != match.group(1):
         report.add(path, None, "the pack's content does not match its name: it was edited or cut")
-    elif fields is not None and len(values) == count:
-        stored = dict(zip(fields, map(list, zip(*values, strict=True)), strict=True))
-        if not values:
-            stored = {field: [] for field in fields}
-        wrong = columns.problem(path, kind, count, stored)
-        if wrong:
-            report.add(columns.path_for(path), None, wrong)
     if header is None:
         if count == 0:
             report.add(path, None, "the pack has no header")
