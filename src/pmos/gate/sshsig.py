@@ -56,7 +56,7 @@ class KeyEncrypted(BadInput):
 
 
 def _string(data: bytes) -> bytes:
-    return struct.pack(">I", len(data)) + data
+    return _UINT32.pack(len(data)) + data
 
 
 def _mpint(value: int) -> bytes:
@@ -177,7 +177,7 @@ class SigningKey:
         data = _signed_data(namespace, "sha512", message)
         envelope = (
             MAGIC
-            + struct.pack(">I", VERSION)
+            + _VERSION_BYTES
             + _string(self.key_blob)
             + _string(namespace.encode("utf-8"))
             + _string(b"")

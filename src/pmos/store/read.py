@@ -82,11 +82,7 @@ def plan(store: Store, kind: str) -> Plan:
 
 def read_loose(path: Path) -> Loose:
     """A loose record file's one line, checked against its content and its name."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise _vanished(path) from None
-    return parse_loose(data, path)[0]
+    return parse_loose(_file_bytes(path), path)[0]
 
 
 def read_loose_many(paths: list[Path]) -> Iterator[tuple[Loose, dict[str, Any]]]:
@@ -98,20 +94,25 @@ def read_loose_many(paths: list[Path]) -> Iterator[tuple[Loose, dict[str, Any]]]
     more than the checks.
     """
     for path in paths:
-        try:
-            fd = os.open(path, _READ_FLAGS)
-        except FileNotFoundError:
-            raise _vanished(path) from None
-        try:
-            data = os.read(fd, _READ_SIZE)
-            if len(data) == _READ_SIZE:  # a large record: read on to the end
-                parts = [data]
-                while part := os.read(fd, _READ_SIZE):
-                    parts.append(part)
-                data = b"".join(parts)
-        finally:
-            os.close(fd)
-        yield parse_loose(data, path)
+        yield parse_loose(_file_bytes(path), path)
+
+
+def _file_bytes(path: Path) -> bytes:
+    """A loose file's bytes, read with ``os.read`` (see :func:`read_loose_many`)."""
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except FileNotFoundError:
+        raise _vanished(path) from None
+    try:
+        data = os.read(fd, _READ_SIZE)
+        if len(data) == _READ_SIZE:  # a large record: read on to the end
+            parts = [data]
+            while part := os.read(fd, _READ_SIZE):
+                parts.append(part)
+            data = b"".join(parts)
+    finally:
+        os.close(fd)
+    return data
 
 
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
