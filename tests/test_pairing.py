@@ -7,12 +7,14 @@ reader the same real records newest first: the pairs must not change.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from pmos.calibration import pairs
 from pmos.calibration.metrics import compute_metrics, scored_pairs
 from pmos.gate.writers import record_verdict
-from pmos.store.latest import Label, Verdict, latest_verdicts, per_run, verdicts_per_run
+from pmos.store.judged import Label, LatestLabels, Verdict, latest_verdicts
+from pmos.store.latest import per_run, verdicts_per_run
 from test_metrics import judge, label, metrics, seed_table
 
 
@@ -56,46 +58,59 @@ def test_records_in_any_order_give_the_same_pairs(kit, monkeypatch):
     label(kit, "late", "fail")
     judge(kit, "late", "PASS")  # judges nothing
     in_order = compute_metrics(kit)
-    real = pairs.records
+    real = pairs.batches
 
     def newest_first(store, kind, **options):
-        return reversed(list(real(store, kind, **options)))
+        rows = [row for batch in real(store, kind, **options) for row in batch]
+        return [rows[::-1]]
 
-    monkeypatch.setattr(pairs, "records", newest_first)
+    monkeypatch.setattr(pairs, "batches", newest_first)
     shuffled = compute_metrics(kit)
     for key in ("confusion", "labels_superseded", "unlabeled_verdicts", "kappa", "kappa_ci95"):
         assert shuffled[key] == in_order[key], key
     assert in_order["labels_superseded"] == 2
 
 
-def _judged(latest, *earlier):
-    found = latest_verdicts([], window=1)
-    found.models.append("gpt-5")
-    for entry in earlier:
-        found.earlier.add(entry, 0)
-    found.latest["r1"] = latest
+def _row(verdict: Verdict):
+    from types import SimpleNamespace as Row
+
+    return Row(
+        run_id="r1",
+        verdict="PASS" if verdict.passed else "FAIL",
+        evaluator_model=verdict.model,
+        record_id=verdict.record_id,
+        recorded_at=verdict.recorded_at,
+        score=verdict.score,
+        form="full" if verdict.full else "short",
+    )
+
+
+def _judged(*verdicts):
+    """Run r1's verdicts, oldest first, as the calibration reader keeps them."""
+    found = latest_verdicts([[_row(v) for v in verdicts]], window=1)
     return pairs.Verdicts(found, None, {})  # type: ignore[arg-type]
 
 
-# PASS, score .9, then FAIL, score .3: both short verdicts of run number 0.
-EARLY = Verdict("2026-01-01T00:00:00.000000Z", "ev-1", "gpt-5", False, True, 0.9, None, 0)
-LATE = Verdict("2026-01-03T00:00:00.000000Z", "ev-2", "gpt-5", False, False, 0.3, None, 0)
+# PASS, score .9, then FAIL, score .3: both short verdicts of run r1.
+R1 = hash("r1")
+EARLY = Verdict("2026-01-01T00:00:00.000000Z", "ev-1", "gpt-5", False, True, 0.9, None, R1)
+LATE = Verdict("2026-01-03T00:00:00.000000Z", "ev-2", "gpt-5", False, False, 0.3, None, R1)
 
 
-def _label(at: str, passed: bool, gate_id: str | None) -> dict[str, Label]:
-    return {"r1": Label(at, passed, gate_id, None, "acc-1")}
+def _label(at: str, passed: bool, gate_id: str | None) -> LatestLabels:
+    return LatestLabels.of({"r1": Label(at, passed, gate_id, None, "acc-1")})
 
 
 def test_a_label_naming_an_earlier_verdict_pairs_with_it():
     named = _label("2026-01-04T00:00:00.000000Z", False, "ev-1")
-    paired = pairs.pair(_judged(LATE, EARLY), named, pairs.Scope(), None)
+    paired = pairs.pair(_judged(EARLY, LATE), named, pairs.Scope(), None)
     assert paired.gate == [1] and paired.pm == [0] and paired.score == [0.9]
     assert paired.superseded == [1]
 
 
 def test_a_label_naming_no_judged_verdict_judges_the_latest_before_it():
     """An older writer's label (no gate_record_id) or one naming a SKIPPED verdict."""
-    judged = _judged(LATE, EARLY)
+    judged = _judged(EARLY, LATE)
     after = _label("2026-01-04T00:00:00.000000Z", True, None)
     paired = pairs.pair(judged, after, pairs.Scope(), None)
     assert paired.gate == [0] and paired.superseded == [0]
@@ -107,11 +122,18 @@ def test_a_label_naming_no_judged_verdict_judges_the_latest_before_it():
 
 
 def test_earlier_verdicts_keep_numbers_not_strings():
-    judged = _judged(LATE, EARLY)
+    judged = _judged(EARLY, LATE)
+    assert judged.judged.verdict("r1") == LATE._replace(record_id=None)
+    assert judged.judged.id_hashes.tolist() == [hash("ev-2")]
     assert judged.judged.earlier.ats is None
-    kept = judged.judged.earlier.select({(0, "ev-1"): True})
-    assert kept == {"ev-1": EARLY._replace(recorded_at=None)}
-    assert judged.judged.earlier.select({(1, "ev-1"): True}) == {}  # another run's number
+    earlier = judged.judged.earlier
+    asked = np.array([hash("ev-1"), hash("ev-1"), hash("ev-2")])
+    assert earlier.find(np.array([R1, hash("r2"), R1]), asked).tolist() == [
+        0,
+        -1,  # another run's
+        -1,  # the latest, not superseded
+    ]
+    assert earlier.scores.tolist() == [0.9] and earlier.codes.tolist() == [1]  # gpt-5, short, pass
 
 
 def test_the_store_keeps_the_latest_by_time_then_record_id():
@@ -134,8 +156,8 @@ def test_the_store_keeps_the_latest_by_time_then_record_id():
         verdict("1", "ev-z", "PASS"),
         verdict("3", "ev-a", "PASS"),
     ]
-    found = latest_verdicts(rows, window=10)
-    assert found.latest["r1"].record_id == "ev-b" and found.latest["r1"].passed is False
+    found = latest_verdicts([rows], window=10)
+    assert found.id_hashes.tolist() == [hash("ev-b")] and found.verdict("r1").passed is False
     assert len(found.earlier) == 2 and list(found.recent) == ["FAIL", "PASS", "PASS"]
     spans = per_run(rows)
     assert (spans["r1"].first.record_id, spans["r1"].latest.record_id) == ("ev-z", "ev-b")

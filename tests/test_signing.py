@@ -439,6 +439,31 @@ def test_label_signature_problem_on_forged_records(cli, kit_root, keys):
     assert "does not allow" in problem(stored)
 
 
+def test_signatures_checked_ahead_give_the_same_answers(cli, kit_root, keys):
+    """A reader checks the loose labels' signatures ahead (warm), while it waits:
+    each answer is the one a check on the spot gives, and a record changed after
+    the check ahead is checked again."""
+    configure(kit_root, keys, required=True)
+    judged(cli)
+    stored = json.loads(accept(cli, "--sign-key", str(keys["pm"])).stdout)
+    flipped = {**copy.deepcopy(stored), "label": "fail"}
+    bad = copy.deepcopy(stored)
+    bad["signature"]["sshsig"] = bad["signature"]["sshsig"].replace("A", "B", 1)
+    unsigned = {k: v for k, v in stored.items() if k != "signature"}
+    records = [stored, flipped, bad, unsigned, {"signature": "not a dict"}]
+    kit = open_kit(kit_root)
+    on_the_spot = [signing.LabelSignatures(kit.config, kit.root).problem(r) for r in records]
+    ahead = signing.LabelSignatures(kit.config, kit.root)
+    ahead.warm(records)
+    assert [ahead.problem(r) for r in records] == on_the_spot
+    assert on_the_spot[0] is None and "invalid signature" in on_the_spot[1]
+    assert on_the_spot[2] is not None and "unsigned label" in on_the_spot[3]
+    ahead.warm([stored])
+    changed = {**copy.deepcopy(stored), "label": "fail"}  # not the record checked ahead
+    assert "invalid signature" in ahead.problem(changed)
+    assert ahead.problem(stored) is None
+
+
 def test_init_says_how_to_turn_signing_on(cli, tmp_path):
     result = cli("init", str(tmp_path / "product" / "pmos"))
     assert result.exit_code == 0

@@ -16,8 +16,8 @@ statistics never see a record. The pairing rule (calibration-method.md,
   (``labels_superseded``). A label that judged nothing while the run now has
   a judged verdict pairs with nothing.
 
-Both ledgers are streamed once through the store's latest-per-run reader
-(:mod:`pmos.store.latest`), on a large kit the eval ledger in a child process
+Both ledgers are streamed once through the store's calibration reader
+(:mod:`pmos.store.judged`), on a large kit the eval ledger in a child process
 while this one reads the labels. The child returns one compact column per
 field of the pairs, not records.
 """
@@ -25,30 +25,32 @@ field of the pairs, not records.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
+
+import numpy as np
 
 from pmos.calibration.periods import By, assign_periods
 from pmos.gate.pass_fraction import PassFraction
 from pmos.gate.screen import KitScreen
 from pmos.kit import Kit
-from pmos.store.latest import (
+from pmos.store.judged import (
     FILTER_FIELDS,
     LABEL_FIELDS,
     VERDICT_FIELDS,
     InScope,
-    Label,
+    LatestLabels,
     LatestVerdicts,
-    instant_key,
-    judged_by,
+    decode,
+    in_batches,
     latest_labels,
     latest_verdicts,
-    named_earlier,
 )
+from pmos.store.latest import instant_key, judged_choice
 from pmos.store.layout import Store
-from pmos.store.read import records, stored_bytes
+from pmos.store.read import batches, loose_values, stored_bytes
 from pmos.store.rows import row_type
 from pmos.store.screening import Excluded, Exclusion, Screen
 
@@ -100,7 +102,7 @@ def _wanted(scope: Scope) -> InScope | None:
 
 @dataclass
 class Verdicts:
-    """What the eval-ledger reader keeps (:class:`pmos.store.latest.LatestVerdicts`)
+    """What the eval-ledger reader keeps (:class:`pmos.store.judged.LatestVerdicts`)
     and the pass fractions of its last judged verdicts in scope."""
 
     judged: LatestVerdicts
@@ -116,17 +118,23 @@ def read_verdicts(
     rows: Iterable[Any] | None = None,
     screen: Screen | None = None,
     excluded: Excluded | None = None,
+    tap: Callable[[list[Any]], None] | None = None,
 ) -> Verdicts:
     """Stream the eval ledger once (or ``rows`` read elsewhere) through the store's
     latest-per-run reader; the pass fraction (the gate's rule) is computed here.
-    With a ``screen``, verdicts that break a writer rule are left out (``excluded``)."""
+    With a ``screen``, verdicts that break a writer rule are left out (``excluded``).
+    ``tap`` sees every batch of rows on its way (see :func:`read_and_pair`)."""
     wanted = _wanted(scope)
     fields = VERDICT_FIELDS + FILTER_FIELDS if wanted is not None else VERDICT_FIELDS
     if rows is None:
         row = row_type("evals", fields)
-        rows = records(store, "evals", row=row, screen=screen, excluded=excluded)  # type: ignore[arg-type]
+        read = batches(store, "evals", row=row, screen=screen, excluded=excluded)  # type: ignore[arg-type]
+    else:
+        read = in_batches(rows)
+    if tap is not None:
+        read = _tapped(read, tap)
     where = store.display("evals") if store is not None else "the evals table"
-    judged = latest_verdicts(rows, window=window, in_scope=wanted, where=where)
+    judged = latest_verdicts(read, window=window, in_scope=wanted, where=where)
     return Verdicts(
         judged,
         PassFraction.of(judged.recent, window),
@@ -138,6 +146,12 @@ def read_verdicts(
     )
 
 
+def _tapped(batches: Iterable[list[Any]], tap: Callable[[list[Any]], None]) -> Iterator[list[Any]]:
+    for batch in batches:
+        tap(batch)
+        yield batch
+
+
 def read_labels(
     store: Store | None,
     detailed: bool,
@@ -145,15 +159,17 @@ def read_labels(
     rows: Iterable[Any] | None = None,
     screen: Screen | None = None,
     excluded: Excluded | None = None,
-) -> dict[str, Label]:
+) -> LatestLabels:
     """Each run's latest PM label, from the acceptance ledger (or ``rows``); with a
     ``screen``, labels that break a writer rule (a missing signature) are left out."""
     fields = LABEL_FIELDS + FILTER_FIELDS if detailed else LABEL_FIELDS
     if rows is None:
         row = row_type("acceptances", fields)
-        rows = records(store, "acceptances", row=row, screen=screen, excluded=excluded)  # type: ignore[arg-type]
+        read = batches(store, "acceptances", row=row, screen=screen, excluded=excluded)  # type: ignore[arg-type]
+    else:
+        read = in_batches(rows)
     where = store.display("acceptances") if store is not None else "the acceptances table"
-    return latest_labels(rows, detailed=detailed, where=where)
+    return latest_labels(read, detailed=detailed, where=where)
 
 
 # ---------------------------------------------------------------- pairing
@@ -190,15 +206,25 @@ class Paired:
     excluded: list[Exclusion] = field(default_factory=list)
 
 
+def _take(values: list[Any], rows: np.ndarray) -> list[Any]:
+    return [values[i] for i in rows.tolist()]
+
+
 def pair(
     verdicts: Verdicts,
-    labels: dict[str, Label],
+    labels: LatestLabels,
     scope: Scope,
     by: By | None,
     *,
     with_runs: bool = False,
 ) -> Paired:
-    """Apply the pairing rule (module docstring) to every run in scope."""
+    """Apply the pairing rule (module docstring) to every run in scope.
+
+    Column by column: each labelled run's latest judged verdict is found by
+    the hash of its run id, the verdict its label names among the superseded
+    ones by hashes (:meth:`Earlier.find`), and
+    :func:`~pmos.store.latest.judged_choice` is made for all labels at once.
+    """
     wanted = _wanted(scope)
     judged = verdicts.judged
     models = list(judged.models)
@@ -207,55 +233,89 @@ def pair(
         if name is not None and name not in known:
             known.add(name)
             models.append(name)
-    index = {name: i for i, name in enumerate(models)}
+    count = len(models)
     out = Paired(models)
-    unlabelled = [0] * len(models)
-    unlabelled_pass = [0] * len(models)
-    skipped = [0] * len(models)
-    superseded = [0] * len(models)
-    latest = judged.latest
-    named = named_earlier(judged, labels)
-    times: list[str] = []
-    runs: list[str] = []
-    for run, label in labels.items():
-        current = latest.get(run)
-        if current is None:
-            continue  # counted below with the labels that have no verdict
-        gate_id = label.gate_record_id
-        earlier = None if gate_id is None else named.get(gate_id)
-        if earlier is not None and earlier.run != current.run:
-            earlier = None  # another run's verdict with the same id: not this label's
-        paired = judged_by(label, current, earlier)
-        subject = current if paired is None else paired
-        if wanted is not None and not wanted(
-            subject.model, subject.initiative, subject.recorded_at
-        ):
-            continue
-        i = index[subject.model]
-        if paired is not current:
-            superseded[i] += 1
-        if paired is None:
-            unlabelled[i] += 1
-            unlabelled_pass[i] += current.passed
-            continue
-        out.model.append(i)
-        out.gate.append(int(paired.passed))
-        out.pm.append(int(label.passed))
-        out.full.append(int(paired.full))
-        out.score.append(paired.score)
-        times.append(label.recorded_at)
-        runs.append(run)
-    for run, current in latest.items():
-        if run in labels:
-            continue
-        if wanted is not None and not wanted(
-            current.model, current.initiative, current.recorded_at
-        ):
-            continue
-        unlabelled[index[current.model]] += 1
-        unlabelled_pass[index[current.model]] += current.passed
-    for run, skip in judged.skips.items():
-        if run in latest:
+    model_of, full_of, passed_of = decode(judged.codes)
+    earlier = judged.earlier
+    earlier_model, earlier_full, earlier_passed = decode(earlier.codes)
+    label_runs = np.fromiter(map(hash, labels.runs), dtype=np.int64, count=len(labels))
+    position = judged.rows_of(label_runs)
+    labelled = np.flatnonzero(position >= 0)  # labels of runs with a judged verdict
+    current = position[labelled]  # and those verdicts
+    label_ats = _take(labels.ats, labelled)
+    current_ats = _take(judged.ats, current)
+    # The pairing rule for every label at once: the verdict it names (the latest,
+    # or a superseded one of its run), else the latest if recorded before it.
+    # Record ids are compared by their 64-bit hashes, as the reader keeps them.
+    names, gate_hashes = labels.names[labelled], labels.gate_hashes[labelled]
+    names_current = names & (gate_hashes == judged.id_hashes[current])
+    others = np.flatnonzero(names & ~names_current)
+    found = np.full(len(labelled), -1, dtype=np.int64)
+    if len(others):
+        found[others] = earlier.find(judged.run_hashes[current[others]], gate_hashes[others])
+    before = np.array(
+        [v <= label for v, label in zip(current_ats, label_ats, strict=True)], dtype=bool
+    )
+    takes_latest, named = judged_choice(names_current, found >= 0, before)
+    nothing = ~takes_latest & ~named
+
+    def subject(latest_values: np.ndarray, earlier_values: np.ndarray) -> np.ndarray:
+        """Per label, a field of the verdict it is counted by (its pair, else the latest)."""
+        values = latest_values[current]
+        if named.any():
+            values[named] = earlier_values[found[named]]
+        return values
+
+    model = subject(model_of, earlier_model)
+    in_scope = np.ones(len(labelled), dtype=bool)
+    if wanted is not None:
+        picked = named.tolist()
+        found_rows = found.tolist()
+        ats = [
+            earlier.ats[f] if p else at  # type: ignore[index]
+            for p, f, at in zip(picked, found_rows, current_ats, strict=True)
+        ]
+        initiatives = [
+            earlier.initiatives[f] if p else judged.initiatives[c]  # type: ignore[index]
+            for p, f, c in zip(picked, found_rows, current.tolist(), strict=True)
+        ]
+        in_scope = np.array(
+            [
+                wanted(models[m], i, at)
+                for m, i, at in zip(model.tolist(), initiatives, ats, strict=True)
+            ],
+            dtype=bool,
+        )
+    superseded = np.bincount(model[in_scope & ~takes_latest], minlength=count)
+    alone = in_scope & nothing
+    unlabelled = np.bincount(model[alone], minlength=count)
+    unlabelled_pass = np.bincount(model[alone & passed_of[current]], minlength=count)
+    paired = in_scope & ~nothing
+    out.model = model[paired].tolist()
+    out.gate = subject(passed_of, earlier_passed)[paired].astype(int).tolist()
+    out.pm = labels.passed.astype(bool)[labelled][paired].astype(int).tolist()
+    out.full = subject(full_of, earlier_full)[paired].astype(int).tolist()
+    scores = subject(judged.scores, earlier.scores)[paired].tolist()
+    out.score = [None if s != s else s for s in scores]  # NaN stood for None
+    rows = labelled[paired]
+    times, runs = _take(labels.ats, rows), _take(labels.runs, rows)
+    # Runs judged but never labelled.
+    unjudged = ~np.isin(judged.run_hashes, label_runs)
+    if wanted is not None and unjudged.any():
+        rows_alone = np.flatnonzero(unjudged)
+        inits = judged.initiatives or [None] * len(judged.ats)
+        unjudged[rows_alone] = [
+            wanted(models[model_of[r]], inits[r], judged.ats[r]) for r in rows_alone.tolist()
+        ]
+    unlabelled += np.bincount(model_of[unjudged], minlength=count)
+    unlabelled_pass += np.bincount(model_of[unjudged & passed_of], minlength=count)
+    skipped = [0] * count
+    index = {name: i for i, name in enumerate(models)}
+    skip_runs = np.fromiter(map(hash, judged.skips), dtype=np.int64, count=len(judged.skips))
+    for skip, judged_row in zip(
+        judged.skips.values(), judged.rows_of(skip_runs).tolist(), strict=True
+    ):
+        if judged_row >= 0:
             continue
         if wanted is not None and not wanted(skip.model, skip.initiative, skip.recorded_at):
             continue
@@ -263,18 +323,17 @@ def pair(
             out.skipped_unknown_model += 1
         else:
             skipped[index[skip.model]] += 1
-    for run, label in labels.items():
-        if run in latest:
-            continue
+    for j in np.flatnonzero(position < 0).tolist():
         if wanted is not None:
-            skip = judged.skips.get(run)
+            skip = judged.skips.get(labels.runs[j])
             skip_model = skip.model if skip else None
-            initiative = label.initiative or (skip.initiative if skip else None)
-            if not wanted(skip_model, initiative, label.recorded_at):
+            own = None if labels.initiatives is None else labels.initiatives[j]
+            initiative = own or (skip.initiative if skip else None)
+            if not wanted(skip_model, initiative, labels.ats[j]):
                 continue
         out.labels_without_verdict += 1
-    out.unlabelled, out.unlabelled_pass = unlabelled, unlabelled_pass
-    out.skipped, out.superseded = skipped, superseded
+    out.unlabelled, out.unlabelled_pass = unlabelled.tolist(), unlabelled_pass.tolist()
+    out.skipped, out.superseded = skipped, superseded.tolist()
     out.period, out.periods = assign_periods(times, runs, by or "month")
     out.run_ids = runs if with_runs else None
     out.pass_fraction = verdicts.pass_fraction
@@ -308,34 +367,71 @@ def read_and_pair(
         from pmos.calibration import stats
         from pmos.store.forked import ForkedCall
 
-        # The child reads the larger ledger, receives the labels read here, pairs
-        # and sends back only the pairs' columns; this process loads scikit-learn meanwhile.
+        # The child reads the larger ledger. On its way it notes the verdicts the
+        # loose labels name, and posts them: screening those labels needs them,
+        # and this process need not read the eval ledger a second time. It then
+        # receives the labels read here, pairs, and sends back only the pairs'
+        # columns.
+        named = loose_values(store, "acceptances", "gate_record_id")
         child = ForkedCall(
-            _read_verdicts_and_pair, store, scope, window, by, with_runs, screen, inbox=True
+            _read_verdicts_and_pair,
+            store,
+            scope,
+            window,
+            by,
+            with_runs,
+            screen,
+            named,
+            inbox=True,
+            outbox=True,
         )
         try:
+            if named:
+                screen.context.answer_verdicts(child.early)
             child.send(read_labels(store, detailed, screen=screen, excluded=excluded))
+            # scikit-learn is loaded while the child pairs, once the labels are let
+            # go: never both at once in memory, and the child's reading is longer.
             stats.preload()
             paired = child.result()
         finally:
             child.cancel()
-    for exclusion in paired.excluded:  # the child's
-        excluded.add(exclusion)
-    paired.excluded = excluded.items
+    # The eval ledger's exclusions first (the child's, when it read them), as a
+    # read in one process lists them.
+    merged = Excluded()
+    for exclusion in [*paired.excluded, *excluded.items]:
+        merged.add(exclusion)
+    paired.excluded = merged.items
     return paired
 
 
 def _read_verdicts_and_pair(
-    receive: Callable[[], dict[str, Label]],
+    receive: Callable[[], LatestLabels],
+    post: Callable[[Any], None],
     store: Store,
     scope: Scope,
     window: int,
     by: By | None,
     with_runs: bool,
     screen: Screen,
+    named: set[str],
 ) -> Paired:
+    """The child's part of :func:`read_and_pair`. It posts, for the verdict ids in
+    ``named``, (record_id -> (run_id, verdict) of those read, the ids it vouches
+    for): those read, and those in no record at all. A verdict left out by the
+    screen is not vouched for: the parent looks it up itself."""
     excluded = Excluded()
-    judged = read_verdicts(store, scope, window, screen=screen, excluded=excluded)
+    found: dict[str, tuple[str, str]] = {}
+
+    def note(batch: list[Any]) -> None:
+        for row in [row for row in batch if row.record_id in named]:
+            found.setdefault(row.record_id, (row.run_id, row.verdict))
+
+    judged = read_verdicts(store, scope, window, screen=screen, excluded=excluded, tap=note)
+    left_out = {e.record_id for e in excluded.items if e.kind == "evals"}
+    post((found, set() if None in left_out else named - left_out))
+    # While the parent finishes the labels: what pairing needs of the verdicts alone.
+    judged.judged.rows_of(np.zeros(1, dtype=np.int64))  # sorts the runs once
+    judged.judged.earlier.index()
     paired = pair(judged, receive(), scope, by, with_runs=with_runs)
     paired.excluded = excluded.items
     return paired

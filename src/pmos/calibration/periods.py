@@ -83,15 +83,10 @@ def assign_periods(ats: list[str], ids: list[str], by: By) -> tuple[list[int], l
         part, describe = 7, _month
     else:
         raise ValueError(f"unknown period {by!r}")
-    found: dict[str, tuple[str, str, str]] = {}
-    keys = []
-    for at in ats:
-        piece = at[:part]
-        spec = found.get(piece)
-        if spec is None:
-            spec = found[piece] = describe(piece)
-        keys.append(spec[0])
+    pieces = [at[:part] for at in ats]
+    found = {piece: describe(piece) for piece in set(pieces)}
     names = sorted({spec[0] for spec in found.values()})
     position = {name: i for i, name in enumerate(names)}
+    index_of = {piece: position[spec[0]] for piece, spec in found.items()}
     spans = {spec[0]: Period(*spec) for spec in found.values()}
-    return [position[k] for k in keys], [spans[name] for name in names]
+    return [index_of[piece] for piece in pieces], [spans[name] for name in names]

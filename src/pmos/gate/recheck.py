@@ -37,7 +37,7 @@ with one :class:`Context` per pass, so each ledger a rule needs is read once.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
@@ -79,6 +79,10 @@ class Context:
         self._verdict_stream: Iterator[dict[str, Any]] | None = None
         self._verdicts_complete = False
         self._absent: set[str] = set()  # looked up by find_verdicts, not in the kit
+        #: Answers to find_verdicts from elsewhere (see answer_verdicts), and the
+        #: ids asked of it that are not yet answered.
+        self._answers: Callable[[], tuple[dict[str, tuple[str, str]], set[str]]] | None = None
+        self._asked: set[str] = set()
         self._rubrics: dict[str, Rubric | BadInput] = {}
         self._signatures: LabelSignatures | None = None
 
@@ -104,16 +108,49 @@ class Context:
                     self._runs.setdefault(run, record)
         return self._runs.get(run_id)
 
+    def answer_verdicts(
+        self, answers: Callable[[], tuple[dict[str, tuple[str, str]], set[str]]]
+    ) -> None:
+        """Let ``answers()`` answer :meth:`find_verdicts` instead of a pass over the
+        eval ledger, when first needed: a process already reading the whole
+        ledger collects the verdicts asked for on its way (``pmos metrics``).
+
+        It returns (record_id -> (run_id, verdict) for those it found, the ids
+        it vouches for: found, or surely not in the ledger). Any other id asked
+        is looked up here, in one pass.
+        """
+        self._answers = answers
+
     def find_verdicts(self, record_ids: set[str]) -> None:
         """Look up many verdicts in one pass over the eval ledger (the verdicts the
         loose labels name), keeping only those: a later :meth:`verdict` of any of
         them is answered without reading the ledger again."""
         wanted = record_ids - self._verdicts.keys() - self._absent
-        if wanted and not self._verdicts_complete:
-            self._index_verdicts(wanted)
-            self._absent |= wanted - self._verdicts.keys()
+        if not wanted or self._verdicts_complete:
+            return
+        if self._answers is not None:
+            self._asked |= wanted  # answered when first needed
+            return
+        self._index_verdicts(wanted)
+        self._absent |= wanted - self._verdicts.keys()
+
+    def _take_answers(self) -> None:
+        answers, self._answers = self._answers, None
+        asked, self._asked = self._asked, set()
+        found, vouched = answers()  # type: ignore[misc]
+        for record_id in asked & vouched:
+            if record_id in found:
+                self._verdicts.setdefault(record_id, found[record_id])
+            else:
+                self._absent.add(record_id)
+        rest = asked - vouched - self._verdicts.keys()
+        if rest:
+            self._index_verdicts(rest)
+            self._absent |= rest - self._verdicts.keys()
 
     def verdict(self, record_id: str) -> tuple[str, str] | None:
+        if self._asked:
+            self._take_answers()
         found = self._verdicts.get(record_id)
         if found is not None or self._verdicts_complete or record_id in self._absent:
             return found

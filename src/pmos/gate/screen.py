@@ -47,6 +47,7 @@ class KitScreen:
         if kind == "acceptances":
             named = {r.get("gate_record_id") for r in records if isinstance(r, dict)}
             self.context.find_verdicts({n for n in named if isinstance(n, str)})
+            self.context.signatures.warm(records)
 
     def basis(self) -> dict[str, str]:
         files = [CONFIG_NAME, *self._signers(), *self.context.rubrics_read]

@@ -145,12 +145,38 @@ class LabelSignatures:
         self.rules = settings(config)
         self.path = allowed_signers_path(config, root)
         self._signers: list[allowed_signers.Signer] | None = None
+        #: Signatures checked ahead by :meth:`warm`, each taken once by :meth:`problem`.
+        self._checked: dict[tuple[str, bytes], Any] = {}
 
     def signers(self) -> list[allowed_signers.Signer]:
         """The allowed signers (:attr:`path` is not None), read on first use."""
         if self._signers is None:
             self._signers = [] if self.path is None else allowed_signers.load(self.path)
         return self._signers
+
+    def warm(self, records: list[Any]) -> None:
+        """Check the signatures of ``records`` now, so that :meth:`problem` of each
+        later costs no cryptography: a reader does this for the loose labels
+        before it reads the packs, while it would otherwise wait for another
+        process's part (``pmos metrics``)."""
+        if self.path is None:
+            return
+        for record in records:
+            signature = record.get("signature") if isinstance(record, dict) else None
+            if isinstance(signature, dict) and isinstance(signature.get("sshsig"), str):
+                try:
+                    key = (signature["sshsig"], signed_payload(record))
+                except Exception:
+                    continue
+                self._checked[key] = self._verify(*key)
+
+    @staticmethod
+    def _verify(armored: str, payload: bytes) -> Any:
+        """The verified signature, or the reason it does not verify."""
+        try:
+            return sshsig.verify(armored, payload, NAMESPACE)
+        except sshsig.SignatureInvalid as exc:
+            return exc
 
     def problem(self, record: dict[str, Any]) -> str | None:
         """What is wrong with a label's signature, or None:
@@ -174,10 +200,10 @@ class LabelSignatures:
             return None
         if not isinstance(signature, dict) or not isinstance(signature.get("sshsig"), str):
             return "malformed signature field"
-        try:
-            verified = sshsig.verify(signature["sshsig"], signed_payload(record), NAMESPACE)
-        except sshsig.SignatureInvalid as exc:
-            return f"invalid signature: {exc}"
+        key = (signature["sshsig"], signed_payload(record))
+        verified = self._checked.pop(key, None) or self._verify(*key)
+        if isinstance(verified, sshsig.SignatureInvalid):
+            return f"invalid signature: {verified}"
         if signature.get("key") != verified.fingerprint:
             return (
                 f"signature key field {signature.get('key')!r} is not the signing key "

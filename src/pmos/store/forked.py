@@ -7,7 +7,9 @@ core and roughly halves the wall time on large kits; small kits never fork
 a pipe; an exception raised in the child is re-raised in the parent, so a
 corrupt ledger reports the same error either way. With an inbox, the parent
 can hand the child one more value while both run (the labels it has read),
-so the child can finish the work that needs both.
+so the child can finish the work that needs both. With an outbox, the child
+can hand the parent one value before its result (what the parent needs to
+finish its own part).
 """
 
 from __future__ import annotations
@@ -29,15 +31,27 @@ class ForkedCall:
 
     With ``inbox=True`` the function is called as ``function(receive, *args)``:
     ``receive()`` blocks until the parent's :meth:`send` and returns its value.
+    With ``outbox=True`` it gets ``post`` next: ``post(value)`` hands the parent
+    one value, which :meth:`early` returns, while the function goes on.
     """
 
-    def __init__(self, function: Callable[..., Any], *args: Any, inbox: bool = False) -> None:
+    def __init__(
+        self,
+        function: Callable[..., Any],
+        *args: Any,
+        inbox: bool = False,
+        outbox: bool = False,
+    ) -> None:
         read_fd, write_fd = os.pipe()
         inbox_read, inbox_write = os.pipe() if inbox else (None, None)
+        outbox_read, outbox_write = os.pipe() if outbox else (None, None)
         pid = os.fork()
         if pid == 0:  # the child: compute, send, and leave without running any cleanup
             os.close(read_fd)
             try:
+                if outbox_write is not None:
+                    os.close(outbox_read)  # type: ignore[arg-type]
+                    args = (lambda value: _write_value(outbox_write, value), *args)
                 if inbox_read is not None:
                     os.close(inbox_write)  # type: ignore[arg-type]
                     args = (lambda: _read_value(inbox_read), *args)
@@ -47,6 +61,9 @@ class ForkedCall:
         os.close(write_fd)
         if inbox_read is not None:
             os.close(inbox_read)
+        if outbox_write is not None:
+            os.close(outbox_write)
+        self._outbox: int | None = outbox_read
         self._pid: int | None = pid
         self._fd: int | None = read_fd
         self._inbox: int | None = inbox_write
@@ -74,11 +91,28 @@ class ForkedCall:
         self._sender = threading.Thread(target=write, daemon=True)
         self._sender.start()
 
+    def early(self) -> Any:
+        """The value the child posted (waiting for it). If the child ended
+        without posting, its result is taken: its exception is raised here."""
+        if self._outbox is None:
+            raise RuntimeError("this forked call has no outbox, or its value was taken")
+        fd, self._outbox = self._outbox, None
+        with os.fdopen(fd, "rb") as pipe:
+            data = pipe.read()
+        if data:
+            return pickle.loads(data)
+        self.result()  # raises the child's error
+        raise PmosError("a reader process ended before posting its part")
+
     def result(self) -> Any:
         """The function's return value, or its exception raised here."""
         if self._fd is None:
             raise RuntimeError("the result of a forked call can be taken once")
         self._drop_unsent()
+        if self._outbox is not None:  # never taken: read it, so the child is not stuck posting
+            fd, self._outbox = self._outbox, None
+            with os.fdopen(fd, "rb") as pipe:
+                pipe.read()
         with os.fdopen(self._fd, "rb") as pipe:
             self._fd = None
             data = pipe.read()
@@ -109,6 +143,9 @@ class ForkedCall:
 
     def _close_inbox(self) -> None:
         self._drop_unsent()
+        if self._outbox is not None:
+            os.close(self._outbox)
+            self._outbox = None
         if self._sender is not None:  # the child has exited, so the writer cannot block
             self._sender.join()
             self._sender = None
@@ -126,6 +163,11 @@ def _read_value(fd: int) -> Any:
     if not data:
         raise PmosError("the parent process ended before sending its part")
     return pickle.loads(data)
+
+
+def _write_value(fd: int, value: Any) -> None:
+    with os.fdopen(fd, "wb") as pipe:
+        pipe.write(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def _child(write_fd: int, function: Callable[..., Any], args: tuple) -> None:

@@ -97,6 +97,19 @@ def read_loose_many(paths: list[Path]) -> Iterator[tuple[Loose, dict[str, Any]]]
         yield parse_loose(_file_bytes(path), path)
 
 
+def loose_values(store: Store, kind: str, field: str) -> set[str]:
+    """The string values of ``field`` in ``kind``'s loose records: what a reader
+    can ask of another ledger's reader before it reads its own records (the
+    verdicts loose labels name). A damaged loose file is refused, as reading it
+    would be."""
+    found = set()
+    for _, record in read_loose_many(store.sources(kind).loose):
+        value = record.get(field)
+        if isinstance(value, str):
+            found.add(value)
+    return found
+
+
 def _file_bytes(path: Path) -> bytes:
     """A loose file's bytes, read with ``os.read`` (see :func:`read_loose_many`)."""
     try:

@@ -1,0 +1,287 @@
+"""The calibration reader (pmos.store.judged) and the two-process read of pmos metrics.
+
+The reader folds whole batches by "the last row of a run wins" when a batch is
+in the readers' order, and row by row otherwise; a property test holds both
+paths to a plain reference fold. The forked read, where the child answers the
+parent's look-ups of the verdicts that loose labels name, must give the same
+report, exclusions included, as one process.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from types import SimpleNamespace as Row
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ledgerfiles
+from pmos.calibration import pairs
+from pmos.calibration.metrics import compute_metrics
+from pmos.errors import PmosError
+from pmos.gate import recheck
+from pmos.store.forked import ForkedCall
+from pmos.store.judged import decode, latest_labels, latest_verdicts
+from pmos.store.latest import instant_key
+from pmos.store.vocabulary import PASS_SIDE, SKIPPED
+from test_readers_scale import _fill, _label, _verdict
+
+# ---------------------------------------------------------------- the fold, by property
+
+#: Instants written in the writers' layout and in another RFC 3339 layout (the same
+#: instant can come both ways: the reader must order them as instants).
+STAMPS = [
+    "2026-01-01T00:00:00.000001Z",
+    "2026-01-01T00:00:00.000002Z",
+    "2026-01-01T01:00:00.000000Z",
+    "2026-01-01T02:00:00+01:00",  # the instant above, in another layout
+    "2026-01-02T00:00:00.000000Z",
+]
+WORDS = ["PASS", "PASS-WITH-FINDINGS", "FAIL", SKIPPED]
+
+verdict_rows = st.lists(
+    st.builds(
+        lambda run, at, rid, word, model, form, score: Row(
+            run_id=f"r{run}",
+            recorded_at=STAMPS[at],
+            record_id=f"ev-{rid}",
+            verdict=word,
+            evaluator_model=model,
+            form=form,
+            score=score,
+        ),
+        st.integers(0, 4),
+        st.integers(0, len(STAMPS) - 1),
+        st.integers(0, 6),  # few ids: ties in time and id happen
+        st.sampled_from(WORDS),
+        st.sampled_from(["gpt-5", "claude"]),
+        st.sampled_from(["full", "short"]),
+        st.one_of(st.none(), st.floats(0, 1)),
+    ),
+    max_size=40,
+)
+
+
+def _key(row):
+    return (instant_key(row.recorded_at), row.record_id)
+
+
+def _arrange(rows, ordered: bool, cuts: list[int]):
+    """The rows in the readers' order (by stored time, then id) or as drawn, in batches."""
+    if ordered:
+        rows = sorted(rows, key=lambda r: (r.recorded_at, r.record_id))
+    bounds = sorted({c % (len(rows) + 1) for c in cuts} | {0, len(rows)})
+    return [rows[a:b] for a, b in itertools.pairwise(bounds)]
+
+
+def _reference_verdicts(rows, window):
+    """The pairing reader's answer, one row at a time: per run the judged verdict
+    latest by (instant, record id), the first of equals kept; every other judged
+    verdict superseded; per run the latest skip (a later equal one wins)."""
+    latest, skips, judged = {}, {}, []
+    for row in rows:
+        if row.verdict == SKIPPED:
+            prior = skips.get(row.run_id)
+            if prior is None or instant_key(row.recorded_at) >= prior:
+                skips[row.run_id] = instant_key(row.recorded_at)
+            continue
+        judged.append(row)
+        current = latest.get(row.run_id)
+        if current is None or _key(row) > _key(current):
+            latest[row.run_id] = row
+    winners = {id(row) for row in latest.values()}
+
+    def kept(row):
+        code = (row.form == "full") << 1 | (row.verdict in PASS_SIDE)
+        score = -1.0 if row.score is None else row.score
+        return (hash(row.run_id), hash(row.record_id), row.evaluator_model, code, score)
+
+    return {
+        "latest": {run: (*kept(row), instant_key(row.recorded_at)) for run, row in latest.items()},
+        "earlier": Counter(kept(row) for row in judged if id(row) not in winners),
+        "skips": skips,
+        "recent": [row.verdict for row in judged][-window:] if window else [],
+    }
+
+
+def _found_verdicts(found):
+    models, full, passed = decode(found.codes)
+    latest = {}
+    for row, run_hash in enumerate(found.run_hashes.tolist()):
+        score = float(found.scores[row])
+        latest[run_hash] = (
+            run_hash,
+            int(found.id_hashes[row]),
+            found.models[int(models[row])],
+            int(full[row]) << 1 | int(passed[row]),
+            -1.0 if score != score else score,
+            found.ats[row],
+        )
+    e_models, e_full, e_passed = decode(found.earlier.codes)
+    earlier = Counter(
+        (
+            int(found.earlier.runs[j]),
+            int(found.earlier.ids[j]),
+            found.models[int(e_models[j])],
+            int(e_full[j]) << 1 | int(e_passed[j]),
+            -1.0
+            if found.earlier.scores[j] != found.earlier.scores[j]
+            else float(found.earlier.scores[j]),
+        )
+        for j in range(len(found.earlier))
+    )
+    return latest, earlier
+
+
+@settings(max_examples=300, deadline=None)
+@given(verdict_rows, st.booleans(), st.lists(st.integers(0, 40), max_size=4), st.integers(0, 5))
+def test_the_verdict_fold_matches_a_row_by_row_fold(rows, ordered, cuts, window):
+    batches = _arrange(rows, ordered, cuts)
+    arrived = [row for batch in batches for row in batch]
+    expected = _reference_verdicts(arrived, window)
+    found = latest_verdicts(batches, window=window)
+    latest, earlier = _found_verdicts(found)
+    assert latest == {hash(run): value for run, value in expected["latest"].items()}
+    assert earlier == expected["earlier"]
+    assert {run: skip.recorded_at for run, skip in found.skips.items()} == expected["skips"]
+    assert list(found.recent) == expected["recent"]
+
+
+label_rows = st.lists(
+    st.builds(
+        lambda run, at, rid, passed, gate: Row(
+            run_id=f"r{run}",
+            recorded_at=STAMPS[at],
+            record_id=f"acc-{rid}",
+            label="pass" if passed else "fail",
+            gate_record_id=None if gate is None else f"ev-{gate}",
+        ),
+        st.integers(0, 4),
+        st.integers(0, len(STAMPS) - 1),
+        st.integers(0, 6),
+        st.booleans(),
+        st.one_of(st.none(), st.integers(0, 3)),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(label_rows, st.booleans(), st.lists(st.integers(0, 40), max_size=4))
+def test_the_label_fold_matches_a_row_by_row_fold(rows, ordered, cuts):
+    batches = _arrange(rows, ordered, cuts)
+    latest = {}
+    for row in [row for batch in batches for row in batch]:
+        current = latest.get(row.run_id)
+        if current is None or _key(row) > _key(current):
+            latest[row.run_id] = row
+    found = latest_labels(batches)
+    got = {
+        run: (at, bool(passed), bool(names), int(gate) if names else None)
+        for run, at, passed, names, gate in zip(
+            found.runs,
+            found.ats,
+            found.passed.tolist(),
+            found.names.tolist(),
+            found.gate_hashes.tolist(),
+            strict=True,
+        )
+    }
+    assert got == {
+        run: (
+            instant_key(row.recorded_at),
+            row.label == "pass",
+            row.gate_record_id is not None,
+            None if row.gate_record_id is None else hash(row.gate_record_id),
+        )
+        for run, row in latest.items()
+    }
+
+
+# ---------------------------------------------------------------- the forked call's outbox
+
+
+def _post_then_return(post, value):
+    post(value)
+    return "done"
+
+
+def _fail_before_posting(post):
+    raise PmosError("the child's own error")
+
+
+def test_a_child_posts_a_value_before_its_result():
+    child = ForkedCall(_post_then_return, {"found": list(range(10))}, outbox=True)
+    try:
+        assert child.early() == {"found": list(range(10))}
+        assert child.result() == "done"
+    finally:
+        child.cancel()
+
+
+def test_a_child_that_fails_before_posting_raises_its_error_on_early():
+    child = ForkedCall(_fail_before_posting, outbox=True)
+    try:
+        with pytest.raises(PmosError, match="the child's own error"):
+            child.early()
+    finally:
+        child.cancel()
+
+
+def test_a_post_never_taken_does_not_hold_up_the_result():
+    """More than a pipe holds: the child would wait on its post for ever if
+    result() did not read it."""
+    child = ForkedCall(_post_then_return, b"x" * (1 << 20), outbox=True)
+    try:
+        assert child.result() == "done"
+    finally:
+        child.cancel()
+
+
+# ---------------------------------------------------------------- the forked read
+
+
+def test_the_forked_read_answers_loose_labels_as_one_process_does(kit, kit_root, monkeypatch):
+    """Loose labels name: a verdict of their run, another run's verdict, no verdict
+    at all, and a verdict the screen leaves out (the child cannot vouch for it:
+    the parent looks it up itself). Both reads report the same, exclusions too."""
+    _fill(kit, runs=20, per_run=5)
+    bad = _verdict(500, "run-7")
+    bad["axes"]["spec"]["verdict"] = "fail"  # a PASS with a failed spec axis: screened out
+    bad["verdict"] = "PASS"
+    ledgerfiles.forge(kit_root, "evals", bad)
+    names = {
+        "run-1": ("ev-0000001", "PASS"),  # its own verdict, as recorded
+        "run-2": ("ev-0000001", "PASS"),  # run-1's verdict
+        "run-3": ("ev-9999999", "PASS"),  # no such verdict
+        "run-7": ("ev-0000500", "PASS"),  # the screened-out verdict
+    }
+    for i, (run, (gate_id, word)) in enumerate(names.items()):
+        label = _label(600 + i, run)
+        label.update(gate_record_id=gate_id, gate_verdict=word)
+        ledgerfiles.forge(kit_root, "acceptances", label)
+
+    passes = []  # the look-ups this process makes by a pass over the eval ledger
+    index = recheck.Context._index_verdicts
+
+    def indexing(context, wanted):
+        passes.append(None if wanted is None else set(wanted))
+        return index(context, wanted)
+
+    monkeypatch.setattr(recheck.Context, "_index_verdicts", indexing)
+    monkeypatch.setattr(pairs, "PARALLEL_MIN_BYTES", 1 << 62)
+    serial = compute_metrics(kit)
+    assert passes == [{"ev-0000001", "ev-9999999", "ev-0000500"}]
+    passes.clear()
+    monkeypatch.setattr(pairs, "PARALLEL_MIN_BYTES", 0)
+    forked = compute_metrics(kit)
+    assert passes == [{"ev-0000500"}]  # the child vouched for the others
+    assert forked == serial
+    left_out = {(e["kind"], e["record_id"]) for e in serial["excluded_records"]}
+    assert ("evals", "ev-0000500") in left_out
+    assert ("acceptances", "acc-0000601") in left_out  # names another run's verdict
+    assert ("acceptances", "acc-0000602") in left_out  # names no verdict
+    assert ("acceptances", "acc-0000600") not in left_out
+    assert ("acceptances", "acc-0000603") not in left_out  # the verdict exists, screened or not
