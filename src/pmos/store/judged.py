@@ -253,6 +253,27 @@ def _at(row: Any, where: str, what: str) -> str:
         ) from None
 
 
+def _in_turn(
+    batches: Iterable[Sequence[Any]], ordered: bool = True
+) -> Iterator[tuple[Sequence[Any], tuple[list[str], list[Any]] | None]]:
+    """Each batch with its keys and record ids while the batches come in the
+    readers' order (:func:`_in_order`); from the first that does not (or from
+    the start, unless ``ordered``), with None: it is folded row by row."""
+    greatest = ""
+    for batch in batches:
+        if not batch:
+            continue
+        found = None
+        if ordered:
+            ids = list(map(_ID, batch))
+            keys = _in_order(list(map(_AT, batch)), ids, greatest)
+            if keys is None:
+                ordered = False
+            else:
+                greatest, found = keys[-1], (keys, ids)
+        yield batch, found
+
+
 def _in_order(ats: list[Any], ids: list[Any], after: str) -> list[str] | None:
     """The keys of a batch that may be folded by "the last row of a run wins"
     (else None); a key is a row's time and record id, ``time + record_id``.
@@ -554,17 +575,10 @@ def latest_verdicts(
     scoped: list[bool] = []  # filtered reports: per judged row, in scope?
     ats: list[str] = []  # filtered reports: per judged row
     initiatives: list[Any] = []  # filtered reports: per judged row
-    greatest = ""
-    for batch in batches:
-        if not batch:
+    for batch, ordered in _in_turn(batches, not detailed):
+        if ordered is not None:
+            _fold_in_order(batch, *ordered, columns, last, skips)
             continue
-        if latest is None:
-            stamps, record_ids = list(map(_AT, batch)), list(map(_ID, batch))
-            keys = _in_order(stamps, record_ids, greatest)
-            if keys is not None:
-                greatest = keys[-1]
-                _fold_in_order(batch, keys, record_ids, columns, last, skips)
-                continue
         if latest is None:  # from here on, row by row
             hashes, numbers, kept, _ = last.rows()
             latest = {
@@ -575,7 +589,6 @@ def latest_verdicts(
         for row in batch:
             run, record_id = row.run_id, row.record_id
             at = _at(row, where, "verdict")
-            greatest = max(greatest, at + record_id if isinstance(record_id, str) else at)
             initiative = row.initiative_id if detailed else None
             if row.verdict == SKIPPED:
                 prior = skips.get(run)
@@ -686,30 +699,24 @@ def latest_labels(
     """
     last = _LastRows(3)  # per row (key, run[, initiative]); passed, names, gate hash
     latest: dict[str, tuple[Any, ...]] | None = None
-    greatest = ""
-    for batch in batches:
-        if not batch:
+    for batch, ordered in _in_turn(batches):
+        if ordered is not None:
+            keys = ordered[0]
+            runs = list(map(_RUN, batch))
+            gates = list(map(_GATE, batch))
+            strings = (
+                zip(keys, runs, map(_INITIATIVE, batch), strict=True)
+                if detailed
+                else zip(keys, runs, strict=True)
+            )
+            last.add(
+                _hashes(runs, len(runs)),
+                strings,
+                np.array([label == "pass" for label in map(_LABEL, batch)], dtype=bool),
+                np.array([gate is not None for gate in gates], dtype=bool),
+                _hashes(gates, len(gates)),
+            )
             continue
-        if latest is None:
-            ats, ids = list(map(_AT, batch)), list(map(_ID, batch))
-            keys = _in_order(ats, ids, greatest)
-            if keys is not None:
-                greatest = keys[-1]
-                runs = list(map(_RUN, batch))
-                gates = list(map(_GATE, batch))
-                strings = (
-                    zip(keys, runs, map(_INITIATIVE, batch), strict=True)
-                    if detailed
-                    else zip(keys, runs, strict=True)
-                )
-                last.add(
-                    _hashes(runs, len(runs)),
-                    strings,
-                    np.array([label == "pass" for label in map(_LABEL, batch)], dtype=bool),
-                    np.array([gate is not None for gate in gates], dtype=bool),
-                    _hashes(gates, len(gates)),
-                )
-                continue
         if latest is None:  # from here on, row by row
             _, _, kept, values = last.rows()
             columns = _unzip(kept, 3 if detailed else 2)
@@ -725,7 +732,6 @@ def latest_labels(
         for row in batch:
             at = _at(row, where, "label")
             record_id = row.record_id
-            greatest = max(greatest, at + record_id if isinstance(record_id, str) else at)
             current = latest.get(row.run_id)
             if current is None or _later(at, record_id, current[0], current[5]):
                 gate = row.gate_record_id
