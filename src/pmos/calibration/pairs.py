@@ -118,12 +118,13 @@ def read_verdicts(
     rows: Iterable[Any] | None = None,
     screen: Screen | None = None,
     excluded: Excluded | None = None,
-    tap: Callable[[list[Any]], None] | None = None,
+    tap: Callable[[list[Any] | None], None] | None = None,
 ) -> Verdicts:
     """Stream the eval ledger once (or ``rows`` read elsewhere) through the store's
     latest-per-run reader; the pass fraction (the gate's rule) is computed here.
     With a ``screen``, verdicts that break a writer rule are left out (``excluded``).
-    ``tap`` sees every batch of rows on its way (see :func:`read_and_pair`)."""
+    ``tap`` sees every batch of rows on its way, then None once the ledger is
+    read, before the fold's last steps (see :func:`read_and_pair`)."""
     wanted = _wanted(scope)
     fields = VERDICT_FIELDS + FILTER_FIELDS if wanted is not None else VERDICT_FIELDS
     if rows is None:
@@ -146,10 +147,13 @@ def read_verdicts(
     )
 
 
-def _tapped(batches: Iterable[list[Any]], tap: Callable[[list[Any]], None]) -> Iterator[list[Any]]:
+def _tapped(
+    batches: Iterable[list[Any]], tap: Callable[[list[Any] | None], None]
+) -> Iterator[list[Any]]:
     for batch in batches:
         tap(batch)
         yield batch
+    tap(None)
 
 
 def read_labels(
@@ -422,13 +426,15 @@ def _read_verdicts_and_pair(
     excluded = Excluded()
     found: dict[str, tuple[str, str]] = {}
 
-    def note(batch: list[Any]) -> None:
+    def note(batch: list[Any] | None) -> None:
+        if batch is None:  # the ledger is read: the parent need not wait for the fold
+            left_out = {e.record_id for e in excluded.items if e.kind == "evals"}
+            post((found, set() if None in left_out else named - left_out))
+            return
         for row in [row for row in batch if row.record_id in named]:
             found.setdefault(row.record_id, (row.run_id, row.verdict))
 
     judged = read_verdicts(store, scope, window, screen=screen, excluded=excluded, tap=note)
-    left_out = {e.record_id for e in excluded.items if e.kind == "evals"}
-    post((found, set() if None in left_out else named - left_out))
     # While the parent finishes the labels: what pairing needs of the verdicts alone.
     judged.judged.rows_of(np.zeros(1, dtype=np.int64))  # sorts the runs once
     judged.judged.earlier.index()
