@@ -37,3 +37,20 @@ def test_rejected_verdict_writes_nothing(cli, kit_root, tmp_path):
     assert result.exit_code == 2
     assert "[combine-rule]" in result.stderr
     assert ledger_bytes(kit_root) == before
+
+
+def test_a_reader_that_stops_reading_ends_the_command_quietly(kit_root):
+    """'pmos ledger verify | head -1': the reader goes away before pmos prints.
+    pmos stops as Unix tools do, with no error message and exit 141, not with
+    "bad input" (2); read to the end, the same command exits 0."""
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "pmos", "ledger", "verify"]
+    proc = subprocess.Popen(command, cwd=kit_root, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # before pmos has printed anything
+    stderr = proc.stderr.read()
+    assert proc.wait(timeout=60) == 141, stderr
+    assert stderr == b""
+    done = subprocess.run(command, cwd=kit_root, capture_output=True, timeout=60)
+    assert done.returncode == 0 and b"ok" in done.stdout

@@ -11,3 +11,6 @@ INTERNAL_ERROR = 70
 TEMPORARY_FAILURE = 75
 #: The user pressed Ctrl-C.
 INTERRUPTED = 130
+#: Whatever read the output stopped reading (as ``head`` does once it has its lines):
+#: the rest is not printed. What the command wrote before printing stays written.
+OUTPUT_CLOSED = 141

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Annotated, Any
@@ -82,6 +83,14 @@ class PmosGroup(TyperGroup):
         except PmosError as exc:
             typer.echo(f"pmos: error: {exc}", err=True)
             raise typer.Exit(exc.exit_code) from None
+        except BrokenPipeError:
+            # The output's reader went away ('pmos metrics | head'): stop quietly, as
+            # Unix tools do, and leave nothing for the interpreter to flush at exit.
+            # (Pipes to child processes are handled where pmos opens them.)
+            with contextlib.suppress(OSError):
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+            raise typer.Exit(exit_codes.OUTPUT_CLOSED) from None
         except OSError as exc:
             # A path the system refuses (too long, no permission, not a folder...):
             # the user's input or environment, not a pmos bug. Nothing was written,
