@@ -186,7 +186,9 @@ class LatestLabels:
     """Per run its latest PM label, one column per field that pairing reads.
 
     ``gate_hashes`` hold the hash of the verdict id each label names, where
-    ``names`` is true. Lists of strings and numpy arrays cross a process
+    ``names`` is true. Python salts ``hash`` per process: hashes made here mean
+    the same only here and in processes forked from here (as pmos's readers are),
+    never in a process started afresh. Lists of strings and numpy arrays cross a process
     boundary in a fraction of the time 200,000 named tuples take.
     """
 
