@@ -96,9 +96,7 @@ class ForkedCall:
         without posting, its result is taken: its exception is raised here."""
         if self._outbox is None:
             raise RuntimeError("this forked call has no outbox, or its value was taken")
-        fd, self._outbox = self._outbox, None
-        with os.fdopen(fd, "rb") as pipe:
-            data = pipe.read()
+        data = self._take_outbox()
         if data:
             return pickle.loads(data)
         self.result()  # raises the child's error
@@ -110,9 +108,7 @@ class ForkedCall:
             raise RuntimeError("the result of a forked call can be taken once")
         self._drop_unsent()
         if self._outbox is not None:  # never taken: read it, so the child is not stuck posting
-            fd, self._outbox = self._outbox, None
-            with os.fdopen(fd, "rb") as pipe:
-                pipe.read()
+            self._take_outbox()
         with os.fdopen(self._fd, "rb") as pipe:
             self._fd = None
             data = pipe.read()
@@ -135,6 +131,12 @@ class ForkedCall:
             os.close(self._fd)
             self._fd = None
         self._close_inbox()
+
+    def _take_outbox(self) -> bytes:
+        """What the child posted (empty: it ended without posting), read to the end."""
+        fd, self._outbox = self._outbox, None
+        with os.fdopen(fd, "rb") as pipe:  # type: ignore[arg-type]
+            return pipe.read()
 
     def _drop_unsent(self) -> None:
         if self._inbox is not None:  # never sent: a waiting child sees end of file

@@ -155,11 +155,7 @@ class LatestVerdicts:
     def rows_of(self, run_hashes: np.ndarray) -> np.ndarray:
         """Each run's row in the columns, given the hashes of run ids (-1: a run
         with no judged verdict)."""
-        hashes, order = self._by_run
-        if not len(hashes):
-            return np.full(len(run_hashes), -1, dtype=np.int64)
-        at = np.minimum(np.searchsorted(hashes, run_hashes), len(hashes) - 1)
-        return np.where(hashes[at] == run_hashes, order[at], -1).astype(np.int64)
+        return _look_up(*self._by_run, run_hashes)
 
     def verdict(self, run: str) -> Verdict | None:
         """The run's latest judged verdict as a named tuple, or None (the record
@@ -237,9 +233,14 @@ _SCORE, _LABEL, _GATE = attrgetter("score"), attrgetter("label"), attrgetter("ga
 _INITIATIVE = attrgetter("initiative_id")
 
 
+#: The length of a stamp in the writers' layout, ``YYYY-MM-DDTHH:MM:SS.ffffffZ``; a
+#: key is such a stamp and a record id, so its first STAMP characters are the stamp.
+STAMP = 27
+
+
 def _writers_layout(stamp: Any) -> bool:
     """Whether ``stamp`` is in the writers' layout, where comparing strings compares instants."""
-    return type(stamp) is str and len(stamp) == 27 and stamp[26] == "Z" and stamp[10] == "T"
+    return type(stamp) is str and len(stamp) == STAMP and stamp[-1] == "Z" and stamp[10] == "T"
 
 
 def _at(row: Any, where: str, what: str) -> str:
@@ -280,7 +281,7 @@ def _in_order(ats: list[Any], ids: list[Any], after: str) -> list[str] | None:
     """The keys of a batch that may be folded by "the last row of a run wins"
     (else None); a key is a row's time and record id, ``time + record_id``.
 
-    That holds when every stamp is in the writers' layout (27 characters, so
+    That holds when every stamp is in the writers' layout (:data:`STAMP` characters, so
     ``stamp + record_id`` compares as the pair) and the keys strictly increase,
     from above ``after``, the greatest key folded before. The checks are C
     loops (``map``, ``join``, string slices), no Python step per row.
@@ -291,7 +292,11 @@ def _in_order(ats: list[Any], ids: list[Any], after: str) -> list[str] | None:
     except TypeError:  # a value that is not a string
         return None
     n = len(ats)
-    if set(map(len, ats)) != {27} or joined[26::27] != "Z" * n or joined[10::27] != "T" * n:
+    if (
+        set(map(len, ats)) != {STAMP}
+        or joined[STAMP - 1 :: STAMP] != "Z" * n
+        or joined[10::STAMP] != "T" * n
+    ):
         return None
     if keys[0] > after and all(map(lt, keys, islice(keys, 1, None))):
         return keys
@@ -313,11 +318,16 @@ class _PairIndex:
 
     def find(self, runs: np.ndarray, ids: np.ndarray) -> np.ndarray:
         """Where each (run hash, id hash) pair sits (its last row; -1: not there)."""
-        if not self.count:
-            return np.full(len(runs), -1, dtype=np.int64)
         wanted = _mixed(np.asarray(runs, dtype=np.int64), np.asarray(ids, dtype=np.int64))
-        at = np.minimum(np.searchsorted(self.unique, wanted), len(self.unique) - 1)
-        return np.where(self.unique[at] == wanted, self.last[at], -1).astype(np.int64)
+        return _look_up(self.unique, self.last, wanted)
+
+
+def _look_up(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """For each of ``wanted``, the value beside it in sorted ``keys`` (-1: not there)."""
+    if not len(keys):
+        return np.full(len(wanted), -1, dtype=np.int64)
+    at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+    return np.where(keys[at] == wanted, values[at], -1).astype(np.int64)
 
 
 def _mixed(runs: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -329,8 +339,8 @@ class _LastRows:
 
     Rows come a whole batch at a time: their runs' hashes, what to keep of
     each row (a string or a tuple of strings), and numeric fields as numpy
-    arrays. Once the rows added since the
-    last look number as many as the runs known (at least :attr:`least`), numpy
+    arrays. Once the rows added since the last look number a quarter of the
+    runs known (at least :attr:`least`), numpy
     finds each run's last row among the candidates (the last rows found
     before, and the rows since); the others' tuples are let go (set to None
     where they are kept), and the list is rebuilt with only the candidates
@@ -536,7 +546,7 @@ def _fold_in_order(
 ) -> None:
     """Fold a batch in the readers' order, given its rows' keys (:func:`_in_order`)
     and record ids, each field read once. A run's latest verdict keeps its key,
-    one string from which its time (the first 27 characters) and id come back."""
+    one string from which its time (the first :data:`STAMP` characters) and id come back."""
     words = list(map(_WORD, batch))
     if SKIPPED in words:  # rare: note the skips, fold the rest
         judged = [word != SKIPPED for word in words]
@@ -584,7 +594,7 @@ def latest_verdicts(
         if latest is None:  # from here on, row by row
             hashes, numbers, kept, _ = last.rows()
             latest = {
-                run: (number, key[:27], key[27:], None)
+                run: (number, key[:STAMP], key[STAMP:], None)
                 for run, number, key in zip(hashes.tolist(), numbers.tolist(), kept, strict=True)
             }
         judged = []
@@ -610,7 +620,7 @@ def latest_verdicts(
             columns.add_rows(judged)
     if latest is None:
         _, numbers, kept, _ = last.rows()
-        kept_ats = [key[:27] for key in kept]
+        kept_ats = [key[:STAMP] for key in kept]
         kept_initiatives: Iterable[Any] = repeat(None, len(kept_ats))
     else:
         number_list, kept_ats, _, kept_initiatives = (
@@ -723,7 +733,7 @@ def latest_labels(
             _, _, kept, values = last.rows()
             columns = _unzip(kept, 3 if detailed else 2)
             keys, runs = columns[:2]
-            ats, ids = [k[:27] for k in keys], [k[27:] for k in keys]
+            ats, ids = [k[:STAMP] for k in keys], [k[STAMP:] for k in keys]
             initiatives = columns[2] if detailed else repeat(None, len(runs))
             latest = {
                 run: (at, passed, names, gate, initiative, record_id)
@@ -750,7 +760,7 @@ def latest_labels(
         columns = _unzip(kept, 3 if detailed else 2)
         return LatestLabels(
             columns[1],
-            [key[:27] for key in columns[0]],
+            [key[:STAMP] for key in columns[0]],
             passed,
             names,
             gate_hashes,
