@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 from typer.testing import CliRunner
 
 from pmos.cli import app
@@ -40,6 +41,12 @@ DIMENSIONS = {
 #: suite measures pmos rather than the disk. Nothing under test depends on data
 #: surviving a power cut (crash tests kill processes, which tmpfs survives alike).
 RAM_TMP = Path("/dev/shm")
+
+#: No property test has a time limit per example: Hypothesis's default deadline
+#: (200 ms) is a wall-clock assertion, and on a loaded machine a first example that
+#: imports scikit-learn or starts a process overruns it and fails as "flaky".
+settings.register_profile("pmos", deadline=None)
+settings.load_profile("pmos")
 
 
 def pytest_configure(config: pytest.Config) -> None:
