@@ -141,20 +141,29 @@ class Snapshot:
             shutil.copytree(self.root, target, symlinks=True, dirs_exist_ok=exist_ok)
             return
         flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if exist_ok else os.O_EXCL)
-        for rel, mode, data in self.entries:
-            path = os.path.join(target, rel) if rel != "." else str(target)
-            if data is None:
-                os.makedirs(path, exist_ok=exist_ok)
-                os.chmod(path, mode)
-                continue
-            fd = os.open(path, flags, mode)
-            try:
-                os.fchmod(fd, mode)
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-            finally:
-                os.close(fd)
+        os.makedirs(target, exist_ok=exist_ok)
+        top = os.open(target, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            for rel, mode, data in self.entries:  # parents before their contents
+                if data is None:
+                    if rel != ".":
+                        try:
+                            os.mkdir(rel, mode, dir_fd=top)
+                        except FileExistsError:
+                            if not exist_ok:
+                                raise
+                    os.chmod(rel, mode, dir_fd=top)
+                    continue
+                fd = os.open(rel, flags, mode, dir_fd=top)
+                try:
+                    os.fchmod(fd, mode)
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(fd, view) :]
+                finally:
+                    os.close(fd)
+        finally:
+            os.close(top)
 
 
 @pytest.fixture(scope="session")
