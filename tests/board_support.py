@@ -9,7 +9,6 @@ grep the markup.
 from __future__ import annotations
 
 import re
-import shutil
 from collections import namedtuple
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
@@ -19,7 +18,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from conftest import good_verdict
+from conftest import Snapshot, good_verdict
 from pmos.gate import writers
 from pmos.kit import Kit, init_kit, open_kit
 
@@ -110,19 +109,19 @@ def seed_known(kit: Kit) -> None:
 
 
 @pytest.fixture(scope="session")
-def known_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def known_template(tmp_path_factory: pytest.TempPathFactory) -> Snapshot:
     """A kit holding the known records, written once per session (per worker)."""
     root = tmp_path_factory.mktemp("known") / "kit"
     init_kit(root)
     seed_known(open_kit(root))
-    return root
+    return Snapshot(root)
 
 
 @pytest.fixture
-def known(kit_root: Path, known_template: Path) -> None:
+def known(kit_root: Path, known_template: Snapshot) -> None:
     """The test's own kit holds the known records: a copy of them, as seed_known
     would write them (writing them is much of a short test's time)."""
-    shutil.copytree(known_template, kit_root, symlinks=True, dirs_exist_ok=True)
+    known_template.copy_to(kit_root, exist_ok=True)
 
 
 def seed_hostile(kit: Kit) -> None:

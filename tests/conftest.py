@@ -11,6 +11,7 @@ import copy
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from collections.abc import Callable
@@ -109,19 +110,82 @@ def _share_compiled_code(config: pytest.Config) -> None:
     os.environ["PYTHONPYCACHEPREFIX"] = prefix
 
 
+class Snapshot:
+    """A folder's tree held in memory, written out again as a copy of it.
+
+    Writing the bytes held here costs about a tenth of ``shutil.copytree`` (which
+    stats, copies and sets times on each file again): the autouse kit below is
+    copied for every test. Folders and regular files keep their permission bits;
+    a tree holding anything else (a symlink) is copied by ``copytree`` instead.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.entries: list[tuple[str, int, bytes | None]] | None = []
+        for folder, dirs, files in os.walk(root):
+            dirs.sort()
+            rel = os.path.relpath(folder, root)
+            self.entries.append((rel, stat.S_IMODE(os.stat(folder).st_mode), None))
+            for name in sorted(files):
+                path = os.path.join(folder, name)
+                st = os.lstat(path)
+                if not stat.S_ISREG(st.st_mode):
+                    self.entries = None
+                    return
+                with open(path, "rb") as handle:
+                    data = handle.read()
+                self.entries.append(
+                    (os.path.normpath(os.path.join(rel, name)), stat.S_IMODE(st.st_mode), data)
+                )
+            if any(os.path.islink(os.path.join(folder, d)) for d in dirs):
+                self.entries = None
+                return
+
+    def copy_to(self, target: Path, *, exist_ok: bool = False) -> None:
+        """Write the tree at ``target`` (over what is there when ``exist_ok``, as
+        ``copytree(..., dirs_exist_ok=True)`` does)."""
+        if self.entries is None:
+            shutil.copytree(self.root, target, symlinks=True, dirs_exist_ok=exist_ok)
+            return
+        flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if exist_ok else os.O_EXCL)
+        os.makedirs(target, exist_ok=exist_ok)
+        top = os.open(target, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            for rel, mode, data in self.entries:  # parents before their contents
+                if data is None:
+                    if rel != ".":
+                        try:
+                            os.mkdir(rel, mode, dir_fd=top)
+                        except FileExistsError:
+                            if not exist_ok:
+                                raise
+                    os.chmod(rel, mode, dir_fd=top)
+                    continue
+                fd = os.open(rel, flags, mode, dir_fd=top)
+                try:
+                    os.fchmod(fd, mode)
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(fd, view) :]
+                finally:
+                    os.close(fd)
+        finally:
+            os.close(top)
+
+
 @pytest.fixture(scope="session")
-def kit_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def kit_template(tmp_path_factory: pytest.TempPathFactory) -> Snapshot:
     """One kit made by ``pmos init`` per session (per worker), never used directly:
-    each test gets a copy, which costs a third of running init again."""
+    each test gets a copy, which costs a small part of running init again."""
     root = tmp_path_factory.mktemp("template") / "kit"
     init_kit(root)
-    return root
+    return Snapshot(root)
 
 
 @pytest.fixture(autouse=True)
-def kit_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kit_template: Path) -> Path:
+def kit_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kit_template: Snapshot) -> Path:
     root = tmp_path / "kit"
-    shutil.copytree(kit_template, root, symlinks=True)
+    kit_template.copy_to(root)
     monkeypatch.setenv("PMOS_ROOT", str(root))
     monkeypatch.delenv("PMOS_EVALUATOR_MODEL", raising=False)
     monkeypatch.chdir(root)

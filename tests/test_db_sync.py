@@ -420,25 +420,28 @@ def test_without_a_kit_root_sync_says_so(cli, db, tmp_path, monkeypatch):
 # ---------------------------------------------------------------- crashes and concurrency
 
 
-def copy_in_progress(dsn: str) -> int:
+# The watchers below ask over one autocommit connection (each query its own
+# transaction, so each sees the statistics afresh): a connection per poll cost a
+# server process per poll, hundreds while a sync starts.
+
+
+def copy_in_progress(watch: psycopg.Connection) -> int:
     """Rows a running COPY of a sync into this database has received so far (0: none)."""
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        row = conn.execute(
-            "SELECT max(p.tuples_processed) FROM pg_stat_progress_copy p "
-            "JOIN pg_stat_activity a USING (pid) "
-            "WHERE a.application_name = 'pmos sync' AND p.datname = current_database() "
-            "AND p.command = 'COPY FROM'"
-        ).fetchone()
+    row = watch.execute(
+        "SELECT max(p.tuples_processed) FROM pg_stat_progress_copy p "
+        "JOIN pg_stat_activity a USING (pid) "
+        "WHERE a.application_name = 'pmos sync' AND p.datname = current_database() "
+        "AND p.command = 'COPY FROM'"
+    ).fetchone()
     return row[0] or 0
 
 
-def sync_backends(dsn: str, *, waiting_on_a_lock: bool = False) -> int:
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        return conn.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pmos sync' "
-            "AND datname = current_database() AND (NOT %s OR wait_event_type = 'Lock')",
-            (waiting_on_a_lock,),
-        ).fetchone()[0]
+def sync_backends(watch: psycopg.Connection, *, waiting_on_a_lock: bool = False) -> int:
+    return watch.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pmos sync' "
+        "AND datname = current_database() AND (NOT %s OR wait_event_type = 'Lock')",
+        (waiting_on_a_lock,),
+    ).fetchone()[0]
 
 
 @pytest.fixture(scope="module")
@@ -467,15 +470,18 @@ def test_a_sync_killed_with_sigkill_commits_nothing_and_the_next_one_completes(
     # the kill always lands before the commit.
     blocker = psycopg.connect(db)
     blocker.execute("LOCK TABLE syncs IN SHARE MODE")
+    watch = psycopg.connect(db, autocommit=True)
     proc = pmos_proc("--root", str(big_kit.root), "sync", "--db", db, "--kit-id", "big")
     try:
         deadline = time.monotonic() + 120
         seen = 0
         while not seen and time.monotonic() < deadline and proc.poll() is None:
             if when == "mid-copy":
-                seen = copy_in_progress(db)
+                seen = copy_in_progress(watch)
             else:
-                seen = sync_backends(db, waiting_on_a_lock=True)
+                seen = sync_backends(watch, waiting_on_a_lock=True)
+            if not seen:
+                time.sleep(0.005)
         assert seen, f"never saw the sync {when}; it ended with {proc.poll()}"
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
@@ -487,8 +493,11 @@ def test_a_sync_killed_with_sigkill_commits_nothing_and_the_next_one_completes(
     assert proc.returncode == -signal.SIGKILL
     # The server notices the dead client and rolls its transaction back.
     deadline = time.monotonic() + 60
-    while sync_backends(db) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    try:
+        while sync_backends(watch) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        watch.close()
     assert counts(db) == before
     report = sync(cli, big_kit, db, "--kit-id", "big")
     assert report["added"] == 600 and report["kinds"]["acceptances"]["added"] == 600

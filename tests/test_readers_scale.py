@@ -87,10 +87,12 @@ def _peak(kit) -> int:
 
 @pytest.mark.slow
 def test_memory_grows_with_runs_not_records(kit, monkeypatch):
-    from pmos.calibration import metrics as calibration
+    from pmos.calibration import pairs
 
     pytest.importorskip("sklearn.metrics")  # imported before measuring: a one-off cost
-    monkeypatch.setattr(calibration, "PARALLEL_MIN_BYTES", 1 << 62)  # measure this process
+    # Measure this process: read_and_pair reads the threshold from pairs (the larger
+    # kit below is over it, and would otherwise be read in a child process).
+    monkeypatch.setattr(pairs, "PARALLEL_MIN_BYTES", 1 << 62)
     compute_metrics(kit)
     # Packs are read in buffers of about 1 MiB: both ledgers here are several of them.
     _fill(kit, runs=50, per_run=300)

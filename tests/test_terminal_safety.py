@@ -133,6 +133,7 @@ def test_records_holding_hostile_text_print_safely(cli, tmp_path):
     )
     work = tmp_path / "work"
     work.mkdir()
+    out = {}  # what each read-only command printed, looked into again below
     for args in (
         ("assess", str(spec), "--cwd", str(work)),
         ("assess", "history", "t"),
@@ -144,11 +145,12 @@ def test_records_holding_hostile_text_print_safely(cli, tmp_path):
         done = pmos_process(*args)
         assert done.returncode in (0, 1), (args, done.stderr)
         assert unsafe_in(done.stdout) == [] and unsafe_in(done.stderr) == [], args
-    shown = pmos_process("assess", "history", "t").stdout
+        out[args] = done.stdout
+    shown = out["assess", "history", "t"]
     assert "\\u202e\\u2066\\u2028" in shown and "\\x1b]0;owned\\x07" in shown
-    stored = json.loads(pmos_process("ledger", "show", "acceptances", "--json").stdout)
+    stored = json.loads(out["ledger", "show", "acceptances", "--json"])
     assert stored[-1]["note"] == HOSTILE
-    history = json.loads(pmos_process("assess", "history", "t", "--json").stdout)
+    history = json.loads(out["assess", "history", "t", "--json"])
     assert history["latest"]["checks"][0]["output_tail"] == HOSTILE
 
 

@@ -52,7 +52,6 @@ def score_report(
     0..1, one entry per pair); each undefined one is None with its reason added
     to ``undefined``."""
     import numpy as np
-    from sklearn.metrics import brier_score_loss, confusion_matrix, roc_auc_score, roc_curve
 
     y = np.asarray(pm_pass, dtype=int)
     s = np.asarray(score, dtype=float)
@@ -67,6 +66,10 @@ def score_report(
         why = "no labelled full-form verdict with a score in scope"
         undefined.update(dict.fromkeys(("brier", *separation), why))
         return out
+    # Imported only now: scikit-learn (with SciPy) takes a second or more to import,
+    # and a kit of short-form verdicts alone has no scored pair to compute from.
+    from sklearn.metrics import brier_score_loss, confusion_matrix, roc_auc_score, roc_curve
+
     out["brier"] = maybe(float(brier_score_loss(y, s, pos_label=1)))
     positives = int(y.sum())
     negatives = len(y) - positives

@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 from pmos import atomic
 from pmos.errors import LedgerCorrupt, SinkRefused
-from pmos.paths import resolve_inside
+from pmos.paths import is_below, resolve_inside
 from pmos.store.registry import LEDGER_KINDS, kind_of
 
 MARKER = ".pmos-ledger"
@@ -76,12 +76,13 @@ class Store:
     def folder(self, kind: str) -> Path:
         """The folder of ``kind``'s ledger, after every sink check (it may not exist yet)."""
         kind_of(kind)
-        mine = self._resolve(kind)
+        real_root = Path(os.path.realpath(self.root))  # once for every kind's path
+        mine = self._resolve(kind, real_root)
         for other in LEDGER_KINDS:
             if other == kind:
                 continue
-            theirs = self._resolve(other)
-            if theirs == mine or theirs in mine.parents or mine in theirs.parents:
+            theirs = self._resolve(other, real_root)
+            if theirs == mine or is_below(mine, theirs) or is_below(theirs, mine):
                 raise SinkRefused(
                     f"the {kind} ledger ({mine}) overlaps the {other} ledger ({theirs}); "
                     "each kind needs its own folder"
@@ -195,9 +196,11 @@ class Store:
 
     # ------------------------------------------------------------ helpers
 
-    def _resolve(self, kind: str) -> Path:
+    def _resolve(self, kind: str, real_root: Path | None = None) -> Path:
         configured = self.ledgers[kind].removesuffix(LEGACY_SUFFIX)
-        return resolve_inside(self.root, configured, what=f"the {kind} ledger", for_writing=True)
+        return resolve_inside(
+            self.root, configured, what=f"the {kind} ledger", for_writing=True, real_root=real_root
+        )
 
     def _legacy_path(self, kind: str) -> Path:
         folder = self._resolve(kind)
