@@ -37,7 +37,7 @@ STALE_TEMP_S = 3600.0
 REMOVERS = 32
 
 
-def remove_many(folder: Path, paths: Iterable[Path]) -> None:
+def remove_many(folder: Path, paths: Iterable[str | Path]) -> None:
     """Delete files that were folded elsewhere, then fsync the folder.
 
     The files are split among :data:`REMOVERS` threads, each deleting its share
