@@ -25,7 +25,7 @@ import ledgerfiles
 from conftest import good_verdict, pmos_in_process, pmos_process
 from pmos.errors import BadInput, LedgerCorrupt, RecordRejected
 from pmos.gate import writers
-from pmos.store import chain, read
+from pmos.store import chain, lines, read
 from pmos.store.append import Draft, append
 from pmos.store.digest import record_digest
 from pmos.store.layout import LOOSE, MARKER
@@ -588,3 +588,30 @@ def test_pack_refuses_a_damaged_loose_file_and_changes_nothing(filled, pmos, dam
     assert result.returncode == 2, (result.stdout, result.stderr)
     assert str(target) in result.stderr
     assert sorted(p.name for p in folder.iterdir()) == before
+
+
+def test_loose_files_read_in_batches_are_checked_and_refused_in_file_order(filled, monkeypatch):
+    """Pack reads loose files a batch at a time before checking them; what it
+    yields, and which problem it reports first, are as if each file were checked
+    as it was read."""
+    monkeypatch.setattr(read, "_READ_BATCH", 2)
+    folder = filled[0].parent
+    names = [p.name for p in filled]
+    found = list(read.read_loose_many(folder, names))
+    assert [f.line for f in found] == [p.read_bytes() for p in filled]
+    assert [f.record for f in found] == [
+        orjson.loads(lines.split(p.read_bytes()[:-1])[0]) for p in filled
+    ]
+    assert all(f.digest == record_digest(f.record) for f in found)
+    assert all(f.key == key_of(f.record) for f in found)
+
+    missing = "20000101T000000Z-" + "0" * 64 + ".json"
+    filled[3].write_bytes(b"not a record\n")
+    # A file gone before a damaged one, in the same batch: the gone one is named.
+    with pytest.raises(LedgerCorrupt, match="vanished") as gone:
+        list(read.read_loose_many(folder, [*names[:2], missing, names[3]]))
+    assert gone.value.path == str(folder / missing)
+    # A damaged file before a gone one, in the same batch: the damaged one is named.
+    with pytest.raises(LedgerCorrupt, match="digest") as damaged:
+        list(read.read_loose_many(folder, [*names[:2], names[3], missing]))
+    assert damaged.value.path == str(filled[3])

@@ -101,16 +101,28 @@ def read_loose_many(folder: Path, names: list[str]) -> Iterator[LooseRecord]:
 
     Files are opened by a plain string path and read with ``os.open``/``os.read``:
     for 100,000 files, a :class:`Path` per file and :meth:`Path.read_bytes` (a
-    buffered file object and a stat per file) cost more than the checks.
+    buffered file object and a stat per file) cost more than the checks. They
+    are read :data:`_READ_BATCH` at a time and then checked: a system call
+    between every two records' checks made the checks a quarter slower
+    (the kernel evicts the caches they run in). Problems are raised in file
+    order, as if each file were checked as it was read.
     """
     prefix = os.path.join(folder, "")
-    for name in names:
-        data = _file_bytes(prefix + name)
-        try:
-            digest, record = _check_loose(data, name)
-        except lines.LineError as exc:
-            raise LedgerCorrupt(str(folder / name), None, str(exc)) from None
-        yield LooseRecord(packs.key_of(record), digest, data, record)
+    for start in range(0, len(names), _READ_BATCH):
+        batch = names[start : start + _READ_BATCH]
+        datas = [_file_bytes_if_any(prefix + name) for name in batch]
+        for name, data in zip(batch, datas, strict=True):
+            if data is None:
+                raise _vanished(folder / name)
+            try:
+                digest, record = _check_loose(data, name)
+            except lines.LineError as exc:
+                raise LedgerCorrupt(str(folder / name), None, str(exc)) from None
+            yield LooseRecord(packs.key_of(record), digest, data, record)
+
+
+#: Loose files :func:`read_loose_many` reads before it checks them.
+_READ_BATCH = 1024
 
 
 def loose_values(store: Store, kind: str, field: str) -> set[str]:
@@ -129,10 +141,18 @@ def loose_values(store: Store, kind: str, field: str) -> set[str]:
 
 def _file_bytes(path: str | Path) -> bytes:
     """A loose file's bytes, read with ``os.read`` (see :func:`read_loose_many`)."""
+    data = _file_bytes_if_any(path)
+    if data is None:
+        raise _vanished(Path(path))
+    return data
+
+
+def _file_bytes_if_any(path: str | Path) -> bytes | None:
+    """A loose file's bytes, or None when it is gone."""
     try:
         fd = os.open(path, _READ_FLAGS)
     except FileNotFoundError:
-        raise _vanished(Path(path)) from None
+        return None
     try:
         data = os.read(fd, _READ_SIZE)
         if len(data) == _READ_SIZE:  # a large record: read on to the end
