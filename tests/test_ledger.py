@@ -8,6 +8,7 @@ reorder) is caught by ``pmos ledger verify`` and refused by every reader.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import os
@@ -29,6 +30,7 @@ from pmos.store import chain, lines, read
 from pmos.store.append import Draft, append
 from pmos.store.digest import record_digest
 from pmos.store.layout import LOOSE, MARKER
+from pmos.store.packing import pack_store
 from pmos.store.packs import key_of, write_pack
 
 
@@ -588,6 +590,25 @@ def test_pack_refuses_a_damaged_loose_file_and_changes_nothing(filled, pmos, dam
     assert result.returncode == 2, (result.stdout, result.stderr)
     assert str(target) in result.stderr
     assert sorted(p.name for p in folder.iterdir()) == before
+
+
+@pytest.mark.parametrize("collecting", [True, False])
+def test_pack_leaves_the_cycle_collector_as_it_found_it(filled, kit, collecting):
+    """Pack pauses the cycle collector while it holds its records (see
+    packing._no_cycle_collection), and leaves it as it was, after an error too."""
+    was = gc.isenabled()
+    try:
+        (gc.enable if collecting else gc.disable)()
+        [report] = pack_store(kit.store, ["acceptances"])
+        assert report.loose_folded == 5 and gc.isenabled() == collecting
+        writers.record_acceptance(kit, run_id="r5", label="pass", by="pm")
+        [path] = [p for p in ledgerfiles.by_key(kit.root, "acceptances") if p.suffix == ".json"]
+        path.write_bytes(b"not a record\n")
+        with pytest.raises(LedgerCorrupt):
+            pack_store(kit.store, ["acceptances"])
+        assert gc.isenabled() == collecting
+    finally:
+        (gc.enable if was else gc.disable)()
 
 
 def test_loose_files_read_in_batches_are_checked_and_refused_in_file_order(filled, monkeypatch):

@@ -18,7 +18,10 @@ leaves copies that readers de-duplicate and the next pack removes.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -64,7 +67,7 @@ def pack_kind(store: Store, kind: str, *, screen: Screen | None = None) -> PackR
     not check them again while the rules and the kit files they read stay the same.
     """
     folder = store.ensure_folder(kind)
-    with kind_lock(folder):
+    with kind_lock(folder), _no_cycle_collection():
         sources = store.sources(kind)
         warnings: list[str] = []
         entries: dict[str, Entry] = {}
@@ -101,6 +104,24 @@ def pack_kind(store: Store, kind: str, *, screen: Screen | None = None) -> PackR
             made.name,
             warnings,
         )
+
+
+@contextlib.contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """Pause Python's cycle collector while a pack holds its records, as it was after.
+
+    A pack of 100,000 loose records holds as many parsed records, a million
+    objects, and their allocation sets the collector off again and again to
+    walk them all (a tenth of the pack's CPU time), though they form no cycles
+    and reference counting frees them.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 #: How much of a problem's text a pack header keeps per failing record.
