@@ -196,10 +196,12 @@ def stored_record_problems(
 ) -> list[Violation]:
     """Every writer rule ``record``, stored in the ``kind`` ledger, breaks (empty: none).
 
+    ``record`` is as a reader decoded it from its stored line, by orjson or
+    msgspec (every reader does): it holds no NaN or infinity, which they refuse.
     Never raises for a bad record; a problem of the kit itself (an unreadable
     ledger) propagates as the readers' errors do.
     """
-    found = schema_problems(kind, record)
+    found = schema_problems(kind, record, parsed=True)
     if found or not isinstance(record, dict):
         return found
     context = context or Context(kit)

@@ -113,9 +113,10 @@ def writer_field_violations(data: dict[str, Any]) -> list[Violation]:
     ]
 
 
-def schema_problems(kind: str, record: Any) -> list[Violation]:
-    """Every violation of ``kind``'s schema by ``record`` (empty when it fits)."""
-    return schemas.validate(kind_of(kind).schema, record)
+def schema_problems(kind: str, record: Any, *, parsed: bool = False) -> list[Violation]:
+    """Every violation of ``kind``'s schema by ``record`` (empty when it fits);
+    ``parsed``: decoded from JSON by orjson or msgspec (see :func:`schemas.validate`)."""
+    return schemas.validate(kind_of(kind).schema, record, parsed=parsed)
 
 
 def reject_if(kind: str, problems: Iterable[Violation]) -> None:
