@@ -6,7 +6,9 @@ processes, ``pmos ledger pack`` and ``pmos ledger verify`` on the packed result,
 each the best of ``--repeat`` runs (packing is repeated on fresh copies of the
 loose files, which are synced to disk first, as a writer's fsynced records
 are). Prints the ratio pack / verify (target: at most 3) and the machine's
-load average.
+load average, and beside it the floors no packing code goes under: reading
+as many files (a plain os.open/os.read/os.close loop, in this process) and
+deleting them as pack does.
 
 Usage: ``python benchmarks/pack.py [--loose 100000] [--packed 0] [--repeat 3]``.
 """
@@ -35,6 +37,16 @@ from pmos.store.files import remove_many  # noqa: E402
 def timed(argv: list[str], env: dict[str, str]) -> float:
     start = time.perf_counter()
     subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def read_all(paths: list[str]) -> float:
+    """Seconds to open, read and close every file of ``paths``, in a plain loop."""
+    start = time.perf_counter()
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        os.read(fd, 1 << 16)
+        os.close(fd)
     return time.perf_counter() - start
 
 
@@ -76,11 +88,16 @@ def main() -> int:
         verify_times = [
             timed([py, "-m", "pmos", "ledger", "verify"], env) for _ in range(args.repeat)
         ]
+        # What reading them alone costs: the plain loop pack cannot go under. The
+        # floors take the files by plain string paths, as pack does (a Path each
+        # would add its own cost to the floor).
+        names = [os.path.join(saved, name) for name in os.listdir(saved)]
+        read_floor = min(read_all(names) for _ in range(args.repeat))
         # What the file system alone charges: deleting as many synced files of the
         # same sizes, the way pack deletes them (a floor no packing code can go under).
         os.sync()
         start = time.perf_counter()
-        remove_many(saved, list(saved.iterdir()))
+        remove_many(saved, names)
         delete_floor = time.perf_counter() - start
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -94,8 +111,17 @@ def main() -> int:
     print(f"best of {args.repeat}: pack {pack:.2f}s, verify of the packed kit {verify:.2f}s")
     print(f"ratio pack / verify: {ratio:.2f} (target <= 3.0) {'OK' if ratio <= 3 else 'MISSED'}")
     print(
+        f"reading {len(loose):,} such files alone (os.open/os.read/os.close) took "
+        f"{read_floor:.2f}s ({read_floor / verify:.2f}x verify)"
+    )
+    print(
         f"deleting {len(loose):,} such files alone took {delete_floor:.2f}s "
         f"({delete_floor / verify:.2f}x verify); pack without it: {pack - delete_floor:.2f}s"
+    )
+    rest = pack - delete_floor - read_floor
+    print(
+        f"pack without reading and deleting: {rest:.2f}s ({rest / verify:.2f}x verify, "
+        f"{rest / len(loose) * 1e6:.0f} us a record)"
     )
     return 0
 

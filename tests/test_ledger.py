@@ -8,6 +8,7 @@ reorder) is caught by ``pmos ledger verify`` and refused by every reader.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import os
@@ -25,10 +26,11 @@ import ledgerfiles
 from conftest import good_verdict, pmos_in_process, pmos_process
 from pmos.errors import BadInput, LedgerCorrupt, RecordRejected
 from pmos.gate import writers
-from pmos.store import chain, read
+from pmos.store import chain, lines, read
 from pmos.store.append import Draft, append
 from pmos.store.digest import record_digest
 from pmos.store.layout import LOOSE, MARKER
+from pmos.store.packing import pack_store
 from pmos.store.packs import key_of, write_pack
 
 
@@ -588,3 +590,49 @@ def test_pack_refuses_a_damaged_loose_file_and_changes_nothing(filled, pmos, dam
     assert result.returncode == 2, (result.stdout, result.stderr)
     assert str(target) in result.stderr
     assert sorted(p.name for p in folder.iterdir()) == before
+
+
+@pytest.mark.parametrize("collecting", [True, False])
+def test_pack_leaves_the_cycle_collector_as_it_found_it(filled, kit, collecting):
+    """Pack pauses the cycle collector while it holds its records (see
+    packing._no_cycle_collection), and leaves it as it was, after an error too."""
+    was = gc.isenabled()
+    try:
+        (gc.enable if collecting else gc.disable)()
+        [report] = pack_store(kit.store, ["acceptances"])
+        assert report.loose_folded == 5 and gc.isenabled() == collecting
+        writers.record_acceptance(kit, run_id="r5", label="pass", by="pm")
+        [path] = [p for p in ledgerfiles.by_key(kit.root, "acceptances") if p.suffix == ".json"]
+        path.write_bytes(b"not a record\n")
+        with pytest.raises(LedgerCorrupt):
+            pack_store(kit.store, ["acceptances"])
+        assert gc.isenabled() == collecting
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+def test_loose_files_read_in_batches_are_checked_and_refused_in_file_order(filled, monkeypatch):
+    """Pack reads loose files a batch at a time before checking them; what it
+    yields, and which problem it reports first, are as if each file were checked
+    as it was read."""
+    monkeypatch.setattr(read, "_READ_BATCH", 2)
+    folder = filled[0].parent
+    names = [p.name for p in filled]
+    found = list(read.read_loose_many(folder, names))
+    assert [f.line for f in found] == [p.read_bytes() for p in filled]
+    assert [f.record for f in found] == [
+        orjson.loads(lines.split(p.read_bytes()[:-1])[0]) for p in filled
+    ]
+    assert all(f.digest == record_digest(f.record) for f in found)
+    assert all(f.key == key_of(f.record) for f in found)
+
+    missing = "20000101T000000Z-" + "0" * 64 + ".json"
+    filled[3].write_bytes(b"not a record\n")
+    # A file gone before a damaged one, in the same batch: the gone one is named.
+    with pytest.raises(LedgerCorrupt, match="vanished") as gone:
+        list(read.read_loose_many(folder, [*names[:2], missing, names[3]]))
+    assert gone.value.path == str(folder / missing)
+    # A damaged file before a gone one, in the same batch: the damaged one is named.
+    with pytest.raises(LedgerCorrupt, match="digest") as damaged:
+        list(read.read_loose_many(folder, [*names[:2], names[3], missing]))
+    assert damaged.value.path == str(filled[3])

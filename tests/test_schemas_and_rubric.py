@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import msgspec
+import orjson
 import pytest
 from jsonschema import Draft202012Validator
 
@@ -52,6 +54,30 @@ def test_date_time_format_is_really_checked():
 def test_non_finite_numbers_are_refused():
     problems = schemas.validate("verdict", {"score": float("nan")})
     assert any(p.rule == "schema:finite" and p.field == "score" for p in problems)
+
+
+@pytest.mark.parametrize("text", [b"NaN", b"Infinity", b"-Infinity", b"1e400", b"-1e999"])
+def test_json_decoders_refuse_what_is_not_finite(text):
+    """Why validate(parsed=True) skips the search for NaN and infinities: the
+    decoders every reader uses refuse them (a new version that did not would
+    fail here)."""
+    with pytest.raises(orjson.JSONDecodeError):
+        orjson.loads(b'{"score":' + text + b"}")
+    with pytest.raises(msgspec.DecodeError):
+        msgspec.json.decode(b'{"score":' + text + b"}")
+
+
+def test_a_parsed_record_is_validated_as_any_other():
+    texts = [
+        b'{"score":0.5,"nested":[{"x":1e308}],"big":1000000000000000000000000000000}',
+        b'{"score":"high"}',
+        b'{"record_id":3}',
+    ]
+    decoders = (orjson.loads, msgspec.json.decode)
+    for decoded in (decode(text) for text in texts for decode in decoders):
+        assert schemas.validate("verdict", decoded, parsed=True) == schemas.validate(
+            "verdict", decoded
+        )
 
 
 def test_schema_show_prints_the_bundled_schema(cli):

@@ -38,6 +38,7 @@ with one :class:`Context` per pass, so each ledger a rule needs is read once.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from functools import cache
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
@@ -195,10 +196,12 @@ def stored_record_problems(
 ) -> list[Violation]:
     """Every writer rule ``record``, stored in the ``kind`` ledger, breaks (empty: none).
 
+    ``record`` is as a reader decoded it from its stored line, by orjson or
+    msgspec (every reader does): it holds no NaN or infinity, which they refuse.
     Never raises for a bad record; a problem of the kit itself (an unreadable
     ledger) propagates as the readers' errors do.
     """
-    found = schema_problems(kind, record)
+    found = schema_problems(kind, record, parsed=True)
     if found or not isinstance(record, dict):
         return found
     context = context or Context(kit)
@@ -210,8 +213,7 @@ def stored_record_problems(
 
 
 def _verdict_problems(context: Context, record: dict[str, Any]) -> list[Violation]:
-    from pmos.gate.writers import _check_against_run
-
+    check_against_run = _against_run()
     version = record.get("schema_version", 1)
     problems: list[Violation] = []
     if version >= 2:
@@ -241,10 +243,20 @@ def _verdict_problems(context: Context, record: dict[str, Any]) -> list[Violatio
     run = context.run(record["run_id"])
     if version < 2 and record["form"] == "short":
         # Version 1 short verdicts graded no criteria: check the run, not the contract.
-        problems += _check_against_run({**record, "verdict": SKIPPED}, run)
+        problems += check_against_run({**record, "verdict": SKIPPED}, run)
     else:
-        problems += _check_against_run(record, run)
+        problems += check_against_run(record, run)
     return problems
+
+
+@cache
+def _against_run() -> Callable[[dict[str, Any], dict[str, Any] | None], list[Violation]]:
+    """The verdict writer's check against its run, imported on first use (the
+    writers module is not needed by most readers that screen records), then kept:
+    an import statement per verdict cost a tenth of screening it."""
+    from pmos.gate.writers import _check_against_run
+
+    return _check_against_run
 
 
 def _run_problems(context: Context, record: dict[str, Any]) -> list[Violation]:

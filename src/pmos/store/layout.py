@@ -42,16 +42,26 @@ TEMP_PREFIX = atomic.TEMP_PREFIX
 
 
 class Sources(NamedTuple):
-    """The files that hold one kind's records, as listed at one moment."""
+    """The files that hold one kind's records, as listed at one moment.
+
+    Loose records are kept by name: a folder may hold 100,000 of them, and a
+    :class:`Path` each (which pathlib parses and formats) costs ``pmos ledger
+    pack`` more than reading the files; :meth:`loose_paths` makes them for
+    the readers that want paths.
+    """
 
     folder: Path
     legacy: Path | None
     packs: list[Path]
-    loose: list[Path]
+    loose_names: list[str]
 
     @property
     def empty(self) -> bool:
-        return self.legacy is None and not self.packs and not self.loose
+        return self.legacy is None and not self.packs and not self.loose_names
+
+    def loose_paths(self) -> list[Path]:
+        """The loose record files as paths (made on each call)."""
+        return [self.folder / name for name in self.loose_names]
 
 
 def marker_text(kind: str) -> bytes:
@@ -122,7 +132,7 @@ class Store:
         folder = self.folder(kind)
         legacy = self.legacy(kind)
         packs: list[Path] = []
-        loose: list[Path] = []
+        loose: list[str] = []
         try:
             names = os.listdir(folder)
         except FileNotFoundError:
@@ -139,7 +149,7 @@ class Store:
             if name.startswith("."):
                 continue
             if LOOSE.match(name):
-                loose.append(folder / name)
+                loose.append(name)
             elif PACK.match(name):
                 packs.append(folder / name)
             else:

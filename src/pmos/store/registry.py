@@ -73,9 +73,10 @@ RECORD_SCHEMAS = frozenset(k.schema for k in LEDGER_KINDS.values())
 
 
 def kind_of(name: str) -> LedgerKind:
-    from pmos.errors import BadInput
-
     try:
         return LEDGER_KINDS[name]
     except KeyError:
+        # Imported here, not per call: every stored record's schema check asks.
+        from pmos.errors import BadInput
+
         raise BadInput(f"unknown ledger kind {name!r}; known: {', '.join(LEDGER_KINDS)}") from None

@@ -210,7 +210,7 @@ def verify_kind(
         else:
             _verify_pack(path, kind, report, record_found)
             report.checked_packs.append(packs.name_digest(path))
-    for path in sources.loose:
+    for path in sources.loose_paths():
         try:
             entry = read_loose(path)
             record = lines.check_canonical(lines.split(entry.raw)[0])
