@@ -234,11 +234,9 @@ def iter_records_reversed(
         if end and os.pread(fd, 1, end - 1) != b"\n":
             end = _rfind_newline(fd, end) + 1
         later_prev: str | None = None
-        from_end = 0  # line numbers are unknown when reading backwards; say where instead
-        for raw in lines_from_end(fd, 0, end):
-            if not raw:
-                continue
-            from_end += 1
+        # Line numbers are unknown when reading backwards: say where from the end
+        # instead. An empty line is refused below, as the forward reader refuses it.
+        for from_end, raw in enumerate(lines_from_end(fd, 0, end), start=1):
             try:
                 prev, own = _chain_fields(raw, len(raw))
                 record = decode(raw)

@@ -145,11 +145,13 @@ def lines_from_end(fd: int, start: int, end: int) -> Iterator[bytes]:
 
     Linear in the bytes read, however long a line is: newlines are found block
     by block, and each line is read once, whole, when its start is known.
-    ``end`` must sit just after a newline (or at ``start``).
+    ``end`` must sit just after a newline (or at ``start``). An empty line is
+    yielded as ``b""``, the first one too: a reader forward meets it, and a
+    reader from the end must refuse what the forward one refuses.
     """
     line_end = end - 1  # the newline that ends the current line
     pos = line_end
-    while line_end > start:
+    while line_end >= start:
         block_start = max(start, pos - _BLOCK)
         chunk = os.pread(fd, pos - block_start, block_start)
         cut = chunk.rfind(b"\n")
