@@ -38,7 +38,6 @@ with one :class:`Context` per pass, so each ledger a rule needs is read once.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from functools import cache
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
@@ -213,7 +212,6 @@ def stored_record_problems(
 
 
 def _verdict_problems(context: Context, record: dict[str, Any]) -> list[Violation]:
-    check_against_run = _against_run()
     version = record.get("schema_version", 1)
     problems: list[Violation] = []
     if version >= 2:
@@ -243,20 +241,10 @@ def _verdict_problems(context: Context, record: dict[str, Any]) -> list[Violatio
     run = context.run(record["run_id"])
     if version < 2 and record["form"] == "short":
         # Version 1 short verdicts graded no criteria: check the run, not the contract.
-        problems += check_against_run({**record, "verdict": SKIPPED}, run)
+        problems += verdict_rules.check_against_run({**record, "verdict": SKIPPED}, run)
     else:
-        problems += check_against_run(record, run)
+        problems += verdict_rules.check_against_run(record, run)
     return problems
-
-
-@cache
-def _against_run() -> Callable[[dict[str, Any], dict[str, Any] | None], list[Violation]]:
-    """The verdict writer's check against its run, imported on first use (the
-    writers module is not needed by most readers that screen records), then kept:
-    an import statement per verdict cost a tenth of screening it."""
-    from pmos.gate.writers import _check_against_run
-
-    return _check_against_run
 
 
 def _run_problems(context: Context, record: dict[str, Any]) -> list[Violation]:

@@ -26,7 +26,7 @@ from typing import Any
 
 from pmos.errors import Violation
 from pmos.gate.rubric import Rubric
-from pmos.store.vocabulary import FAIL, PASS, PWF
+from pmos.store.vocabulary import FAIL, PASS, PWF, SKIPPED
 
 BLOCKING = frozenset({"critical", "must-fix"})
 FINDINGS = BLOCKING | {"should-fix"}
@@ -306,6 +306,37 @@ def check_contract(
         Violation("criteria-contract", "criteria", f"{cid!r} is not a criterion of the contract")
         for cid in sorted(graded - wanted_set)
     ]
+    return problems
+
+
+def check_against_run(record: dict[str, Any], run: dict[str, Any] | None) -> list[Violation]:
+    """A verdict against the run it judges (None: not registered, nothing to check):
+    the same initiative and builder, and, unless skipped, the run's contract."""
+    if run is None:
+        return []
+    problems: list[Violation] = []
+    if record["initiative_id"] != run["initiative_id"]:
+        problems.append(
+            Violation(
+                "run-match",
+                "initiative_id",
+                f"{record['initiative_id']!r}, but run {run['run_id']!r} was registered under "
+                f"{run['initiative_id']!r}",
+            )
+        )
+    builder = record.get("builder_model")
+    if builder is not None and builder != run["builder_model"]:
+        problems.append(
+            Violation(
+                "run-match",
+                "builder_model",
+                f"{builder!r}, but run {run['run_id']!r} was registered as built by "
+                f"{run['builder_model']!r}",
+            )
+        )
+    contract = run.get("contract")
+    if contract and record["verdict"] != SKIPPED:
+        problems += check_contract(record.get("criteria", []), contract, form=record["form"])
     return problems
 
 

@@ -295,7 +295,7 @@ def _record_verdict(
         run = None
         if not found:
             run = lookup.find_run(kit.store, record["run_id"])
-            found += _check_against_run(record, run)
+            found += verdict_rules.check_against_run(record, run)
         reject_if("evals", problems + found)
         flags, notes = _verdict_flags(kit, record, run)
         if flags:
@@ -317,37 +317,6 @@ def _rubric_of(kit: Kit, record: dict[str, Any], problems: list[Violation]) -> R
         return None
     record["rubric_path"] = rubric.path
     return rubric
-
-
-def _check_against_run(record: dict[str, Any], run: dict[str, Any] | None) -> list[Violation]:
-    if run is None:
-        return []
-    problems: list[Violation] = []
-    if record["initiative_id"] != run["initiative_id"]:
-        problems.append(
-            Violation(
-                "run-match",
-                "initiative_id",
-                f"{record['initiative_id']!r}, but run {run['run_id']!r} was registered under "
-                f"{run['initiative_id']!r}",
-            )
-        )
-    builder = record.get("builder_model")
-    if builder is not None and builder != run["builder_model"]:
-        problems.append(
-            Violation(
-                "run-match",
-                "builder_model",
-                f"{builder!r}, but run {run['run_id']!r} was registered as built by "
-                f"{run['builder_model']!r}",
-            )
-        )
-    contract = run.get("contract")
-    if contract and record["verdict"] != SKIPPED:
-        problems += verdict_rules.check_contract(
-            record.get("criteria", []), contract, form=record["form"]
-        )
-    return problems
 
 
 def _verdict_flags(

@@ -17,7 +17,6 @@ import contextlib
 import errno
 import fcntl
 import os
-import statistics
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -77,7 +76,7 @@ def remove_many(folder: Path, paths: Iterable[str | Path]) -> None:
     probe, rest = todo[:PROBE], todo[PROBE:]
     times: list[float] = []
     remove(probe, times)
-    waited = bool(times) and statistics.median(times) > WAITED_S
+    waited = bool(times) and sorted(times)[len(times) // 2] > WAITED_S  # the median
     if waited and len(rest) > 16:
         import threading
 
