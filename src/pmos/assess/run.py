@@ -25,9 +25,9 @@ is success; there is no other success code.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import errno
-import json
 import os
 import re
 import signal
@@ -54,7 +54,13 @@ DEFAULT_WORKERS = 8
 _DRAIN_S = 5.0
 #: How long a shepherd gets to stop its command before its group is killed outright.
 _STOP_GRACE_S = 15.0
-_SHEPHERD = Path(__file__).with_name("shepherd.py")
+#: Starts the shepherd by importing it, so Python reuses its compiled code instead
+#: of compiling the file as a script each time; the folder goes last on the path,
+#: so it shadows no module of the standard library.
+_SHEPHERD = (
+    f"import sys; sys.path.append({str(Path(__file__).parent)!r}); "
+    "import shepherd; sys.exit(shepherd.main(sys.argv))"
+)
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 #: The errors with which the system refuses a new process for lack of resources.
 _RESOURCE_ERRNOS = frozenset({errno.EAGAIN, errno.ENOMEM})
@@ -269,7 +275,7 @@ def _run(
     shepherd = uses_shepherd()
     status_r, status_w = os.pipe() if shepherd else (-1, -1)
     if shepherd:
-        argv = [sys.executable, "-I", "-S", str(_SHEPHERD), str(status_w), str(os.getpid())]
+        argv = [sys.executable, "-I", "-S", "-c", _SHEPHERD, str(status_w), str(os.getpid())]
         argv.append(script_for(command))
     else:
         argv = ["bash", "-c", script_for(command)]
@@ -373,9 +379,9 @@ def _read_status(fd: int) -> dict[str, Any] | None:
     finally:
         os.close(fd)
     try:
-        status = json.loads(b"".join(chunks))
-    except ValueError:
-        return None
+        status = ast.literal_eval(b"".join(chunks).decode("utf-8"))
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None  # UnicodeDecodeError is a ValueError
     return status if isinstance(status, dict) else None
 
 

@@ -1,7 +1,8 @@
 """Runs one assessment command and stops everything it started (Linux).
 
-pmos starts this file as a script, not as a module, so it imports nothing of
-pmos and starts in milliseconds::
+It starts once per check, so it imports nothing of pmos and as little of the
+standard library as it can. pmos imports it by its own name from this folder
+(so its compiled code is cached), as if it were run as a script::
 
     python -I -S shepherd.py STATUS_FD PARENT_PID SCRIPT
 
@@ -12,9 +13,11 @@ adopted by init, where no one will stop it. The shepherd makes itself a
 starts and orphans is adopted by the shepherd instead of init, so all of them
 stay its descendants and can be found from ``/proc``. It runs ``bash -c
 SCRIPT`` with default signal handling, waits for it, then kills every
-descendant still running and reaps them, and reports on STATUS_FD (a JSON
-object): bash's exit status, whether pmos asked it to stop (SIGTERM, on a
-timeout or an interrupt), and the processes the command left running.
+descendant still running and reaps them, and reports on STATUS_FD (a Python
+literal, a dict read back with ``ast.literal_eval``: importing ``json`` would
+double the shepherd's start-up, and it starts once per check): bash's exit
+status, whether pmos asked it to stop (SIGTERM, on a timeout or an
+interrupt), and the processes the command left running.
 
 If pmos dies, ``PR_SET_PDEATHSIG`` delivers SIGTERM and the shepherd cleans up
 all the same.
@@ -22,10 +25,9 @@ all the same.
 
 from __future__ import annotations
 
+import _signal as signal  # the C module: 'signal' imports enum, 7 ms a check
 import ctypes
-import json
 import os
-import signal
 import sys
 import time
 
@@ -67,12 +69,27 @@ def _descendants(me: int) -> dict[int, tuple[str, str]]:
     return found
 
 
+def _reap(child: int, status: dict[str, object]) -> bool:
+    """Reap every child that has exited, noting the command's exit status;
+    False when no child is left, and so, for a subreaper, no descendant."""
+    while True:
+        try:
+            pid, wait_status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return False
+        if pid == 0:
+            return True
+        if pid == child and status.get("exit") is None:
+            status["exit"] = os.waitstatus_to_exitcode(wait_status)
+
+
 def _sweep(me: int, child: int, status: dict[str, object]) -> tuple[dict[int, str], list[int]]:
     """Kill every descendant until none is left; returns those killed and any
-    that would not die within :data:`SWEEP_S`."""
+    that would not die within :data:`SWEEP_S`. When the command left nothing
+    running (the usual case) no child is left to reap, and /proc is not read."""
     killed: dict[int, str] = {}
     deadline = time.monotonic() + SWEEP_S
-    while True:
+    while _reap(child, status):
         live = {p: n for p, (n, state) in _descendants(me).items() if state != "Z"}
         for pid, name in live.items():
             try:
@@ -80,19 +97,10 @@ def _sweep(me: int, child: int, status: dict[str, object]) -> tuple[dict[int, st
             except ProcessLookupError:
                 continue
             killed.setdefault(pid, name)
-        while True:
-            try:
-                pid, wait_status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                # No child at all: as a subreaper, no descendant either.
-                return killed, []
-            if pid == 0:
-                break
-            if pid == child and status.get("exit") is None:
-                status["exit"] = os.waitstatus_to_exitcode(wait_status)
         if time.monotonic() > deadline:
             return killed, sorted(live)
         time.sleep(0.005)
+    return killed, []
 
 
 def main(argv: list[str]) -> int:
@@ -125,22 +133,14 @@ def main(argv: list[str]) -> int:
         if signal.sigwaitinfo(waited).si_signo == signal.SIGTERM:
             status["stopped"] = True
             break
-        while True:
-            try:
-                pid, wait_status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                break
-            if pid == child:
-                status["exit"] = os.waitstatus_to_exitcode(wait_status)
+        _reap(child, status)
     killed, stuck = _sweep(me, child, status)
     if not status["stopped"]:
         left = {p: n for p, n in killed.items() if p != child}
         status["left_count"] = len(left)
         status["left_names"] = sorted(set(left.values()))[:NAMES_SHOWN]
     status["stuck"] = len(stuck)
-    data = json.dumps(status).encode("utf-8")
+    data = repr(status).encode("utf-8")
     while data:
         data = data[os.write(status_fd, data) :]
     os.close(status_fd)
