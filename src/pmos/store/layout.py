@@ -70,13 +70,22 @@ def marker_text(kind: str) -> bytes:
 
 
 class Store:
-    """The ledgers of one kit root: ``ledgers`` maps each kind to its configured path."""
+    """The ledgers of one kit root: ``ledgers`` maps each kind to its configured path.
 
-    __slots__ = ("ledgers", "root")
+    The kit root is resolved once per store, and the kinds' folders are checked
+    against each other (no overlap) on the first call that succeeds; every call
+    still resolves the folder it returns, so a symlink put in its way since is
+    refused. An append asks for its folder several times, and resolving every
+    kind each time was most of an append's CPU.
+    """
+
+    __slots__ = ("_apart", "_real_root", "ledgers", "root")
 
     def __init__(self, root: Path, ledgers: Mapping[str, str]) -> None:
         self.root = root
         self.ledgers = {k.name: ledgers.get(k.name, k.default_path) for k in LEDGER_KINDS.values()}
+        self._real_root: Path | None = None
+        self._apart = False  # every kind's folder was resolved and none overlaps another
 
     def __repr__(self) -> str:
         return f"Store(root={self.root!r})"
@@ -86,17 +95,18 @@ class Store:
     def folder(self, kind: str) -> Path:
         """The folder of ``kind``'s ledger, after every sink check (it may not exist yet)."""
         kind_of(kind)
-        real_root = Path(os.path.realpath(self.root))  # once for every kind's path
-        mine = self._resolve(kind, real_root)
-        for other in LEDGER_KINDS:
-            if other == kind:
-                continue
-            theirs = self._resolve(other, real_root)
-            if theirs == mine or is_below(mine, theirs) or is_below(theirs, mine):
-                raise SinkRefused(
-                    f"the {kind} ledger ({mine}) overlaps the {other} ledger ({theirs}); "
-                    "each kind needs its own folder"
-                )
+        mine = self._resolve(kind)
+        if not self._apart:
+            for other in LEDGER_KINDS:
+                if other == kind:
+                    continue
+                theirs = self._resolve(other)
+                if theirs == mine or is_below(mine, theirs) or is_below(theirs, mine):
+                    raise SinkRefused(
+                        f"the {kind} ledger ({mine}) overlaps the {other} ledger ({theirs}); "
+                        "each kind needs its own folder"
+                    )
+            self._apart = True
         try:
             st = mine.lstat()
         except FileNotFoundError:
@@ -110,7 +120,10 @@ class Store:
 
     def legacy(self, kind: str) -> Path | None:
         """The single-file ledger of a kit from before the folder layout, if it has records."""
-        path = self._legacy_path(kind)
+        return self._legacy_beside(self._resolve(kind))
+
+    def _legacy_beside(self, folder: Path) -> Path | None:
+        path = folder.with_name(folder.name + LEGACY_SUFFIX)
         try:
             st = path.lstat()
         except FileNotFoundError:
@@ -130,7 +143,7 @@ class Store:
     def sources(self, kind: str) -> Sources:
         """Every file holding ``kind``'s records now; a stray file is refused."""
         folder = self.folder(kind)
-        legacy = self.legacy(kind)
+        legacy = self._legacy_beside(folder)
         packs: list[Path] = []
         loose: list[str] = []
         try:
@@ -197,7 +210,7 @@ class Store:
         if given.is_symlink():
             raise SinkRefused(f"refusing to write through the symlink {target}")
         real = Path(os.path.realpath(given))
-        if real not in (folder, self._legacy_path(kind)):
+        if real not in (folder, folder.with_name(folder.name + LEGACY_SUFFIX)):
             raise SinkRefused(
                 f"refusing to write a {kind} record to {target}: the {kind} ledger of this "
                 f"kit is {folder}"
@@ -206,15 +219,17 @@ class Store:
 
     # ------------------------------------------------------------ helpers
 
-    def _resolve(self, kind: str, real_root: Path | None = None) -> Path:
+    def _resolve(self, kind: str) -> Path:
+        if self._real_root is None:
+            self._real_root = Path(os.path.realpath(self.root))
         configured = self.ledgers[kind].removesuffix(LEGACY_SUFFIX)
         return resolve_inside(
-            self.root, configured, what=f"the {kind} ledger", for_writing=True, real_root=real_root
+            self.root,
+            configured,
+            what=f"the {kind} ledger",
+            for_writing=True,
+            real_root=self._real_root,
         )
-
-    def _legacy_path(self, kind: str) -> Path:
-        folder = self._resolve(kind)
-        return folder.with_name(folder.name + LEGACY_SUFFIX)
 
     def _was_created(self, kind: str) -> bool:
         """Whether this kit's ledgers were started by ``pmos init`` (any kind has a marker)."""
