@@ -13,6 +13,8 @@ from pmos.yamlio import _NOT_JSON, _as_json, load_yaml
 
 _YAML_ONLY = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
+#: Keys short and long: YAML refuses a key of more than 1,024 characters.
+keys = st.text() | st.text(min_size=490, max_size=1100)
 #: JSON values of every kind, floats and any text included.
 json_values = st.recursive(
     st.none()
@@ -20,7 +22,7 @@ json_values = st.recursive(
     | st.integers(min_value=-(2**70), max_value=2**70)
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(keys, inner, max_size=4),
     max_leaves=12,
 )
 
@@ -42,7 +44,7 @@ def pmos_reads(text: str):
 
 
 @given(
-    st.one_of(st.lists(json_values), st.dictionaries(st.text(), json_values)),
+    st.one_of(st.lists(json_values), st.dictionaries(keys, json_values)),
     st.booleans(),
     st.sampled_from([None, 2]),
     st.sampled_from([(", ", ": "), (",", ":")]),
@@ -62,6 +64,8 @@ def test_json_text_reads_as_yaml_reads_it(value, ascii_only, indent, separators)
         ('{"emoji": "\\ud83d\\ude00"}', False),  # YAML keeps the two halves apart
         ('{"bell": "\x7f"}', False),  # JSON allows it in a string; YAML refuses it
         ('{"nel": "a\x85b"}', False),  # a line break to YAML, folded to a space
+        ('{"' + "k" * 1100 + '": 1}', False),  # YAML refuses a key this long
+        ('{"' + "k" * 500 + '": 1}', True),
         ('{"a": 1,}', False),  # not strict JSON
         ('{"big": 123456789012345678901234567890}', False),  # past 64 bits
         ("done_criteria: []", False),

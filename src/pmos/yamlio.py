@@ -23,6 +23,9 @@ import yaml
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _NOT_JSON = object()
 _YAML_LINE_BREAK = re.compile("[\x85\u2028\u2029]")
+#: The longest key read as JSON: written with an escape for every character and
+#: its quotes, it is under YAML's limit of 1,024 characters for a key.
+_SHORT_KEY = 500
 
 
 def load_yaml(text: str, loader: Any = None) -> Any:
@@ -50,11 +53,13 @@ def load_yaml(text: str, loader: Any = None) -> Any:
 def _as_json(text: str) -> Any:
     """``text`` read as JSON, or ``_NOT_JSON`` unless that is what YAML reads too.
 
-    On JSON, the YAML 1.1 loader differs in four places, so such a document is
+    On JSON, the YAML 1.1 loader differs in five places, so such a document is
     left to it: numbers with a fraction or an exponent (YAML reads ``1e5`` as a
     string), ``\\u`` escapes (YAML does not join a surrogate pair), characters
-    YAML refuses (control characters JSON allows in a string) and the line
-    breaks only YAML has (NEL, U+2028, U+2029: YAML folds them in a string). Text
+    YAML refuses (control characters JSON allows in a string), the line breaks
+    only YAML has (NEL, U+2028, U+2029: YAML folds them in a string) and long
+    keys (YAML refuses a key of more than 1,024 characters as written; one of
+    up to :data:`_SHORT_KEY` characters is at most 1,002 as written). Text
     that is not strict JSON (a comment, a trailing comma, NaN, a BOM, an integer
     past 64 bits) falls to YAML as well, which then reads it or says why not.
     """
@@ -73,6 +78,8 @@ def _as_json(text: str) -> Any:
     while todo:
         value = todo.pop()
         if isinstance(value, dict):
+            if any(len(key) > _SHORT_KEY for key in value):
+                return _NOT_JSON
             todo.extend(value.values())
         elif isinstance(value, list):
             todo.extend(value)
