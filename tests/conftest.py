@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 from typer.testing import CliRunner
 
 from pmos.cli import app
@@ -43,10 +43,13 @@ DIMENSIONS = {
 #: surviving a power cut (crash tests kill processes, which tmpfs survives alike).
 RAM_TMP = Path("/dev/shm")
 
-#: No property test has a time limit per example: Hypothesis's default deadline
-#: (200 ms) is a wall-clock assertion, and on a loaded machine a first example that
-#: imports scikit-learn or starts a process overruns it and fails as "flaky".
-settings.register_profile("pmos", deadline=None)
+#: No property test has a time limit: Hypothesis's default deadline (200 ms an
+#: example) and its too_slow health check (on the time taken to generate examples)
+#: are wall-clock assertions, and on a loaded machine a first example that imports
+#: scikit-learn or starts a process, or a large generated document, overruns them
+#: and fails. A test that sets suppress_health_check lists TIME_FREE too.
+TIME_FREE = [HealthCheck.too_slow]
+settings.register_profile("pmos", deadline=None, suppress_health_check=TIME_FREE)
 settings.load_profile("pmos")
 
 

@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ledgerfiles
+from conftest import TIME_FREE
 from pmos.atomic import write_once
 from pmos.errors import LedgerCorrupt
 from pmos.store import lines, packs
@@ -151,7 +152,9 @@ def _mutate(
 
 @pytest.mark.slow
 @settings(
-    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[*TIME_FREE, HealthCheck.function_scoped_fixture],
 )
 @given(layout=layouts, mutation=mutations)
 def test_readers_and_verifier_agree_whatever_happens_to_the_files(
@@ -211,7 +214,9 @@ def _chain_reads(path: Path, reader) -> bool:
 
 
 @settings(
-    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[*TIME_FREE, HealthCheck.function_scoped_fixture],
 )
 @given(written=plain_records, edit=edits)
 def test_an_older_kits_file_reader_and_verifier_agree(tmp_path_factory, written, edit):

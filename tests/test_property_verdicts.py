@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import DIMENSIONS, good_verdict, ledger_bytes
+from conftest import DIMENSIONS, TIME_FREE, good_verdict, ledger_bytes
 from pmos.errors import RecordRejected
 from pmos.gate import writers
 from pmos.store.append import WRITER_FIELDS
@@ -130,7 +130,9 @@ def effective(corruption: tuple, verdict: dict[str, Any]) -> bool:
 
 @pytest.mark.slow
 @settings(
-    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[*TIME_FREE, HealthCheck.function_scoped_fixture],
 )
 @given(st.lists(corruptions(), min_size=1, max_size=4))
 def test_corrupted_verdicts_are_always_rejected(kit, corruption_list):
@@ -153,7 +155,9 @@ def test_corrupted_verdicts_are_always_rejected(kit, corruption_list):
 
 
 @settings(
-    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[*TIME_FREE, HealthCheck.function_scoped_fixture],
 )
 @given(
     st.one_of(
