@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shlex
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -122,7 +124,16 @@ def test_version_comes_from_one_place():
 
 
 def test_shell_completion_is_offered(pmos):
-    result = pmos("--show-completion", "bash", env={"SHELL": "/bin/bash"})
+    """Typed in bash, as a user types it: Typer finds the shell among pmos's parent
+    processes (a shell name after the option is not read). Started straight from the
+    test, pmos had a shell among its ancestors only when pytest did, so the test
+    failed when the suite ran under a process whose shell had gone."""
+    result = subprocess.run(
+        ["bash", "-c", '"$0" -m pmos --show-completion; exit $?', sys.executable],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
     assert "complete" in result.stdout and "_PMOS_COMPLETE" in result.stdout
     assert "--install-completion" in pmos("--help").stdout
