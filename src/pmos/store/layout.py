@@ -123,7 +123,7 @@ class Store:
         return self._legacy_beside(self._resolve(kind))
 
     def _legacy_beside(self, folder: Path) -> Path | None:
-        path = folder.with_name(folder.name + LEGACY_SUFFIX)
+        path = _legacy_file(folder)
         try:
             st = path.lstat()
         except FileNotFoundError:
@@ -210,7 +210,7 @@ class Store:
         if given.is_symlink():
             raise SinkRefused(f"refusing to write through the symlink {target}")
         real = Path(os.path.realpath(given))
-        if real not in (folder, folder.with_name(folder.name + LEGACY_SUFFIX)):
+        if real not in (folder, _legacy_file(folder)):
             raise SinkRefused(
                 f"refusing to write a {kind} record to {target}: the {kind} ledger of this "
                 f"kit is {folder}"
@@ -234,6 +234,11 @@ class Store:
     def _was_created(self, kind: str) -> bool:
         """Whether this kit's ledgers were started by ``pmos init`` (any kind has a marker)."""
         return any((self._resolve(k) / MARKER).is_file() for k in LEDGER_KINDS if k != kind)
+
+
+def _legacy_file(folder: Path) -> Path:
+    """Where a kit from before the folder layout kept the ledger: a file beside it."""
+    return folder.with_name(folder.name + LEGACY_SUFFIX)
 
 
 def write_marker(folder: Path, kind: str) -> None:
