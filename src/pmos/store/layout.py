@@ -63,6 +63,17 @@ class Sources(NamedTuple):
         """The loose record files as paths (made on each call)."""
         return [self.folder / name for name in self.loose_names]
 
+    def loose_files(self) -> list[str]:
+        """The loose record files as plain string paths (made on each call)."""
+        return plain_paths(self.folder, self.loose_names)
+
+
+def plain_paths(folder: Path, names: list[str]) -> list[str]:
+    """``folder``'s files ``names`` as plain strings, for a caller that opens or
+    deletes thousands: no :class:`Path` each (see :class:`Sources`)."""
+    prefix = os.path.join(folder, "")
+    return [prefix + name for name in names]
+
 
 def marker_text(kind: str) -> bytes:
     """The marker's content: the same on every branch, so adding it never conflicts."""

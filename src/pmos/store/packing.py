@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -90,9 +89,7 @@ def pack_kind(store: Store, kind: str, *, screen: Screen | None = None) -> PackR
         ordered = sorted(entries.values(), key=lambda e: (e[0], e[1]))
         checked = None if screen is None else screen_entries(kind, ordered, screen, parsed)
         made = packs.write_pack(folder, kind, ordered, checked)
-        prefix = os.path.join(sources.folder, "")  # no Path per loose file (see Sources)
-        loose = [prefix + name for name in sources.loose_names]
-        remove_many(folder, [*loose, *(p for p in folded if p != made), *temps])
+        remove_many(folder, [*sources.loose_files(), *(p for p in folded if p != made), *temps])
         if sources.legacy is not None:
             remove_many(sources.legacy.parent, [sources.legacy])
         return PackReport(

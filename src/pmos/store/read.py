@@ -40,7 +40,7 @@ from pmos.errors import BadInput, LedgerCorrupt
 from pmos.store import chain, lines, packs
 from pmos.store.append import loose_name
 from pmos.store.digest import CHAIN_FIELDS, canonical, digest_bytes
-from pmos.store.layout import LOOSE, Store
+from pmos.store.layout import LOOSE, Store, plain_paths
 from pmos.store.screening import Excluded, Exclusion, Screen, screen_line
 
 #: More records than any ledger holds; a larger --last is a typo.
@@ -107,10 +107,10 @@ def read_loose_many(folder: Path, names: list[str]) -> Iterator[LooseRecord]:
     (the kernel evicts the caches they run in). Problems are raised in file
     order, as if each file were checked as it was read.
     """
-    prefix = os.path.join(folder, "")
+    files = plain_paths(folder, names)
     for start in range(0, len(names), _READ_BATCH):
         batch = names[start : start + _READ_BATCH]
-        datas = [_file_bytes_if_any(prefix + name) for name in batch]
+        datas = [_file_bytes_if_any(path) for path in files[start : start + _READ_BATCH]]
         for name, data in zip(batch, datas, strict=True):
             if data is None:
                 raise _vanished(folder / name)
