@@ -1,4 +1,4 @@
-"""The calibration reader (pmos.store.judged) and the two-process read of pmos metrics.
+"""The calibration reader (pmos.calibration.judged) and the two-process read of pmos metrics.
 
 The reader folds whole batches by "the last row of a run wins" when a batch is
 in the readers' order, and row by row otherwise; a property test holds both
@@ -18,14 +18,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ledgerfiles
+from pmos._util.forked import ForkedCall
 from pmos.calibration import pairs
+from pmos.calibration.judged import decode, latest_labels, latest_verdicts
 from pmos.calibration.metrics import compute_metrics
 from pmos.errors import PmosError
 from pmos.gate import recheck
-from pmos.store.forked import ForkedCall
-from pmos.store.judged import decode, latest_labels, latest_verdicts
-from pmos.store.latest import instant_key
-from pmos.store.vocabulary import PASS_SIDE, SKIPPED
+from pmos.gate.latest import instant_key
+from pmos.gate.vocabulary import PASS_SIDE, SKIPPED
 from test_readers_scale import _fill, _label, _verdict
 
 # ---------------------------------------------------------------- the fold, by property

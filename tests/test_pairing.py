@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from pmos.calibration import pairs
+from pmos.calibration.judged import Label, LatestLabels, Verdict, latest_verdicts
 from pmos.calibration.metrics import compute_metrics, scored_pairs
+from pmos.gate.latest import per_run, verdicts_per_run
 from pmos.gate.writers import record_verdict
-from pmos.store.judged import Label, LatestLabels, Verdict, latest_verdicts
-from pmos.store.latest import per_run, verdicts_per_run
 from test_metrics import judge, label, metrics, seed_table
 
 

@@ -252,7 +252,7 @@ def test_parallel_read_reports_a_corrupt_ledger_and_leaves_no_process(kit, monke
 
 
 def test_forked_call_carries_results_and_errors():
-    from pmos.store.forked import ForkedCall
+    from pmos._util.forked import ForkedCall
 
     assert ForkedCall(sorted, [3, 1, 2]).result() == [1, 2, 3]
     with pytest.raises(ZeroDivisionError):
@@ -285,8 +285,8 @@ def test_forked_call_inbox_hands_the_child_a_value_while_both_run(tmp_path):
     import os
     import threading
 
+    from pmos._util.forked import ForkedCall
     from pmos.errors import PmosError
-    from pmos.store.forked import ForkedCall
 
     gate = tmp_path / "gate"
     call = ForkedCall(_sum_when_told, 10, str(gate), inbox=True)

@@ -259,7 +259,7 @@ def collect(kit: Kit, options: BoardOptions, now: datetime | None = None) -> Boa
     before = checkpoint(kit)
     start: Callable[..., Any] = _Inline
     if _large(kit):
-        from pmos.store.forked import ForkedCall
+        from pmos._util.forked import ForkedCall
 
         start = ForkedCall
     calls = [start(_queue_part, kit, options, now)]

@@ -170,7 +170,7 @@ def metrics_from_rows(
 ) -> dict[str, Any]:
     """The same report as :func:`compute_metrics`, from verdict and label rows read
     elsewhere (``pmos metrics --db`` reads them from SQL): the fields of
-    :data:`pmos.store.latest.VERDICT_FIELDS` and ``LABEL_FIELDS`` (plus the
+    :data:`pmos.gate.latest.VERDICT_FIELDS` and ``LABEL_FIELDS`` (plus the
     initiative when a scope filters), each oldest first. Pairing and every
     statistic are this module's. A database holds no rubric file: the rubric's
     threshold comes with the rows (``rubric_threshold``), or is undefined."""

@@ -6,7 +6,7 @@ statistics never see a record. The pairing rule (calibration-method.md,
 
 * records of a run are ordered by (``recorded_at``, ``record_id``), never by
   their position in a file;
-* a run's latest label judges the verdict :func:`pmos.store.latest.judged_by`
+* a run's latest label judges the verdict :func:`pmos.gate.latest.judged_by`
   says: the one its ``gate_record_id`` names, else the latest judged verdict
   recorded before it, else nothing;
 * that verdict and the label are the run's pair, dated by the label (when
@@ -17,7 +17,7 @@ statistics never see a record. The pairing rule (calibration-method.md,
   a judged verdict pairs with nothing.
 
 Both ledgers are streamed once through the store's calibration reader
-(:mod:`pmos.store.judged`), on a large kit the eval ledger in a child process
+(:mod:`pmos.calibration.judged`), on a large kit the eval ledger in a child process
 while this one reads the labels. The child returns one compact column per
 field of the pairs, not records.
 """
@@ -32,11 +32,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from pmos.calibration.periods import By, assign_periods
-from pmos.gate.pass_fraction import PassFraction
-from pmos.gate.screen import KitScreen
-from pmos.kit import Kit
-from pmos.store.judged import (
+from pmos.calibration.judged import (
     FILTER_FIELDS,
     LABEL_FIELDS,
     VERDICT_FIELDS,
@@ -48,7 +44,11 @@ from pmos.store.judged import (
     latest_labels,
     latest_verdicts,
 )
-from pmos.store.latest import instant_key, judged_choice
+from pmos.calibration.periods import By, assign_periods
+from pmos.gate.latest import instant_key, judged_choice
+from pmos.gate.pass_fraction import PassFraction
+from pmos.gate.screen import KitScreen
+from pmos.kit import Kit
 from pmos.store.layout import Store
 from pmos.store.read import batches, loose_values, stored_bytes
 from pmos.store.rows import row_type
@@ -102,7 +102,7 @@ def _wanted(scope: Scope) -> InScope | None:
 
 @dataclass
 class Verdicts:
-    """What the eval-ledger reader keeps (:class:`pmos.store.judged.LatestVerdicts`)
+    """What the eval-ledger reader keeps (:class:`pmos.calibration.judged.LatestVerdicts`)
     and the pass fractions of its last judged verdicts in scope."""
 
     judged: LatestVerdicts
@@ -227,7 +227,7 @@ def pair(
     Column by column: each labelled run's latest judged verdict is found by
     the hash of its run id, the verdict its label names among the superseded
     ones by hashes (:meth:`Earlier.find`), and
-    :func:`~pmos.store.latest.judged_choice` is made for all labels at once.
+    :func:`~pmos.gate.latest.judged_choice` is made for all labels at once.
     """
     wanted = _wanted(scope)
     judged = verdicts.judged
@@ -368,8 +368,8 @@ def read_and_pair(
         labels = read_labels(store, detailed, screen=screen, excluded=excluded)
         paired = pair(judged, labels, scope, by, with_runs=with_runs)
     else:
+        from pmos._util.forked import ForkedCall
         from pmos.calibration import stats
-        from pmos.store.forked import ForkedCall
 
         # The child reads the larger ledger. On its way it notes the verdicts the
         # loose labels name, and posts them: screening those labels needs them,

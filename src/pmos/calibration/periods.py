@@ -60,7 +60,7 @@ def assign_periods(ats: list[str], ids: list[str], by: By) -> tuple[list[int], l
     """Each pair's period index and the periods, oldest first.
 
     ``ats`` are the pairs' times (their labels') in the writers' layout
-    (``YYYY-MM-DDTHH:MM:SS.ffffffZ``, see :func:`pmos.store.latest.instant_key`)
+    (``YYYY-MM-DDTHH:MM:SS.ffffffZ``, see :func:`pmos.gate.latest.instant_key`)
     and ``ids`` break ties in time (the run ids).
     """
     if isinstance(by, bool) or (isinstance(by, int) and by < 1):

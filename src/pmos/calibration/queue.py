@@ -26,13 +26,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pmos.gate.known_bad import is_seeded
+from pmos.gate.latest import per_run, verdicts_per_run
 from pmos.gate.screen import KitScreen
+from pmos.gate.vocabulary import SKIPPED
 from pmos.kit import Kit
-from pmos.store.latest import per_run, verdicts_per_run
 from pmos.store.read import records
 from pmos.store.rows import row_type
 from pmos.store.screening import Excluded
-from pmos.store.vocabulary import SKIPPED
 from pmos.timestamps import parse_instant
 
 

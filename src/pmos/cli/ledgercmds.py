@@ -146,7 +146,7 @@ def _known_run(store, run_id: str, records):
     in any ledger: an unknown id is bad input (exit 2), not an empty ledger."""
     from itertools import chain
 
-    from pmos.store.runfacts import gather_known
+    from pmos.gate.runfacts import gather_known
 
     iterator = iter(records)
     first = next(iterator, None)

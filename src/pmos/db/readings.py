@@ -122,8 +122,8 @@ def db_metrics(
     by: Any = None,
 ) -> dict[str, Any]:
     """The calibration report over the database's kits (all, or those named)."""
+    from pmos.calibration.judged import FILTER_FIELDS, LABEL_FIELDS, VERDICT_FIELDS
     from pmos.calibration.metrics import metrics_from_rows
-    from pmos.store.judged import FILTER_FIELDS, LABEL_FIELDS, VERDICT_FIELDS
 
     detailed = initiative is not None or model is not None or since is not None
     extra = FILTER_FIELDS if detailed else ()

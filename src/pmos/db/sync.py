@@ -57,6 +57,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from pmos._util.forked import ForkedCall
 from pmos.db.columns import RowEncoder, encoder
 from pmos.db.connect import LOCK_CLASS, connection
 from pmos.db.errors import KitRefused, SchemaMismatch
@@ -66,7 +67,6 @@ from pmos.db.settings import settings_of
 from pmos.db.tables import table_of
 from pmos.errors import LedgerCorrupt
 from pmos.kit import Kit
-from pmos.store.forked import ForkedCall
 from pmos.store.layout import Store
 from pmos.store.read import StoredLine, stored_lines
 from pmos.store.registry import LEDGER_KINDS

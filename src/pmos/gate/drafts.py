@@ -16,9 +16,9 @@ from typing import Any
 
 from pmos.errors import BadInput
 from pmos.gate.rubric import load_rubric
+from pmos.gate.runfacts import gather
 from pmos.gate.writers import evaluator_model_from_env
 from pmos.kit import Kit
-from pmos.store.runfacts import gather
 
 
 def criterion_evidence(record: dict[str, Any], check: dict[str, Any]) -> str:

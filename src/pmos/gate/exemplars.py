@@ -28,7 +28,7 @@ branches that each log an override then change different paths and merge
 cleanly, and logging costs the same however long the log has grown. The log
 is the hand-written entries plus every file of that folder. Anchors are
 picked from the paired ledgers (each run's latest PM label and the verdict it
-judges, by calibration's pairing rule, :func:`pmos.store.latest.judged_by`) and
+judges, by calibration's pairing rule, :func:`pmos.gate.latest.judged_by`) and
 from the log, balanced across the PM's pass and fail labels.
 """
 
@@ -45,12 +45,12 @@ from typing import Any
 
 from pmos import markdown
 from pmos.errors import BadInput
+from pmos.gate.vocabulary import PASS_SIDE, SKIPPED, is_judged
 from pmos.inputs import read_input_text
 from pmos.kit import Kit
 from pmos.paths import resolve_inside
 from pmos.store import lookup
 from pmos.store.screening import Excluded
-from pmos.store.vocabulary import PASS_SIDE, SKIPPED
 from pmos.timestamps import parse_instant
 from pmos.yamlio import load_yaml
 
@@ -267,7 +267,7 @@ def overridden_verdict(
     verdict. Runs before the label is stored, so a malformed log refuses the
     label (nothing written) instead of losing the override entry afterwards.
     """
-    verdict = judged or lookup.latest_verdict(kit.store, run_id, judged=True)
+    verdict = judged or lookup.latest_verdict(kit.store, run_id, where=is_judged)
     if verdict is None or not is_override(verdict["verdict"], label):
         return None
     read_log(kit, main_only=True)  # the hand-written part; override files are read per run
@@ -461,8 +461,8 @@ def candidates(
 ) -> list[Anchor]:
     """Every usable case, newest first: ledger pairs (with their log lesson) and log-only
     cases. Ledger records that break a writer rule are left out (reported to ``excluded``)."""
+    from pmos.gate.latest import judged_by, per_run, verdicts_per_run
     from pmos.gate.screen import KitScreen
-    from pmos.store.latest import judged_by, per_run, verdicts_per_run
     from pmos.store.read import records
     from pmos.store.rows import row_type
 

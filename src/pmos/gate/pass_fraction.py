@@ -11,9 +11,9 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
+from pmos.gate.vocabulary import PASS_SIDE, SKIPPED
 from pmos.store.layout import Store
 from pmos.store.read import newest_first
-from pmos.store.vocabulary import PASS_SIDE, SKIPPED
 
 #: The largest pass-fraction window accepted (pmos.yaml's schema says the same).
 MAX_WINDOW = 1_000_000

@@ -44,11 +44,11 @@ from typing import TYPE_CHECKING, Any
 from pmos.errors import BadInput, Violation
 from pmos.gate import rules as verdict_rules
 from pmos.gate.rubric import Rubric, load_rubric
+from pmos.gate.vocabulary import SKIPPED
 from pmos.kit import Kit
 from pmos.store.append import schema_problems
 from pmos.store.read import batches, newest_first, records
 from pmos.store.rows import row_type
-from pmos.store.vocabulary import SKIPPED
 
 if TYPE_CHECKING:
     from pmos.gate.signing import LabelSignatures

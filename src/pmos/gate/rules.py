@@ -26,7 +26,7 @@ from typing import Any
 
 from pmos.errors import Violation
 from pmos.gate.rubric import Rubric
-from pmos.store.vocabulary import FAIL, PASS, PWF, SKIPPED
+from pmos.gate.vocabulary import FAIL, PASS, PWF, SKIPPED
 
 BLOCKING = frozenset({"critical", "must-fix"})
 FINDINGS = BLOCKING | {"should-fix"}

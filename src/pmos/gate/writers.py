@@ -20,6 +20,7 @@ from pmos.gate import pass_fraction
 from pmos.gate import rules as verdict_rules
 from pmos.gate.families import same_family
 from pmos.gate.rubric import Rubric, load_rubric
+from pmos.gate.vocabulary import SKIPPED, is_judged
 from pmos.inputs import read_input_text
 from pmos.kit import Kit
 from pmos.store import lookup
@@ -33,7 +34,6 @@ from pmos.store.append import (
     seal,
     writer_field_violations,
 )
-from pmos.store.vocabulary import SKIPPED
 
 # ---------------------------------------------------------------- runs
 
@@ -418,7 +418,7 @@ def record_acceptance(
         else:
             record["flags"] = ["unregistered-run"]
             notes.append(f"run {run_id!r} was never registered; the label is flagged")
-        latest = lookup.latest_verdict(kit.store, run_id, judged=True)
+        latest = lookup.latest_verdict(kit.store, run_id, where=is_judged)
         unknown = run is None and latest is None and refuse_unknown_run
         if unknown and lookup.latest_verdict(kit.store, run_id) is None:
             raise RecordRejected("acceptance", [_unknown_run(run_id)])

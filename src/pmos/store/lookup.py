@@ -6,11 +6,11 @@ N verdicts) touches only the end of a large ledger.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pmos.store.layout import Store
 from pmos.store.read import newest_first
-from pmos.store.vocabulary import is_judged
 
 
 def find_run(store: Store, run_id: str) -> dict[str, Any] | None:
@@ -29,10 +29,13 @@ def find_label(store: Store, run_id: str) -> dict[str, Any] | None:
     return None
 
 
-def latest_verdict(store: Store, run_id: str, *, judged: bool = False) -> dict[str, Any] | None:
-    """The run's most recent verdict, or None; with ``judged`` only :func:`is_judged` ones."""
+def latest_verdict(
+    store: Store, run_id: str, *, where: Callable[[dict[str, Any]], bool] | None = None
+) -> dict[str, Any] | None:
+    """The run's most recent verdict, or None; with ``where``, the most recent one
+    it accepts (the store knows nothing of what a verdict says)."""
     for record in newest_first(store, "evals"):
-        if record.get("run_id") == run_id and (not judged or is_judged(record)):
+        if record.get("run_id") == run_id and (where is None or where(record)):
             return record
     return None
 

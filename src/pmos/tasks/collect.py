@@ -53,8 +53,8 @@ from fractions import Fraction
 from typing import Any
 
 from pmos.assess.assessment import fix_attempts_used, task_records
+from pmos.gate.runfacts import RunFacts, gather_known
 from pmos.kit import Kit
-from pmos.store.runfacts import RunFacts, gather_known
 from pmos.store.screening import Excluded
 from pmos.tasks.scoring import (
     AGENT_PERFORMANCE,

@@ -48,9 +48,9 @@ from pathlib import Path
 from typing import Any
 
 from pmos.errors import BadInput
+from pmos.gate.runfacts import RunFacts, gather_known
 from pmos.inputs import check_regular_file
 from pmos.kit import Kit
-from pmos.store.runfacts import RunFacts, gather_known
 from pmos.text import neutralise
 
 GROUPS = (

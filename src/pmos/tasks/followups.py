@@ -59,10 +59,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pmos.errors import BadInput, IncompleteWrite, LedgerBusy
+from pmos.gate.runfacts import RunFacts, gather_known
 from pmos.kit import Kit
 from pmos.store import read
 from pmos.store.append import Draft, append, check_schema, record_meta
-from pmos.store.runfacts import RunFacts, gather_known
 from pmos.tasks.evidence import check_id, defect_id, excerpt, review_id
 from pmos.tasks.task_list import TaskView, append_created, created_record, current_tasks
 

@@ -17,7 +17,7 @@ Two shapes of answer:
 
 * :func:`per_run` and :func:`verdicts_per_run` here keep the rows themselves,
   for readers of modest kits that want whole records (the queue, the exemplars);
-* :mod:`pmos.store.judged` is the calibration reader of a million-line
+* :mod:`pmos.calibration.judged` is the calibration reader of a million-line
   ledger: per run small named tuples, folded from whole batches of rows.
 
 :func:`judged_by` is the pairing rule: which of a run's verdicts a label
@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC
 from typing import Any, NamedTuple
 
-from pmos.store.vocabulary import SKIPPED
+from pmos.gate.vocabulary import SKIPPED
 from pmos.timestamps import parse_instant
 
 # ---------------------------------------------------------------- any kind

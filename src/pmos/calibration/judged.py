@@ -38,14 +38,14 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from pmos.errors import LedgerCorrupt
-from pmos.store.latest import instant_key
-from pmos.store.vocabulary import PASS_SIDE, SKIPPED
+from pmos.gate.latest import instant_key
+from pmos.gate.vocabulary import PASS_SIDE, SKIPPED
 
 
 class Verdict(NamedTuple):
     """A judged verdict as the calibration reader keeps it."""
 
-    recorded_at: str  # as :func:`~pmos.store.latest.instant_key` gives it
+    recorded_at: str  # as :func:`~pmos.gate.latest.instant_key` gives it
     record_id: str
     model: str
     full: bool  # written from a complete verdict (not the short form)

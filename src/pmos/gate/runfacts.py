@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pmos.errors import BadInput
+from pmos.gate.vocabulary import is_judged
 from pmos.store.layout import Store
 from pmos.store.read import records
 from pmos.store.screening import Excluded, Screen
-from pmos.store.vocabulary import is_judged
 
 #: Ledgers read for a run, in the order used to break recorded_at ties.
 RUN_LEDGERS = ("runs", "assessments", "evals", "acceptances", "task-evals", "followups", "tasks")
@@ -43,7 +43,7 @@ class RunFacts:
 
     @property
     def reviewed_verdicts(self) -> list[dict[str, Any]]:
-        """Verdicts where the gate judged the run (:func:`~pmos.store.vocabulary.is_judged`)."""
+        """Verdicts where the gate judged the run (:func:`~pmos.gate.vocabulary.is_judged`)."""
         return [v for v in self.verdicts if is_judged(v)]
 
     @property

@@ -1,0 +1,1 @@
+"""Private helpers shared by every package: nothing here knows about records."""
