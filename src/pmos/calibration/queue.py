@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from pmos.gate.known_bad import is_seeded
 from pmos.gate.latest import per_run, verdicts_per_run
 from pmos.gate.screen import KitScreen
+from pmos.gate.seeded import is_seeded
 from pmos.gate.vocabulary import SKIPPED
 from pmos.kit import Kit
 from pmos.store.read import records

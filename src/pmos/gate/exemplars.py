@@ -45,11 +45,15 @@ from typing import Any
 
 from pmos import markdown
 from pmos.errors import BadInput
+from pmos.gate.latest import judged_by, per_run, verdicts_per_run
+from pmos.gate.screen import KitScreen
 from pmos.gate.vocabulary import PASS_SIDE, SKIPPED, is_judged
 from pmos.inputs import read_input_text
 from pmos.kit import Kit
 from pmos.paths import resolve_inside
 from pmos.store import lookup
+from pmos.store.read import records
+from pmos.store.rows import row_type
 from pmos.store.screening import Excluded
 from pmos.timestamps import parse_instant
 from pmos.yamlio import load_yaml
@@ -461,10 +465,6 @@ def candidates(
 ) -> list[Anchor]:
     """Every usable case, newest first: ledger pairs (with their log lesson) and log-only
     cases. Ledger records that break a writer rule are left out (reported to ``excluded``)."""
-    from pmos.gate.latest import judged_by, per_run, verdicts_per_run
-    from pmos.gate.screen import KitScreen
-    from pmos.store.read import records
-    from pmos.store.rows import row_type
 
     skipped_runs = set(exclude_runs)
     judged_by_id: dict[str, Any] = {}

@@ -19,21 +19,18 @@ from pathlib import Path
 from typing import Any
 
 from pmos.errors import BadInput, RecordRejected
+from pmos.gate.rules import check_contract_ids
+from pmos.gate.seeded import INITIATIVE, LABELLER, RUN_PREFIX
+from pmos.gate.writers import record_acceptance, register_run
 from pmos.inputs import read_input_text
 from pmos.kit import Kit
 from pmos.paths import resolve_inside
+from pmos.store import lookup
+from pmos.store.append import record_meta, schema_problems
+from pmos.store.read import records
 
 DEFAULT_DIR = "planning/evals/known-bad"
-RUN_PREFIX = "known-bad-"
-INITIATIVE = "known-bad"
-LABELLER = "seeded"
 DEFAULT_BUILDER = "seeded"
-
-
-def is_seeded(run_id: str, initiative_id: str | None) -> bool:
-    """Whether a registered run is a seeded known-bad case: its id and initiative
-    are the ones :func:`seed` gives, so a real run is never mistaken for one."""
-    return initiative_id == INITIATIVE and run_id.startswith(RUN_PREFIX)
 
 
 CONTRACT, EXPECTED = "contract.yaml", "expected.yaml"
@@ -116,8 +113,6 @@ def _load_yaml(path: Path, problems: list[str]) -> Any:
 def load_case(folder: Path) -> tuple[Case | None, list[str]]:
     """One case and every problem with it (the case is None when there is any)."""
     from pmos import schemas
-    from pmos.gate.rules import check_contract_ids
-    from pmos.store.append import record_meta, schema_problems
 
     problems: list[str] = []
     contract = _load_yaml(folder / CONTRACT, problems)
@@ -184,9 +179,6 @@ def load_cases(kit: Kit) -> list[Case]:
 
 def seed(kit: Kit) -> SeedReport:
     """Register every case as a run and label it fail; skip what is already there."""
-    from pmos.gate.writers import record_acceptance, register_run
-    from pmos.store import lookup
-    from pmos.store.read import records
 
     # Both ledgers must be writable before the first run is registered, or a
     # refused seed would leave runs behind without their labels.

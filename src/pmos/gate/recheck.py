@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 from pmos.errors import BadInput, Violation
 from pmos.gate import rules as verdict_rules
 from pmos.gate.rubric import Rubric, load_rubric
+from pmos.gate.signing import LabelSignatures
 from pmos.gate.vocabulary import SKIPPED
 from pmos.kit import Kit
 from pmos.store.append import schema_problems
@@ -90,8 +91,6 @@ class Context:
     def signatures(self) -> LabelSignatures:
         """The kit's signature rule, its settings and allowed signers read once per pass."""
         if self._signatures is None:
-            from pmos.gate.signing import LabelSignatures
-
             self._signatures = LabelSignatures(self.kit.config, self.kit.root)
         return self._signatures
 

@@ -24,8 +24,11 @@ from typing import Any
 
 from pmos.errors import BadInput, Violation
 from pmos.gate.recheck import Context, stored_record_problems
+from pmos.gate.signing import allowed_signers_path
 from pmos.kit import Kit
 from pmos.kit.config import CONFIG_NAME
+from pmos.store.packing import pack_store
+from pmos.store.verify import verify_store
 
 #: The version of the writer rules; change it whenever a rule changes.
 RULES_VERSION = "pmos-rules-2"
@@ -71,7 +74,6 @@ class KitScreen:
         return found
 
     def _signers(self) -> list[str]:
-        from pmos.gate.signing import allowed_signers_path
 
         try:
             path = allowed_signers_path(self.kit.config, self.kit.root)
@@ -97,7 +99,6 @@ def verify_kit(kit: Kit, *, recheck_all: bool = False) -> list[Any]:
     rules. By default a pack's recorded screening is trusted where it holds and
     every other record is checked; ``recheck_all`` (``--schema``) checks every
     record's schema and every rule whatever a pack recorded."""
-    from pmos.store.verify import verify_store
 
     if not recheck_all:
         return verify_store(kit.store, screen=KitScreen(kit))
@@ -111,6 +112,5 @@ def verify_kit(kit: Kit, *, recheck_all: bool = False) -> list[Any]:
 
 def pack_kit(kit: Kit, kinds: list[str] | None = None) -> list[Any]:
     """``pmos ledger pack``: fold loose records into packs that record their screening."""
-    from pmos.store.packing import pack_store
 
     return pack_store(kit.store, kinds, screen=KitScreen(kit))

@@ -36,7 +36,7 @@ import orjson
 
 from pmos.errors import BadInput, ConfigError
 from pmos.gate import allowed_signers, sshsig
-from pmos.gate.known_bad import LABELLER, is_seeded
+from pmos.gate.seeded import LABELLER, is_seeded
 from pmos.kit import Config
 from pmos.paths import resolve_inside
 from pmos.timestamps import parse_instant

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from pmos.errors import BadInput, RecordRejected, Violation
-from pmos.gate import pass_fraction
+from pmos.gate import exemplars, pass_fraction, signing
 from pmos.gate import rules as verdict_rules
+from pmos.gate.artifact import run_artifact
 from pmos.gate.families import same_family
 from pmos.gate.rubric import Rubric, load_rubric
 from pmos.gate.vocabulary import SKIPPED, is_judged
@@ -52,7 +53,6 @@ def register_run(
 ) -> Written:
     """Register a run, its pre-run contract and what it built (``repo``, ``base``,
     ``head``: see :mod:`pmos.gate.artifact`), once per run id."""
-    from pmos.gate.artifact import run_artifact
 
     record: dict[str, Any] = {
         **record_meta("runs"),
@@ -392,7 +392,6 @@ def record_acceptance(
     in the run id than a run recorded elsewhere. Programs that label runs they
     know about (seeding, tests, other kits' imports) keep the old behaviour.
     """
-    from pmos.gate import exemplars, signing
 
     already = "already-labelled"
     # The verdict this label overrides, found under the lock by build().
