@@ -64,6 +64,22 @@ def pytest_configure(config: pytest.Config) -> None:
         config.add_cleanup(lambda: shutil.rmtree(config.option.basetemp, ignore_errors=True))
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+    """In CI (``CI`` set, as .ci/run's runner sets it), a skipped test fails.
+
+    .ci/run installs everything the suite needs (chromium, PostgreSQL, strace,
+    ssh-keygen), so a test that skips there is one whose check silently stopped
+    running; locally, a missing tool may still skip with its reason.
+    """
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and os.environ.get("CI") and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = f"skipped in CI, where every test must run: {reason}"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Start the tests marked ``slow`` first, dealt round-robin to the workers.
 
