@@ -16,6 +16,7 @@ byte stream, with the same characters written as ``\\uXXXX`` escapes.
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import os
 import sys
@@ -72,6 +73,26 @@ def neutral_streams() -> Iterator[None]:
                 neutral.detach()
 
 
+#: The system could not store or read (the input was fine).
+_SYSTEM_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO})
+_PERMISSION_ERRNOS = frozenset({errno.EACCES, errno.EPERM})
+
+
+def os_error_exit(exc: OSError) -> tuple[int, str]:
+    """The exit code and advice for an error the system raised.
+
+    A full disk or a refused permission is the machine's state, not bad input:
+    a script that retries on 74 or asks for access on 77 must not also retry a
+    wrong path (2). Anything else the system refuses (a name too long, not a
+    folder, no such file) is the path the user gave.
+    """
+    if exc.errno in _SYSTEM_ERRNOS:
+        return exit_codes.SYSTEM_ERROR, " (the system could not store it; nothing was written)"
+    if exc.errno in _PERMISSION_ERRNOS:
+        return exit_codes.NO_PERMISSION, " (permission denied; nothing was written)"
+    return exit_codes.BAD_INPUT, ""
+
+
 class PmosGroup(TyperGroup):
     def main(self, *args: Any, **kwargs: Any) -> Any:
         with neutral_streams():
@@ -92,12 +113,12 @@ class PmosGroup(TyperGroup):
                 os.dup2(devnull, sys.stdout.fileno())
             raise typer.Exit(exit_codes.OUTPUT_CLOSED) from None
         except OSError as exc:
-            # A path the system refuses (too long, no permission, not a folder...):
-            # the user's input or environment, not a pmos bug. Nothing was written,
-            # since every write is checked and undone on failure.
+            # Not a pmos bug. Nothing was written, since every write is checked and
+            # undone on failure; the exit code says whose problem it is.
+            code, advice = os_error_exit(exc)
             where = f": {exc.filename!s:.200}" if exc.filename else ""
-            typer.echo(f"pmos: error: {exc.strerror or exc}{where}", err=True)
-            raise typer.Exit(exit_codes.BAD_INPUT) from None
+            typer.echo(f"pmos: error: {exc.strerror or exc}{where}{advice}", err=True)
+            raise typer.Exit(code) from None
         except KeyboardInterrupt:
             typer.echo("pmos: interrupted", err=True)
             raise typer.Exit(exit_codes.INTERRUPTED) from None
