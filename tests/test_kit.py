@@ -105,6 +105,25 @@ def test_reinit_never_touches_existing_files(kit_root, cli):
     assert {p: p.read_bytes() for p in kit_root.rglob("*") if p.is_file()} == before
 
 
+@pytest.mark.parametrize("inner", ["state/evals/inner", "planning", "product/pmos"])
+def test_init_inside_an_existing_kit_is_refused_and_writes_nothing(kit_root, cli, inner):
+    before = {p: p.read_bytes() for p in kit_root.rglob("*") if p.is_file()}
+    result = cli("init", str(kit_root / inner))
+    assert result.exit_code == 2
+    assert f"inside the kit {kit_root.resolve()}" in result.stderr
+    assert {p: p.read_bytes() for p in kit_root.rglob("*") if p.is_file()} == before
+    assert not (kit_root / inner).exists() or inner == "planning"
+
+
+def test_init_beside_a_kit_and_of_a_vendored_kit_is_allowed(tmp_path, cli):
+    product = tmp_path / "product"
+    assert cli("init", str(product / "pmos")).exit_code == 0
+    # A product repository holds its kit in pmos/; another kit beside it is fine,
+    # and re-running init on the kit itself completes it.
+    assert cli("init", str(product / "tools" / "other")).exit_code == 0
+    assert cli("init", str(product / "pmos")).exit_code == 0
+
+
 def test_init_onto_a_file_is_refused(tmp_path, cli):
     target = tmp_path / "afile"
     target.write_text("x")

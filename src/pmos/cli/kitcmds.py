@@ -41,8 +41,8 @@ def init(
     """Create a ready kit root: pmos.yaml, empty ledgers, schemas, rubric, scripts.
 
     Existing files, ledgers above all, are never overwritten; re-running init only
-    adds what is missing. Prints a summary and the next steps (--json lists every
-    file created or kept).
+    adds what is missing. A folder inside another kit is refused. Prints a summary
+    and the next steps (--json lists every file created or kept).
     """
     from pmos.kit import init_kit
 

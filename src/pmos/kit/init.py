@@ -40,6 +40,14 @@ class InitReport(NamedTuple):
         return {"root": str(self.root), "created": self.created, "kept": self.kept}
 
 
+def enclosing_kit(dest: Path) -> Path | None:
+    """The kit root that ``dest`` lies inside (not ``dest`` itself), or None."""
+    for folder in dest.resolve().parents:
+        if (folder / CONFIG_NAME).is_file():
+            return folder
+    return None
+
+
 def init_kit(dest: str | Path) -> InitReport:
     """Create (or complete) a kit root at ``dest``; never overwrites an existing file.
 
@@ -56,6 +64,12 @@ def init_kit(dest: str | Path) -> InitReport:
     source = kit_source()
     if dest.resolve() == source.resolve():
         raise BadInput(f"{dest} is the bundled kit itself")
+    enclosing = enclosing_kit(dest)
+    if enclosing is not None:
+        raise BadInput(
+            f"{dest} is inside the kit {enclosing}: a kit in another kit's folders would "
+            "mix its files with that kit's ledgers and policy; choose a folder outside it"
+        )
     existing = dest / CONFIG_NAME
     config = load_config(existing if existing.is_file() else source / CONFIG_NAME)
     ledgers = _ledger_targets(dest, config)
