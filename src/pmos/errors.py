@@ -57,6 +57,16 @@ class RecordRejected(PmosError):
         lines = "\n".join(f"  - {v}" for v in self.violations)
         super().__init__(f"{kind} record rejected ({len(self.violations)} problem(s)):\n{lines}")
 
+    def as_dict(self) -> dict[str, object]:
+        """The refusal as data: what a writer's ``--json`` prints and what the MCP
+        server returns as a tool error, built here once so the two cannot differ.
+        An agent reads every violation from it, corrects them all and tries again."""
+        return {
+            "error": "record-rejected",
+            "kind": self.kind,
+            "violations": [v.as_dict() for v in self.violations],
+        }
+
 
 class SinkRefused(PmosError):
     """A writer was pointed at a file that is not its own configured ledger."""
