@@ -7,6 +7,7 @@ code on the class means a new error kind cannot be forgotten there.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import NamedTuple
 
@@ -31,6 +32,12 @@ class PmosError(Exception):
     """Base class of every error pmos expects and reports without a traceback."""
 
     exit_code: int = exit_codes.BAD_INPUT
+
+    def as_dict(self) -> dict[str, object]:
+        """The error as data, for a program rather than a person (an MCP tool
+        error): its class in kebab case (``bad-input``) and its message."""
+        kind = re.sub(r"(?<!^)(?=[A-Z])", "-", type(self).__name__).lower()
+        return {"error": kind, "message": str(self)}
 
 
 class BadInput(PmosError):
