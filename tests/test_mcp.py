@@ -359,3 +359,51 @@ def test_without_the_sdk_it_says_how_to_install_it(kit_root, tmp_path):
 def test_no_kit_is_bad_input(tmp_path):
     done = pmos_process("--root", str(tmp_path / "nowhere"), "mcp")
     assert done.returncode == 2 and "pmos.yaml" in done.stderr
+
+
+# ---------------------------------------------------------------- host set-up
+
+
+def test_init_writes_the_project_mcp_json_and_the_host_can_start_it(tmp_path, monkeypatch):
+    project = tmp_path / "product"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    monkeypatch.delenv("PMOS_ROOT")
+    done = pmos_process("init", "pmos", "--mcp-json", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["mcp_config"] == str(project / ".mcp.json")
+    config = json.loads((project / ".mcp.json").read_text(encoding="utf-8"))
+    entry = config["mcpServers"]["pmos"]
+    assert entry == {"command": "pmos", "args": ["--root", "pmos", "mcp"]}
+    # Started as a host starts it (in the project folder, the kit named relative to it).
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "pmos", *entry["args"]],
+        cwd=str(project),
+        env=dict(os.environ),
+    )
+
+    async def main() -> Any:
+        with anyio.fail_after(120):
+            async with stdio_client(params) as (r, w), ClientSession(r, w) as session:
+                await session.initialize()
+                return await session.call_tool("pmos_queue", {})
+
+    result = anyio.run(main)
+    assert result.is_error is False
+    assert payload(result)["verification_debt"] == []
+
+
+def test_init_never_overwrites_an_existing_mcp_json(tmp_path, monkeypatch):
+    project = tmp_path / "product"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    mine = '{"mcpServers": {"other": {"command": "x"}}}\n'
+    (project / ".mcp.json").write_text(mine, encoding="utf-8")
+    done = pmos_process("init", "pmos", "--mcp-json")
+    assert done.returncode == 2
+    assert ".mcp.json exists" in done.stderr
+    assert (project / ".mcp.json").read_text(encoding="utf-8") == mine
+    assert not (project / "pmos").exists()  # refused before anything was written
+    assert pmos_process("init", "pmos").returncode == 0  # without the option, init goes on

@@ -8,7 +8,7 @@ from pmos.cli._app import examples, kit
 
 
 def register(app: typer.Typer) -> None:
-    app.command("mcp", epilog=examples("pmos mcp", "pmos --root product/pmos mcp"))(mcp)
+    app.command("mcp", epilog=examples("pmos mcp"))(mcp)
 
 
 def mcp() -> None:

@@ -110,8 +110,7 @@ def skill_check(
     ] = None,
     json_output: JsonFlag = False,
 ) -> None:
-    """Check skills' frontmatter, every `pmos ...` command and MCP tool the documents name,
-    and links.
+    """Check skills' frontmatter, the `pmos ...` commands, MCP tools and links they name.
 
     Exits 1 naming each problem, 0 when the documents are sound.
     """
