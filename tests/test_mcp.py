@@ -11,6 +11,7 @@ import contextlib
 import inspect
 import json
 import os
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -407,3 +408,22 @@ def test_init_never_overwrites_an_existing_mcp_json(tmp_path, monkeypatch):
     assert (project / ".mcp.json").read_text(encoding="utf-8") == mine
     assert not (project / "pmos").exists()  # refused before anything was written
     assert pmos_process("init", "pmos").returncode == 0  # without the option, init goes on
+
+
+def test_the_server_starts_and_lists_its_tools_without_the_heavy_modules(kit_root):
+    """What makes start-up fast, as a fact about imports (benchmarks/mcp.py times it)."""
+    code = (
+        "import sys\n"
+        "from pmos.cli import app\n"
+        "from pmos.kit import open_kit\n"
+        "from pmos.mcp import resources, server, tools\n"
+        "server.load_sdk()\n"
+        f"server.build(open_kit({str(kit_root)!r}))\n"
+        "[t.input_schema() for t in tools.TOOLS]\n"
+        f"resources.documents(open_kit({str(kit_root)!r}).root)\n"
+        "heavy = ['sklearn', 'scipy', 'pmos.calibration.metrics', 'pmos.tasks.evidence']\n"
+        "print([m for m in heavy if m in sys.modules])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
