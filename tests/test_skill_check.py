@@ -68,6 +68,7 @@ def test_the_repository_documents_pass(cli):
     assert any(f.startswith("planning/research/") for f in data["files"])
     assert data["commands_checked"] > 50
     assert data["links_checked"] > 30
+    assert data["tools_checked"] >= 9  # the evaluator skill cites every MCP tool
 
 
 def test_a_vendored_kit_passes_too(cli, kit_root):
@@ -109,6 +110,30 @@ def test_a_command_renamed_in_the_cli_fails_the_documents_that_name_it(cli, copy
     assert new, "renaming a command must break the documents that use it"
     assert all("`pmos exemplars` is not a command" in message for _, _, message in new)
     assert any(path.endswith(EVALUATOR) for path, _, _ in new)
+
+
+def test_an_mcp_tool_the_server_does_not_have_fails_naming_it(cli, copy):
+    skill = copy / EVALUATOR
+    code, new = introduced(
+        cli, copy, lambda: edit(skill, "`mcp: pmos_queue`", "`mcp: pmos_record_label`")
+    )
+    assert code == 1
+    [(path, rule, message)] = new
+    assert path.endswith(EVALUATOR) and rule == "mcp-tool"
+    assert message.startswith("`pmos_record_label` is not a tool of `pmos mcp`")
+
+
+def test_a_tool_dropped_from_the_server_fails_the_documents_that_cite_it(cli, copy, monkeypatch):
+    """The names come from the server's own registry, read without starting it."""
+    import pmos.mcp.tools
+
+    _, before = check(cli, str(copy))
+    names = tuple(n for n in pmos.mcp.tools.TOOL_NAMES if n != "pmos_queue")
+    monkeypatch.setattr(pmos.mcp.tools, "TOOL_NAMES", names)
+    code, after = check(cli, str(copy))
+    assert code == 1
+    new = problems(after) - problems(before)
+    assert new and all(m.startswith("`pmos_queue` is not a tool") for _, _, m in new)
 
 
 def test_a_renamed_option_fails_naming_it(cli, copy):

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import ledgerfiles
-from conftest import DIMENSIONS, REGISTER_R, good_verdict, ledger_bytes, write_json
+from conftest import DIMENSIONS, REGISTER_R, RUBRIC, good_verdict, ledger_bytes, write_json
 from pmos.errors import RecordRejected
 from pmos.gate import writers
 from pmos.store.append import WRITER_FIELDS
@@ -463,6 +463,62 @@ def test_every_violation_is_reported_at_once(kit, cli, tmp_path):
     assert result.exit_code == 2
     for rule in ("unverified-cap", "score-weighted-sum", "combine-rule"):
         assert f"[{rule}]" in result.stderr
+
+
+def test_a_rejection_with_json_lists_every_violation_on_stdout(kit, cli, tmp_path):
+    """--json: a program reads the refusal, rule by rule, where it reads a success."""
+    import json
+
+    v = good_verdict(score=0.95, verdict="FAIL")
+    v["dimensions"]["verification"].update(score=0.9, verified=False, evidence="no access")
+    path = write_json(tmp_path / "v.json", v)
+    before = ledger_bytes(kit.root)
+    result = cli("eval", "record", "--file", str(path), "--json")
+    assert result.exit_code == 2
+    error = json.loads(result.stdout)
+    assert error["error"] == "record-rejected" and error["kind"] == "verdict"
+    rules = {(e["rule"], e["field"]) for e in error["violations"]}
+    assert {"unverified-cap", "score-weighted-sum", "combine-rule"} <= {r for r, _ in rules}
+    assert all(set(e) == {"rule", "field", "message"} for e in error["violations"])
+    assert "[combine-rule]" in result.stderr  # the human lines stay on stderr
+    assert ledger_bytes(kit.root) == before
+    # Without --json nothing but the record id ever goes to stdout.
+    assert cli("eval", "record", "--file", str(path)).stdout == ""
+
+
+def test_short_form_and_run_rejections_print_the_same_json_object(kit, cli, tmp_path):
+    import json
+
+    result = cli(
+        "eval",
+        "log",
+        "r",
+        "i",
+        "0.5",
+        "PASS",
+        RUBRIC,
+        "m",
+        "--spec",
+        "pass",
+        "--standards",
+        "pass",
+        "--json",
+    )
+    assert result.exit_code == 2
+    assert json.loads(result.stdout)["kind"] == "verdict"
+    contract = write_json(
+        tmp_path / "c.json",
+        {
+            "done_criteria": [
+                {"id": "c1", "text": "a", "test_method": "b"},
+                {"id": "c1", "text": "a", "test_method": "b"},
+            ]
+        },
+    )
+    result = cli(*REGISTER_R, "--contract", str(contract), "--json")
+    assert result.exit_code == 2
+    error = json.loads(result.stdout)
+    assert error["kind"] == "run" and error["violations"][0]["rule"] == "contract-unique"
 
 
 def test_non_object_and_bad_json_input(kit, cli, tmp_path):

@@ -7,6 +7,7 @@ code on the class means a new error kind cannot be forgotten there.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import NamedTuple
 
@@ -32,6 +33,12 @@ class PmosError(Exception):
 
     exit_code: int = exit_codes.BAD_INPUT
 
+    def as_dict(self) -> dict[str, object]:
+        """The error as data, for a program rather than a person (an MCP tool
+        error): its class in kebab case (``bad-input``) and its message."""
+        kind = re.sub(r"(?<!^)(?=[A-Z])", "-", type(self).__name__).lower()
+        return {"error": kind, "message": str(self)}
+
 
 class BadInput(PmosError):
     """Input that cannot be used: unreadable file, bad JSON or YAML, bad argument."""
@@ -56,6 +63,16 @@ class RecordRejected(PmosError):
         self.violations = list(violations)
         lines = "\n".join(f"  - {v}" for v in self.violations)
         super().__init__(f"{kind} record rejected ({len(self.violations)} problem(s)):\n{lines}")
+
+    def as_dict(self) -> dict[str, object]:
+        """The refusal as data: what a writer's ``--json`` prints and what the MCP
+        server returns as a tool error, built here once so the two cannot differ.
+        An agent reads every violation from it, corrects them all and tries again."""
+        return {
+            "error": "record-rejected",
+            "kind": self.kind,
+            "violations": [v.as_dict() for v in self.violations],
+        }
 
 
 class SinkRefused(PmosError):

@@ -101,6 +101,20 @@ def _inline(node: Any, doc: str, seen: tuple[tuple[str, str], ...] = ()) -> Any:
 
 
 @cache
+def _inlined(name: str) -> dict[str, Any]:
+    return _inline(load_schema(name), name)
+
+
+def inlined_schema(name: str) -> dict[str, Any]:
+    """Schema ``name`` as one self-contained document: every ``$ref`` replaced by
+    the schema it names. For readers with no registry of pmos's schemas, such as
+    an MCP host showing a tool's input schema; a fresh copy, safe to edit."""
+    import copy
+
+    return copy.deepcopy(_inlined(name))
+
+
+@cache
 def _validator(name: str):
     from jsonschema import Draft202012Validator
     from referencing import Registry, Resource
@@ -117,8 +131,7 @@ def _validator(name: str):
         )
     # The schemas themselves are checked against the metaschema by the test suite;
     # doing it here would cost every command tens of milliseconds.
-    schema = _inline(load_schema(name), name)
-    return Draft202012Validator(schema, registry=registry, format_checker=checker)
+    return Draft202012Validator(_inlined(name), registry=registry, format_checker=checker)
 
 
 def _field(path) -> str:
@@ -137,8 +150,7 @@ def _fast_validator(name: str):
     """
     import jsonschema_rs
 
-    schema = _inline(load_schema(name), name)
-    return jsonschema_rs.Draft202012Validator(schema, validate_formats=True)
+    return jsonschema_rs.Draft202012Validator(_inlined(name), validate_formats=True)
 
 
 def _fast_valid(name: str, instance: Any) -> bool:

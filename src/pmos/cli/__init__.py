@@ -46,6 +46,7 @@ COMMAND_MODULES: dict[str, str] = {
     "exemplars": "skillcmds",
     "known-bad": "skillcmds",
     "skill": "skillcmds",
+    "mcp": "mcpcmds",
 }
 
 

@@ -194,6 +194,22 @@ def emit_json(data: Any) -> None:
     sys.stdout.flush()
 
 
+@contextlib.contextmanager
+def rejections_as_json(json_output: bool) -> Iterator[None]:
+    """With ``--json``, a writer's refusal is also printed on stdout as JSON
+    (:meth:`pmos.errors.RecordRejected.as_dict`: every rule id, field and message),
+    so a program reads the violations where it reads a success. The message on
+    stderr and the exit code (2) are :class:`PmosGroup`'s, as for every error."""
+    from pmos.errors import RecordRejected
+
+    try:
+        yield
+    except RecordRejected as exc:
+        if json_output:
+            emit_json(exc.as_dict())
+        raise
+
+
 def emit_json_array(items: Iterable[Any]) -> None:
     """Write a JSON array one element at a time, so a long stream is never held whole."""
     import orjson

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import shlex
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -16,7 +17,9 @@ SchemaName = enum.StrEnum("SchemaName", {name: name for name in SCHEMA_NAMES})
 
 
 def register(app: typer.Typer) -> None:
-    app.command("init", epilog=examples("pmos init product/pmos"))(init)
+    app.command("init", epilog=examples("pmos init product/pmos", "pmos init pmos --mcp-json"))(
+        init
+    )
     app.command("root", epilog=examples("pmos root", "pmos root --json"))(root)
     schema_app = new_typer(
         "Print the JSON Schemas records are validated against.",
@@ -36,6 +39,15 @@ def init(
     directory: Annotated[
         str, typer.Argument(help="Folder to make a kit root (created if missing).")
     ],
+    mcp_json: Annotated[
+        bool,
+        typer.Option(
+            "--mcp-json",
+            help="Also write .mcp.json in the working directory (the project folder an agent "
+            "host such as Claude Code starts in): the 'pmos' MCP server, 'pmos --root DIR mcp'. "
+            "Refused (exit 2, nothing written) when .mcp.json exists.",
+        ),
+    ] = False,
     json_output: JsonFlag = False,
 ) -> None:
     """Create a ready kit root: pmos.yaml, empty ledgers, schemas, rubric, scripts.
@@ -46,7 +58,7 @@ def init(
     """
     from pmos.kit import init_kit
 
-    report = init_kit(directory)
+    report = init_kit(directory, mcp_project=Path.cwd() if mcp_json else None)
     if json_output:
         emit_json(report.as_dict())
         return
@@ -64,6 +76,11 @@ def render_init(report: Any, directory: str) -> str:
         lines.append(f"created {len(report.created)} file(s): {created}")
     if kept:
         lines.append(f"kept {len(report.kept)} existing file(s), unchanged: {kept}")
+    if report.mcp_config is not None:
+        lines.append(
+            f"wrote {report.mcp_config}: agent hosts that read it start 'pmos mcp' on this kit "
+            "(commit it with the kit)"
+        )
     kit_dir = shlex.quote(directory.rstrip("/") or directory)
     lines += [
         "",

@@ -110,7 +110,7 @@ def skill_check(
     ] = None,
     json_output: JsonFlag = False,
 ) -> None:
-    """Check skills' frontmatter, every `pmos ...` command the documents name, and links.
+    """Check skills' frontmatter, the `pmos ...` commands, MCP tools and links they name.
 
     Exits 1 naming each problem, 0 when the documents are sound.
     """
@@ -125,8 +125,10 @@ def skill_check(
             raise
         root = None  # explicit paths can be checked outside any kit
     targets = list(paths) if paths else default_targets(root)
+    from pmos.mcp.tools import TOOL_NAMES  # the tool registry alone: no SDK, no server
+
     tree = CommandTree.from_app(app, script_path(root))
-    report = check(targets, tree, root=root)
+    report = check(targets, tree, root=root, tools=TOOL_NAMES)
     if json_output:
         emit_json(report.as_dict())
     else:
@@ -135,7 +137,8 @@ def skill_check(
         state = "ok" if report.ok else f"{len(report.problems)} problem(s)"
         typer.echo(
             f"{state}: {len(report.files)} file(s), {len(report.skills)} skill(s), "
-            f"{report.commands} command(s), {report.links} link(s) checked"
+            f"{report.commands} command(s), {report.links} link(s), "
+            f"{report.tools} MCP tool(s) checked"
         )
     if not report.ok:
         raise typer.Exit(exit_codes.CHECK_FAILED)

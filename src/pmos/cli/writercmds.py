@@ -12,7 +12,15 @@ from typing import Annotated, Any
 
 import typer
 
-from pmos.cli._app import JsonFlag, emit_json, examples, kit, new_typer, warn
+from pmos.cli._app import (
+    JsonFlag,
+    emit_json,
+    examples,
+    kit,
+    new_typer,
+    rejections_as_json,
+    warn,
+)
 
 
 class Label(enum.StrEnum):
@@ -134,17 +142,18 @@ def run_register(
     from pmos.gate.writers import load_contract, register_run
 
     data = load_contract(contract) if contract is not None else None
-    written = register_run(
-        kit(),
-        run_id=run_id,
-        initiative_id=initiative_id,
-        builder_model=builder_model,
-        contract=data,
-        repo=repo,
-        base=base,
-        head=head,
-        target=ledger,
-    )
+    with rejections_as_json(json_output):
+        written = register_run(
+            kit(),
+            run_id=run_id,
+            initiative_id=initiative_id,
+            builder_model=builder_model,
+            contract=data,
+            repo=repo,
+            base=base,
+            head=head,
+            target=ledger,
+        )
     _report(written, json_output)
 
 
@@ -162,7 +171,10 @@ def eval_record(
     """Record a full verdict (two axes, criteria, dimensions, defects)."""
     from pmos.gate.writers import record_verdict
 
-    _report(record_verdict(kit(), _read_json(file), target=ledger), json_output)
+    data = _read_json(file)
+    with rejections_as_json(json_output):
+        written = record_verdict(kit(), data, target=ledger)
+    _report(written, json_output)
 
 
 def eval_log(
@@ -220,7 +232,9 @@ def eval_log(
         note=note,
         criteria=criterion,
     )
-    _report(record_short_verdict(kit(), **fields, target=ledger), json_output)
+    with rejections_as_json(json_output):
+        written = record_short_verdict(kit(), **fields, target=ledger)
+    _report(written, json_output)
 
 
 def accept(
@@ -272,17 +286,19 @@ def accept(
     from pmos.gate.writers import record_acceptance
 
     k = kit()
-    written = record_acceptance(
-        k,
-        run_id=run_id,
-        label=label.value,
-        by=by,
-        note=note,
-        target=ledger,
-        signing_key=_signing_key(sign_key, k),
-        refuse_unknown_run=not allow_unknown_run,
-        verdict_id=verdict,
-    )
+    key = _signing_key(sign_key, k)
+    with rejections_as_json(json_output):
+        written = record_acceptance(
+            k,
+            run_id=run_id,
+            label=label.value,
+            by=by,
+            note=note,
+            target=ledger,
+            signing_key=key,
+            refuse_unknown_run=not allow_unknown_run,
+            verdict_id=verdict,
+        )
     _report(written, json_output)
 
 

@@ -31,13 +31,26 @@ KIT_TEMPLATE_PATHS: list[str] = [
 ]
 
 
+#: The project-scoped MCP configuration Claude Code reads (Cursor's
+#: ``.cursor/mcp.json`` has the same shape; VS Code's ``.vscode/mcp.json`` names
+#: its map ``servers``): docs/how-to/use-pmos-over-mcp.md shows each.
+MCP_CONFIG = ".mcp.json"
+MCP_SERVER_NAME = "pmos"
+
+
 class InitReport(NamedTuple):
     root: Path
     created: list[str]
     kept: list[str]
+    mcp_config: Path | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"root": str(self.root), "created": self.created, "kept": self.kept}
+        return {
+            "root": str(self.root),
+            "created": self.created,
+            "kept": self.kept,
+            "mcp_config": str(self.mcp_config) if self.mcp_config else None,
+        }
 
 
 def enclosing_kit(dest: Path) -> Path | None:
@@ -48,19 +61,57 @@ def enclosing_kit(dest: Path) -> Path | None:
     return None
 
 
-def init_kit(dest: str | Path) -> InitReport:
+def mcp_config(project: Path, kit_root: Path) -> dict[str, Any]:
+    """The ``.mcp.json`` of ``project``: one stdio server that runs ``pmos mcp`` on
+    the kit. The kit is named relative to the project, where hosts start a
+    project's servers, so the committed file holds on every clone."""
+    rel = os.path.relpath(os.path.realpath(kit_root), os.path.realpath(project))
+    args = ["--root", Path(rel).as_posix(), "mcp"]
+    return {"mcpServers": {MCP_SERVER_NAME: {"command": "pmos", "args": args}}}
+
+
+def _free_mcp_config(project: Path) -> Path:
+    target = project / MCP_CONFIG
+    if target.exists() or target.is_symlink():
+        raise BadInput(
+            f"{target} exists; pmos init never overwrites it: add the {MCP_SERVER_NAME!r} "
+            "server to it by hand (docs/how-to/use-pmos-over-mcp.md)"
+        )
+    return target
+
+
+def _write_new(target: Path, data: bytes) -> None:
+    """Create ``target`` with ``data``, fsynced; never over an existing file."""
+    fd = os.open(target, _NEW_FILE | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        target.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+
+
+def init_kit(dest: str | Path, *, mcp_project: str | Path | None = None) -> InitReport:
     """Create (or complete) a kit root at ``dest``; never overwrites an existing file.
 
     Everything is checked before anything is written: an existing pmos.yaml must
     be valid, and every ledger it names must resolve to its own plain folder
     inside ``dest``. Each ledger folder gets its marker (and a ``.gitignore``
     for crash remnants), so it exists in git before its first record.
+
+    ``mcp_project``: also write that folder's ``.mcp.json`` (:func:`mcp_config`),
+    refused before anything is written when the file exists.
     """
     if not str(dest).strip():
         raise BadInput("the kit root folder is an empty path")
     dest = Path(dest)
     if dest.exists() and not dest.is_dir():
         raise BadInput(f"{dest} exists and is not a folder")
+    mcp_target = _free_mcp_config(Path(mcp_project)) if mcp_project is not None else None
     source = kit_source()
     if dest.resolve() == source.resolve():
         raise BadInput(f"{dest} is the bundled kit itself")
@@ -85,7 +136,16 @@ def init_kit(dest: str | Path) -> InitReport:
         raise BadInput(
             f"cannot create the kit at {dest}: {exc.strerror} ({exc.filename})"
         ) from None
-    return report
+    if mcp_target is None:
+        return report
+    import json
+
+    config = mcp_config(mcp_target.parent, report.root)
+    try:
+        _write_new(mcp_target, (json.dumps(config, indent=2) + "\n").encode("utf-8"))
+    except OSError as exc:
+        raise BadInput(f"cannot write {mcp_target}: {exc.strerror}") from None
+    return report._replace(mcp_config=mcp_target.resolve())
 
 
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL

@@ -14,7 +14,10 @@ fails (or worse, improvises). Three checks:
   a renamed command fails here the day it is renamed;
 * every relative link resolves to a file (and, for ``#anchors`` into Markdown,
   to a heading). Root-absolute links are refused: they break once the kit is
-  vendored under ``product/pmos``.
+  vendored under ``product/pmos``;
+* every MCP tool a document cites, written as the code span ``mcp: TOOL``,
+  is a tool of ``pmos mcp``: the caller passes the server's tool names, read
+  from its registry (no server is started).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,6 +59,8 @@ _SCRIPT_CASE = re.compile(
     r'^\s*([a-z][a-z-]*)\)\s*exec\s+"\$\{pmos\[@\]\}"\s+--root\s+"\$kit_root"\s+(.+?)\s+"\$@"'
 )
 _ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+#: How a document cites a tool of the MCP server: the code span ``mcp: pmos_queue``.
+_MCP_TOOL = re.compile(r"^mcp:\s*(\S+)$")
 _PLACEHOLDERS = frozenset({"...", "…"})
 
 
@@ -79,6 +84,7 @@ class Report:
     skills: list[str] = field(default_factory=list)
     commands: int = 0
     links: int = 0
+    tools: int = 0
     problems: list[Problem] = field(default_factory=list)
 
     @property
@@ -92,6 +98,7 @@ class Report:
             "skills": self.skills,
             "commands_checked": self.commands,
             "links_checked": self.links,
+            "tools_checked": self.tools,
             "problems": [p.as_dict() for p in self.problems],
         }
 
@@ -377,6 +384,23 @@ def _link_problem(path: Path, target: str, cache: dict[Path, set[str]]) -> str |
     return None
 
 
+def links(text: str) -> Iterator[tuple[int, str]]:
+    """Every link target written in a document's prose, with its line number.
+
+    Links inside code (fenced blocks, inline spans) are examples, not links. The
+    MCP server lists the documents a skill links with this same reading.
+    """
+    for part in markdown.segments(text):
+        if isinstance(part, markdown.CodeBlock):
+            continue
+        prose = markdown.without_code_spans(part.text)
+        for match in _INLINE_LINK.finditer(prose):
+            yield part.number, match.group(1)
+        ref = _REF_LINK.match(prose)
+        if ref:
+            yield part.number, ref.group(1)
+
+
 def _check_file(
     path: Path,
     shown: str,
@@ -384,6 +408,7 @@ def _check_file(
     report: Report,
     names: dict[str, str],
     cache: dict[Path, set[str]],
+    tools: Collection[str] | None = None,
 ) -> None:
     try:
         text = read_input_text(path, what="document", stdin_ok=False)
@@ -402,6 +427,20 @@ def _check_file(
             if problem:
                 report.problems.append(Problem(shown, number, "command", problem))
 
+    def tool_problem(number: int, span: str) -> None:
+        cited = _MCP_TOOL.match(span)
+        if cited is None:
+            return
+        report.tools += 1
+        if tools is None:
+            message = "MCP tools cannot be checked: no tool list was given"
+        elif cited.group(1) in tools:
+            return
+        else:
+            known = ", ".join(sorted(tools))
+            message = f"`{cited.group(1)}` is not a tool of `pmos mcp` (known: {known})"
+        report.problems.append(Problem(shown, number, "mcp-tool", message))
+
     for part in markdown.segments(text):
         if isinstance(part, markdown.CodeBlock):
             if part.language in SHELL_LANGUAGES:
@@ -410,16 +449,12 @@ def _check_file(
             continue
         for span in markdown.code_spans(part.text):
             command_problems(part.number, span)
-        prose = markdown.without_code_spans(part.text)
-        targets = [m.group(1) for m in _INLINE_LINK.finditer(prose)]
-        ref = _REF_LINK.match(prose)
-        if ref:
-            targets.append(ref.group(1))
-        for target in targets:
-            report.links += 1
-            problem = _link_problem(path, target, cache)
-            if problem:
-                report.problems.append(Problem(shown, part.number, "link", problem))
+            tool_problem(part.number, span)
+    for number, target in links(text):
+        report.links += 1
+        problem = _link_problem(path, target, cache)
+        if problem:
+            report.problems.append(Problem(shown, number, "link", problem))
 
 
 def _markdown_files(paths: Iterable[Path]) -> list[Path]:
@@ -432,8 +467,17 @@ def _markdown_files(paths: Iterable[Path]) -> list[Path]:
     return files
 
 
-def check(paths: Iterable[Path], tree: CommandTree, *, root: Path | None = None) -> Report:
-    """Check the Markdown files under ``paths``; every problem is in the report."""
+def check(
+    paths: Iterable[Path],
+    tree: CommandTree,
+    *,
+    root: Path | None = None,
+    tools: Collection[str] | None = None,
+) -> Report:
+    """Check the Markdown files under ``paths``; every problem is in the report.
+
+    ``tools``: the MCP server's tool names, which ``mcp: TOOL`` spans must name.
+    """
     given = list(paths)
     missing = [str(p) for p in given if not p.exists()]
     if missing:
@@ -447,7 +491,7 @@ def check(paths: Iterable[Path], tree: CommandTree, *, root: Path | None = None)
         shown = str(path)
         if base is not None and base in real.parents:
             shown = real.relative_to(base).as_posix()
-        _check_file(path, shown, tree, report, names, cache)
+        _check_file(path, shown, tree, report, names, cache, tools)
     return report
 
 
