@@ -18,6 +18,7 @@ from typing import Any
 from pmos.errors import BadInput, RecordRejected, Violation
 from pmos.gate import pass_fraction
 from pmos.gate import rules as verdict_rules
+from pmos.gate.clock import checking_time, future_dated, label_before_verdict
 from pmos.gate.families import same_family
 from pmos.gate.rubric import Rubric, load_rubric
 from pmos.gate.vocabulary import SKIPPED, is_judged
@@ -394,6 +395,7 @@ def record_acceptance(
     """
     from pmos.gate import exemplars, signing
 
+    now = checking_time()
     already = "already-labelled"
     # The verdict this label overrides, found under the lock by build().
     overridden: dict[str, dict[str, Any]] = {}
@@ -418,7 +420,11 @@ def record_acceptance(
         else:
             record["flags"] = ["unregistered-run"]
             notes.append(f"run {run_id!r} was never registered; the label is flagged")
-        latest = lookup.latest_verdict(kit.store, run_id, where=is_judged)
+        # A verdict dated after the time of checking is no run's latest: readers
+        # leave it out (pmos.gate.clock), so a label never binds to one.
+        latest = lookup.latest_verdict(
+            kit.store, run_id, where=lambda v: is_judged(v) and future_dated(v, now) is None
+        )
         unknown = run is None and latest is None and refuse_unknown_run
         if unknown and lookup.latest_verdict(kit.store, run_id) is None:
             raise RecordRejected("acceptance", [_unknown_run(run_id)])
@@ -426,7 +432,11 @@ def record_acceptance(
         judged = named or latest
         record["gate_verdict"] = judged["verdict"] if judged else None
         record["gate_record_id"] = judged["record_id"] if judged else None
-        reject_if("acceptances", schema_problems("acceptances", record))
+        problems = schema_problems("acceptances", record)
+        early = None if judged is None else label_before_verdict(record, judged)
+        if early is not None:
+            problems.append(early)
+        reject_if("acceptances", problems)
         # Checks the exemplar log before anything is stored (raises if it is malformed).
         verdict = exemplars.overridden_verdict(kit, run_id, label, named)
         if verdict is not None:
@@ -440,7 +450,7 @@ def record_acceptance(
         # Signed last: the signature covers every content field as stored.
         if signing_key is not None:
             record["signature"] = signing.sign_label(record, signing_key)
-        problem = signing.label_signature_problem(kit.config, kit.root, record)
+        problem = signing.label_signature_problem(kit.config, kit.root, record, now=now)
         if problem is not None:
             field = "signature" if "signature" in record else "by"
             reject_if("acceptances", [Violation("label-signature", field, problem)])
