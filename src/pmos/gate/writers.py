@@ -35,6 +35,7 @@ from pmos.store.append import (
     seal,
     writer_field_violations,
 )
+from pmos.store.read import records
 
 # ---------------------------------------------------------------- runs
 
@@ -297,6 +298,9 @@ def _record_verdict(
         if not found:
             run = lookup.find_run(kit.store, record["run_id"])
             found += verdict_rules.check_against_run(record, run)
+            found += verdict_rules.check_against_assessments(
+                record, run, _assessments_of(kit, record["run_id"]), now=checking_time()
+            )
         reject_if("evals", problems + found)
         flags, notes = _verdict_flags(kit, record, run)
         if flags:
@@ -304,6 +308,12 @@ def _record_verdict(
         return Draft([record], notes)
 
     return append(kit.store, "evals", build, target=target)
+
+
+def _assessments_of(kit: Kit, run_id: str) -> list[dict[str, Any]]:
+    """The run's assessments, oldest first (the assessments ledger is not locked:
+    one recorded while the verdict is written is the next verdict's to answer to)."""
+    return [a for a in records(kit.store, "assessments", plain=True) if a.get("run_id") == run_id]
 
 
 def _rubric_of(kit: Kit, record: dict[str, Any], problems: list[Violation]) -> Rubric | None:
