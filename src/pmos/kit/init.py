@@ -7,8 +7,11 @@ import shutil
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from pmos import __version__
 from pmos.assets import kit_source
 from pmos.errors import BadInput, ConfigError, SinkRefused
+from pmos.kit.ci import ci_file
+from pmos.kit.ci import write as write_ci
 from pmos.kit.config import CONFIG_NAME, Config, load_config
 from pmos.store.layout import MARKER, TEMP_PREFIX, Store, marker_text
 from pmos.store.registry import LEDGER_KINDS
@@ -35,18 +38,22 @@ class InitReport(NamedTuple):
     root: Path
     created: list[str]
     kept: list[str]
+    #: The CI file written (``--ci``), absolute; None without ``--ci``.
+    ci: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"root": str(self.root), "created": self.created, "kept": self.kept}
+        return {"root": str(self.root), "created": self.created, "kept": self.kept, "ci": self.ci}
 
 
-def init_kit(dest: str | Path) -> InitReport:
+def init_kit(dest: str | Path, *, ci: str | None = None) -> InitReport:
     """Create (or complete) a kit root at ``dest``; never overwrites an existing file.
 
     Everything is checked before anything is written: an existing pmos.yaml must
     be valid, and every ledger it names must resolve to its own plain folder
     inside ``dest``. Each ledger folder gets its marker (and a ``.gitignore``
-    for crash remnants), so it exists in git before its first record.
+    for crash remnants), so it exists in git before its first record. With
+    ``ci`` (github, gitlab), the merge gate's CI job is written into the
+    repository the kit is in (:mod:`pmos.kit.ci`), which must not have that file.
     """
     if not str(dest).strip():
         raise BadInput("the kit root folder is an empty path")
@@ -59,7 +66,8 @@ def init_kit(dest: str | Path) -> InitReport:
     existing = dest / CONFIG_NAME
     config = load_config(existing if existing.is_file() else source / CONFIG_NAME)
     ledgers = _ledger_targets(dest, config)
-    report = InitReport(dest.resolve(), [], [])
+    ci_job = None if ci is None else ci_file(dest, ci, __version__)
+    report = InitReport(dest.resolve(), [], [], None if ci_job is None else str(ci_job.path))
     try:
         dest.mkdir(parents=True, exist_ok=True)
         for src, rel_file in _template_files(source):
@@ -67,6 +75,10 @@ def init_kit(dest: str | Path) -> InitReport:
         for kind, rel_folder, folder in ledgers:
             for name, data in ((MARKER, marker_text(kind)), (".gitignore", LEDGER_GITIGNORE)):
                 _create(folder / name, f"{rel_folder}/{name}", report, _writer(data))
+        if ci_job is not None:
+            write_ci(ci_job)
+    except FileExistsError as exc:
+        raise BadInput(f"{exc.filename} appeared while pmos init ran; it was kept") from None
     except OSError as exc:
         raise BadInput(
             f"cannot create the kit at {dest}: {exc.strerror} ({exc.filename})"
