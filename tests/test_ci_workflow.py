@@ -24,6 +24,14 @@ import pytest
 import yaml
 
 from conftest import ledger_bytes
+from gate_pending import (
+    PENDING_COMMANDS,
+    PENDING_MARK,
+    GateNotMerged,
+    documents,
+    gate_exists,
+    pending_blocks,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 SRC = str(REPO / "src")
@@ -261,10 +269,6 @@ def test_the_gitlab_job_installs_pmos_and_reaches_the_gate(tmp_path, ci_python):
 # ---------------------------------------------------------------- the gate step itself
 
 
-class GateNotMerged(Exception):
-    """`pmos gate` is not a command of this pmos: it comes with the merge gate branch."""
-
-
 @pytest.mark.slow
 @pytest.mark.xfail(
     raises=GateNotMerged,
@@ -341,3 +345,52 @@ def test_a_kit_pmos_does_not_find_by_itself_is_named_in_the_job(cli, tmp_path, k
     snippet = yaml.safe_load((repo / ".gitlab/pmos-gate.gitlab-ci.yml").read_text())
     assert snippet["pmos-gate"]["variables"]["PMOS_ROOT"] == "tools/kit"
     assert ledger_bytes(kit_root) == before
+
+
+# ---------------------------------------------------------------- documents that wait for the gate
+
+
+def test_pending_gate_examples_are_checked_and_go_once_the_gate_exists():
+    """The documents show `pmos gate` and `pmos policy approve` in text blocks after
+    PENDING_MARK (gate_pending.py) until the merge gate is merged: every other
+    command in them must check out, each of those two must fail only for not
+    existing yet, and once the CLI has `gate` no marker may be left."""
+    from pmos.cli import app
+    from pmos.kit.skills import CommandTree, _invocations, script_path
+
+    tree = CommandTree.from_app(app, script_path(REPO))
+    exists = gate_exists()
+    blocks: list[str] = []
+    for path in documents():
+        for block in pending_blocks(path.read_text(encoding="utf-8")):
+            assert block is not None, f"{path}: {PENDING_MARK} must precede a ```text block"
+            blocks.append(f"{path.relative_to(REPO)}")
+            for line in block.splitlines():
+                command = re.sub(r"^\s*(?:if|then|!)\s+", "", line)
+                for kind, args in _invocations(command):
+                    problem = tree.check(args) if kind == "pmos" else tree.check_script(args)
+                    if not exists and args and args[0] in PENDING_COMMANDS:
+                        assert problem is not None
+                        assert problem.startswith(f"`pmos {args[0]}` is not a command"), problem
+                    else:
+                        assert problem is None, f"{path}: {line}: {problem}"
+    if exists:
+        assert not blocks, (
+            "pmos gate exists now: turn the text block after each "
+            f"{PENDING_MARK} into a sh block and drop the marker: {sorted(set(blocks))}"
+        )
+    else:
+        assert len(blocks) >= 5, blocks
+
+
+def test_the_how_to_shows_the_workflow_init_writes(cli, tmp_path):
+    """docs/how-to/gate-merges-in-ci.md shows the job as pmos writes it."""
+    env = dev_env(tmp_path)
+    repo = tmp_path / "repo"
+    ok(f"git init -q {repo}", tmp_path, env)
+    assert cli("init", str(repo / "pmos"), "--ci", "github").exit_code == 0
+    written = (repo / ".github/workflows/pmos-gate.yml").read_text(encoding="utf-8")
+    body = "".join(line for line in written.splitlines(True) if not line.startswith("#"))
+    page = (REPO / "docs/how-to/gate-merges-in-ci.md").read_text(encoding="utf-8")
+    shown = re.findall(r"(?ms)^```yaml\n(.*?)^```", page)
+    assert body in shown

@@ -74,7 +74,7 @@ jobs:
       - name: Install pmos
         run: |
           if [ -z "$PMOS_PIP_SPEC" ]; then
-            echo "::error::set the repository variable PMOS_PIP_SPEC (pmos {version})"
+            echo "::error::set the repository variable PMOS_PIP_SPEC (see the top of this file)"
             exit 2
           fi
           python -m pip install "$PMOS_PIP_SPEC"
