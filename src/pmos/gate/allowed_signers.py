@@ -37,6 +37,7 @@ from sshsig.allowed_signers import AllowedSigner
 
 from pmos.errors import BadInput
 from pmos.gate.sshsig import KEY_TYPES
+from pmos.timestamps import seconds_rfc3339
 
 
 @dataclass(frozen=True)
@@ -70,14 +71,10 @@ class Signer:
         """The validity window in words, for a message."""
         parts = []
         if self.valid_after is not None:
-            parts.append(f"from {_words(self.valid_after)}")
+            parts.append(f"from {seconds_rfc3339(self.valid_after)}")
         if self.valid_before is not None:
-            parts.append(f"until {_words(self.valid_before)}")
+            parts.append(f"until {seconds_rfc3339(self.valid_before)}")
         return " ".join(parts) or "at any time"
-
-
-def _words(moment: datetime) -> str:
-    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def match_pattern_list(value: str, patterns: tuple[str, ...]) -> bool:

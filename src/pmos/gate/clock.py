@@ -27,7 +27,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pmos.errors import BadInput, Violation
-from pmos.timestamps import parse_instant
+from pmos.timestamps import parse_instant, seconds_rfc3339
 
 #: How far a record's date may lie after the time of checking: clocks of the
 #: machines that write and check records differ by seconds when they keep time
@@ -66,9 +66,9 @@ def future_dated(record: dict[str, Any], now: datetime) -> Violation | None:
     return Violation(
         FUTURE_DATED,
         "recorded_at",
-        f"{record['recorded_at']} is after the time of checking "
-        f"({_stamp(now)}, allowing {_minutes(MAX_SKEW)} of clock skew): a pmos writer dates "
-        "a record by its clock when it writes it, so this date was set by hand",
+        f"{record['recorded_at']} is after the time of checking ({seconds_rfc3339(now)}, "
+        f"allowing {_minutes(MAX_SKEW)} of clock skew): a pmos writer dates a record by its "
+        "clock when it writes it, so this date was set by hand",
     )
 
 
@@ -87,10 +87,6 @@ def label_before_verdict(label: dict[str, Any], verdict: dict[str, Any]) -> Viol
         f"it judges ({verdict.get('record_id')}, dated {verdict['recorded_at']}): a label "
         "cannot judge a verdict that did not exist yet",
     )
-
-
-def _stamp(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def _minutes(span: timedelta) -> str:

@@ -41,6 +41,7 @@ from pmos.gate.clock import checking_time
 from pmos.gate.known_bad import LABELLER, is_seeded
 from pmos.kit import Config
 from pmos.paths import resolve_inside
+from pmos.timestamps import seconds_rfc3339
 
 NAMESPACE = "pmos-label"
 #: Fields of a stored label that are not its content: the chain's and the signature's.
@@ -223,7 +224,7 @@ class LabelSignatures:
         signers = self.signers()
         if any(s.allows(by, NAMESPACE, verified.key_blob, self.now) for s in signers):
             return None
-        at = _stamp(self.now)
+        at = seconds_rfc3339(self.now)
         window = [s for s in signers if s.allows_at_some_time(by, NAMESPACE, verified.key_blob)]
         if window:
             return (
@@ -251,11 +252,6 @@ class LabelSignatures:
             if bound is not None and bound > self.now
         ]
         return min(bounds, default=None)
-        return None
-
-
-def _stamp(moment: datetime) -> str:
-    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 # ---------------------------------------------------------------- which key
