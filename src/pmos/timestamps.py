@@ -12,6 +12,11 @@ def now_rfc3339() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
+def seconds_rfc3339(moment: datetime) -> str:
+    """An instant as a message shows it: to the second, UTC, 'Z'."""
+    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
 def parse_instant(stamp: str) -> datetime:
     """A stored timestamp as an aware datetime; one without an offset is taken as UTC.
 

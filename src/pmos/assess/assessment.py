@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 
 from pmos.assess import beneath, environment
 from pmos.assess import run as assess_run
+from pmos.assess.safegit import WorkTree, work_tree
 from pmos.assess.spec import Expectation, NothingToAssess, Spec, from_contract, load_spec
 from pmos.errors import BadInput, ConfigError
 from pmos.kit import Kit
@@ -31,6 +32,9 @@ from pmos.store.append import Draft, Written, append, check_schema, check_storab
 from pmos.store.read import records
 
 TRIGGERS = ("initial", "reassess", "fix", "retry", "auto-correct", "judge")
+#: The assessment layout written: 2 since it records the commit and the work
+#: tree's state (``commit``, ``dirty``); readers still take version 1 records.
+ASSESSMENT_SCHEMA_VERSION = 2
 
 
 #: The trigger that spends the fix budget (maxFixAttempts); retries do not.
@@ -179,16 +183,19 @@ def _record(
     warnings: list[str],
     fixes: int,
     flags: list[str],
+    tree: WorkTree,
 ) -> dict[str, Any]:
     """One assessment record; the same code builds the pre-run probe and the real one."""
     record: dict[str, Any] = {
         **record_meta("assessments"),
+        "schema_version": ASSESSMENT_SCHEMA_VERSION,
         "task_id": task_id,
         "trigger": trigger,
         "attempt": attempt,
         "passed": passed,
         "spec": spec.source,
         "cwd": str(cwd),
+        **tree.fields(),
         "duration_s": duration,
         "checks": checks,
         "metrics": metrics,
@@ -279,6 +286,9 @@ def _assess_in(
     context = jury.ReviewContext(cwd, spec.title, spec.description, run, cwd_fd, env)
     warnings = list(spec.warnings)
     flags: list[str] = []
+    # What the commands run on, read before they run (they may change the tree).
+    tree = work_tree(cwd)
+    warnings += tree_warnings(tree, run)
     if run_id is not None and run is None:
         flags.append("unregistered-run")
         warnings.append(
@@ -306,6 +316,7 @@ def _assess_in(
             warnings=warnings,
             fixes=0,
             flags=flags,
+            tree=tree,
         )
     )
     check_writable(kit)
@@ -357,10 +368,36 @@ def _assess_in(
             warnings=notes,
             fixes=fixes,
             flags=flags,
+            tree=tree,
         )
         return Draft([record])
 
     return append(kit.store, "assessments", build)
+
+
+def tree_warnings(tree: WorkTree, run: Mapping[str, Any] | None) -> list[str]:
+    """What the author must know about the tree assessed: a dirty one is not the
+    commit, and a commit other than the run's registered head is not the run's."""
+    out: list[str] = []
+    if tree.dirty:
+        shown = ", ".join(tree.paths[:5]) + (" ..." if tree.changed > 5 else "")
+        out.append(
+            f"the work tree is dirty ({tree.changed} path(s) differ from "
+            f"{tree.commit or 'no commit'}: {shown}): the assessment is recorded as dirty and "
+            "does not stand for the commit; commit or stash the changes and assess again"
+        )
+    elif tree.dirty is None:
+        out.append(
+            "--cwd is not in a git work tree (or git could not read it): the assessment "
+            "records no commit"
+        )
+    head = (run or {}).get("head")
+    if head and tree.commit and head != tree.commit:
+        out.append(
+            f"--cwd is at commit {tree.commit}, not the run's registered head {head}: "
+            "the assessment is of another commit than the run's"
+        )
+    return out
 
 
 def _left_running_warnings(
@@ -392,6 +429,9 @@ def summary(record: Mapping[str, Any]) -> dict[str, Any]:
         "trigger",
         "attempt",
         "passed",
+        "commit",
+        "dirty",
+        "dirty_paths",
         "duration_s",
         "checks",
         "metrics",

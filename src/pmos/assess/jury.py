@@ -31,7 +31,6 @@ import os
 import re
 import secrets
 import shlex
-import subprocess
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -39,7 +38,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from pmos.assess import beneath
+from pmos.assess import beneath, safegit
 from pmos.assess.run import ProcessTracker, check_head, concurrently, run_command
 from pmos.assess.spec import SCORE_MAX, SCORE_MIN, Expectation, ReviewDimension
 from pmos.errors import ConfigError
@@ -161,71 +160,6 @@ def _bounded(data: bytes, limit: int, size: int | None = None) -> str:
 
 # ---------------------------------------------------------------- git evidence
 
-#: Settings that keep git from running anything the assessed repository
-#: configures while evidence is read: no fsmonitor hook, no hooks, no external
-#: diff, no pager, no submodule recursion. Filter drivers are blanked by name
-#: (:func:`_filter_overrides`); textconv and external diffs are refused on the
-#: command line too.
-_GIT_SAFE_CONFIG = (
-    ("core.fsmonitor", "false"),
-    ("core.hooksPath", "/dev/null"),
-    ("core.pager", "cat"),
-    ("core.untrackedCache", "false"),
-    ("diff.external", ""),
-    ("status.relativePaths", "true"),
-    ("submodule.recurse", "false"),
-)
-#: Passed to git from pmos's environment; GIT_* variables (GIT_DIR,
-#: GIT_EXTERNAL_DIFF, GIT_CONFIG_*) never are.
-_GIT_ENV_NAMES = ("PATH", "HOME", "USER", "LOGNAME", "TMPDIR")
-_GIT_TIMEOUT_S = 60
-
-
-def _git_env(overrides: list[tuple[str, str]]) -> dict[str, str]:
-    """git's environment: a few basics, and config overrides passed as
-    GIT_CONFIG_KEY_n / GIT_CONFIG_VALUE_n, which take any key (a filter named
-    ``a=b`` would break ``-c``) and win over every config file."""
-    env = {k: os.environ[k] for k in _GIT_ENV_NAMES if k in os.environ}
-    env.update(LC_ALL="C", GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0")
-    env["GIT_CONFIG_COUNT"] = str(len(overrides))
-    for i, (key, value) in enumerate(overrides):
-        env[f"GIT_CONFIG_KEY_{i}"] = key
-        env[f"GIT_CONFIG_VALUE_{i}"] = value
-    return env
-
-
-def _run_git(
-    cwd: Path, args: list[str], overrides: list[tuple[str, str]]
-) -> subprocess.CompletedProcess[bytes] | None:
-    try:
-        return subprocess.run(
-            ["git", "--no-pager", "-C", str(cwd), *args],
-            capture_output=True,
-            stdin=subprocess.DEVNULL,
-            timeout=_GIT_TIMEOUT_S,
-            check=False,
-            env=_git_env(overrides),
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-
-
-def _filter_overrides(cwd: Path) -> list[tuple[str, str]]:
-    """Blank every filter driver the repository's config names (clean, smudge,
-    process), so none runs when git reads the work tree. Reading config runs
-    nothing."""
-    listed = _run_git(cwd, ["config", "-z", "--get-regexp", r"^filter\."], [])
-    names: set[str] = set()
-    for entry in (listed.stdout if listed is not None else b"").split(b"\0"):
-        key = entry.split(b"\n", 1)[0].decode("utf-8", "surrogateescape")
-        if key.startswith("filter.") and key.count(".") >= 2:
-            names.add(key[len("filter.") : key.rindex(".")])
-    out: list[tuple[str, str]] = []
-    for name in sorted(names):
-        out += [(f"filter.{name}.{part}", "") for part in ("clean", "smudge", "process")]
-        out.append((f"filter.{name}.required", "false"))
-    return out
-
 
 def git_evidence(cwd: Path) -> list[str]:
     """The work tree's changes as evidence parts, limited to ``cwd``.
@@ -236,21 +170,19 @@ def git_evidence(cwd: Path) -> list[str]:
     textconv, external diff, fsmonitor and hooks disabled, so gathering
     evidence runs none of the assessed repository's configured commands.
     """
-    overrides = list(_GIT_SAFE_CONFIG)
-    inside = _run_git(cwd, ["rev-parse", "--is-inside-work-tree"], overrides)
-    if inside is None or inside.returncode != 0 or inside.stdout.strip() != b"true":
+    overrides = safegit.overrides(cwd)
+    if overrides is None:
         return ["=== working directory ===\n(not a git work tree; read the files directly)"]
-    overrides += _filter_overrides(cwd)
-    status = _run_git(
+    status = safegit.run(
         cwd,
         ["status", "--short", "--untracked-files=all", "--ignore-submodules=all", "--", "."],
         overrides,
     )
     diff_args = ["--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=all"]
     diff_args.append("--relative")
-    diff = _run_git(cwd, ["diff", *diff_args, "HEAD", "--", "."], overrides)
+    diff = safegit.run(cwd, ["diff", *diff_args, "HEAD", "--", "."], overrides)
     if diff is None or diff.returncode != 0:  # no commit yet: against the index
-        diff = _run_git(cwd, ["diff", *diff_args, "--", "."], overrides)
+        diff = safegit.run(cwd, ["diff", *diff_args, "--", "."], overrides)
     parts = []
     if status is not None:
         parts.append("=== git status --short ===\n" + _bounded(status.stdout, 16 * 1024))

@@ -193,13 +193,41 @@ def history(
                 "PASSED" if r["passed"] else "FAILED",
                 _failing(r),
                 r["fix_attempts_left"],
+                _short_tree(r),
                 r["recorded_at"],
                 r["record_id"],
             )
             for r in earlier
         ]
-        headers = ["attempt", "trigger", "result", "failing", "fixes_left", "recorded_at", "record"]
+        headers = [
+            "attempt",
+            "trigger",
+            "result",
+            "failing",
+            "fixes_left",
+            "commit",
+            "recorded_at",
+            "record",
+        ]
         typer.echo(table(headers, rows))
+
+
+def _tree(record: dict[str, Any]) -> str:
+    """What the assessment ran on: the commit, and DIRTY when the tree was not it."""
+    if "dirty" not in record:
+        return "not recorded (an assessment of schema version 1)"
+    commit = record.get("commit") or "no commit"
+    if record["dirty"] is None:
+        return f"{commit}, state unknown (not a git work tree)"
+    if record["dirty"]:
+        count = record.get("dirty_count", len(record.get("dirty_paths", [])))
+        return f"{commit} DIRTY ({count} path(s) differ; the assessment is not of the commit)"
+    return f"{commit} clean"
+
+
+def _short_tree(record: dict[str, Any]) -> str:
+    commit = (record.get("commit") or "-")[:12]
+    return commit + (" DIRTY" if record.get("dirty") else "")
 
 
 def _failing(record: dict[str, Any]) -> str:
@@ -215,6 +243,7 @@ def _print_assessment(record: dict[str, Any]) -> None:
         head += f"  run {record['run_id']}"
     head += f"  attempt {record['attempt']} ({record['trigger']})  {record['record_id']}"
     typer.echo(_safe(head))
+    typer.echo(_safe(f"tree: {_tree(record)}"))
     if record["checks"]:
         rows = [
             (

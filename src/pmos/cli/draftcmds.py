@@ -20,7 +20,8 @@ def eval_draft(
     """Print a verdict skeleton for a run, to fill in and record with 'pmos eval record'.
 
     It holds the run's ids, the rubric's dimensions and the criteria already checked
-    by the latest assessment; the judgment fields are left empty.
+    by the run's latest clean assessment of its head (the one 'pmos eval record' holds
+    the verdict to); the judgment fields are left empty.
     """
     from pmos.gate.drafts import draft_verdict
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import os
 import shlex
 from pathlib import Path
 from typing import Annotated, Any
@@ -16,10 +17,22 @@ from pmos.schemas import SCHEMA_NAMES
 SchemaName = enum.StrEnum("SchemaName", {name: name for name in SCHEMA_NAMES})
 
 
+class CiSystem(enum.StrEnum):
+    """The CI systems ``pmos init --ci`` writes the merge gate's job for."""
+
+    github = "github"
+    gitlab = "gitlab"
+
+
 def register(app: typer.Typer) -> None:
-    app.command("init", epilog=examples("pmos init product/pmos", "pmos init pmos --mcp-json"))(
-        init
-    )
+    app.command(
+        "init",
+        epilog=examples(
+            "pmos init product/pmos",
+            "pmos init product/pmos --ci github",
+            "pmos init pmos --mcp-json",
+        ),
+    )(init)
     app.command("root", epilog=examples("pmos root", "pmos root --json"))(root)
     schema_app = new_typer(
         "Print the JSON Schemas records are validated against.",
@@ -48,6 +61,15 @@ def init(
             "Refused (exit 2, nothing written) when .mcp.json exists.",
         ),
     ] = False,
+    ci: Annotated[
+        CiSystem | None,
+        typer.Option(
+            "--ci",
+            help="Also write the merge gate's CI job into the repository the kit is in: "
+            "github (.github/workflows/pmos-gate.yml) or gitlab "
+            "(.gitlab/pmos-gate.gitlab-ci.yml). An existing file is refused, nothing written.",
+        ),
+    ] = None,
     json_output: JsonFlag = False,
 ) -> None:
     """Create a ready kit root: pmos.yaml, empty ledgers, schemas, rubric, scripts.
@@ -58,7 +80,9 @@ def init(
     """
     from pmos.kit import init_kit
 
-    report = init_kit(directory, mcp_project=Path.cwd() if mcp_json else None)
+    report = init_kit(
+        directory, mcp_project=Path.cwd() if mcp_json else None, ci=ci.value if ci else None
+    )
     if json_output:
         emit_json(report.as_dict())
         return
@@ -82,14 +106,29 @@ def render_init(report: Any, directory: str) -> str:
             "(commit it with the kit)"
         )
     kit_dir = shlex.quote(directory.rstrip("/") or directory)
+    added, message = kit_dir, "Add the pmos kit"
+    if report.ci:
+        lines.append(f"wrote the merge gate's CI job: {report.ci}")
+        shown = os.path.relpath(report.ci)
+        added += " " + shlex.quote(report.ci if shown.startswith("..") else shown)
+        message += " and its merge gate"
+        ci_step = [
+            "  2. in the CI settings, set the variable PMOS_PIP_SPEC to where pip installs "
+            f"pmos {__version__} from, and make the check 'pmos gate' required (pmos's "
+            "docs/how-to/gate-merges-in-ci.md)",
+        ]
+    else:
+        ci_step = [
+            "  2. in the product's CI, gate every merge on pmos (pmos gate): write the job "
+            "(--ci gitlab for GitLab CI) and make the check 'pmos gate' required:",
+            f"       pmos init {kit_dir} --ci github",
+        ]
     lines += [
         "",
         "next steps:",
         "  1. commit the kit, ledgers included:",
-        f"       git add {kit_dir} && git commit -m 'Add the pmos kit'",
-        f"  2. in the product's CI, install pmos {__version__} (from where your team keeps it) "
-        "and gate on the kit:",
-        f"       pmos --root {kit_dir} ledger verify && pmos --root {kit_dir} queue",
+        f"       git add {added} && git commit -m '{message}'",
+        *ci_step,
         "  3. record the first verdict (an evaluator agent, from the product's root):",
         f"       {kit_dir}/scripts/pmos-log.sh eval RUN_ID INITIATIVE_ID 0.9 PASS "
         "planning/evals/agent-run-eval-rubric.md EVALUATOR_MODEL --spec pass --standards pass",

@@ -9,7 +9,8 @@ The same file ``git`` uses for ``gpg.ssh.allowedSignersFile`` and
 
 Principals and namespaces are pattern lists (``*``, ``?``, ``!`` negation);
 ``valid-after``/``valid-before`` bound when a signature counts (here: the
-label's ``recorded_at``). ``cert-authority`` lines name certificate
+time of checking, never the label's own ``recorded_at``; see
+:mod:`pmos.gate.clock`). ``cert-authority`` lines name certificate
 authorities, which pmos does not support: they never match a plain key.
 
 The line syntax is read by the ``sshsig`` package (:class:`sshsig.allowed_signers.
@@ -36,6 +37,7 @@ from sshsig.allowed_signers import AllowedSigner
 
 from pmos.errors import BadInput
 from pmos.gate.sshsig import KEY_TYPES
+from pmos.timestamps import seconds_rfc3339
 
 
 @dataclass(frozen=True)
@@ -49,15 +51,30 @@ class Signer:
     line: int = 0
 
     def allows(self, principal: str, namespace: str, key_blob: bytes, at: datetime) -> bool:
-        if self.cert_authority or key_blob != self.key_blob:
-            return False
-        if not match_pattern_list(principal, self.principals):
-            return False
-        if self.namespaces is not None and not match_pattern_list(namespace, self.namespaces):
+        """Whether this line lets ``key_blob`` sign as ``principal`` in ``namespace``
+        at ``at`` (the time of checking)."""
+        if not self.allows_at_some_time(principal, namespace, key_blob):
             return False
         if self.valid_after is not None and at < self.valid_after:
             return False
         return self.valid_before is None or at <= self.valid_before
+
+    def allows_at_some_time(self, principal: str, namespace: str, key_blob: bytes) -> bool:
+        """Whether this line would allow the signature inside its validity window."""
+        if self.cert_authority or key_blob != self.key_blob:
+            return False
+        if not match_pattern_list(principal, self.principals):
+            return False
+        return self.namespaces is None or match_pattern_list(namespace, self.namespaces)
+
+    def window(self) -> str:
+        """The validity window in words, for a message."""
+        parts = []
+        if self.valid_after is not None:
+            parts.append(f"from {seconds_rfc3339(self.valid_after)}")
+        if self.valid_before is not None:
+            parts.append(f"until {seconds_rfc3339(self.valid_before)}")
+        return " ".join(parts) or "at any time"
 
 
 def match_pattern_list(value: str, patterns: tuple[str, ...]) -> bool:

@@ -2,7 +2,8 @@
 
 An evaluator should spend its judgment on what needs judgment. The run's ids
 and builder model come from its registration, the dimensions and weights from
-the rubric, and each done-criterion that the latest assessment checked gets its
+the rubric, and each done-criterion that the run's governing assessment (the latest clean
+one of its head: :func:`pmos.gate.rules.governing_assessment`) checked gets its
 result and an evidence pointer at that assessment record (``verified: true``:
 the check ran). Everything else (the verdict, scores, notes, axes, defects, and
 ``verified`` where no check ran) is left empty, so the draft is refused
@@ -15,7 +16,9 @@ from __future__ import annotations
 from typing import Any
 
 from pmos.errors import BadInput
+from pmos.gate.clock import checking_time
 from pmos.gate.rubric import load_rubric
+from pmos.gate.rules import governing_assessment
 from pmos.gate.runfacts import gather
 from pmos.gate.writers import evaluator_model_from_env
 from pmos.kit import Kit
@@ -36,7 +39,9 @@ def draft_verdict(kit: Kit, run_id: str) -> tuple[dict[str, Any], list[str]]:
     if run is None:
         raise BadInput(f"run {run_id!r} is not registered; register it with 'pmos run register'")
     rubric = load_rubric(kit.root, kit.config.default_rubric)
-    assessment = facts.latest_assessment  # the one rule for "latest", shared with scoring
+    # The assessment the verdict writer will hold the verdict to (the latest clean
+    # one of the run's head: pmos.gate.rules.governing_assessment).
+    assessment = governing_assessment(run, run_id, facts.assessments, now=checking_time())
     notes: list[str] = []
     if assessment is None:
         notes.append(f"run {run_id!r} has no assessment; every criterion is left to the judge")

@@ -9,7 +9,8 @@ record itself or against the kit:
 =============  ==============================================================
 kind           rules
 =============  ==============================================================
-every kind     its schema
+every kind     its schema; not dated after the time of checking
+               (:func:`pmos.gate.clock.future_dated`)
 evals          rubric (the path resolves to a valid rubric in the kit);
                judged verdicts: dimensions, weights and axes match the rubric,
                the score is the weighted sum, ``verified: false`` caps a
@@ -20,14 +21,18 @@ evals          rubric (the path resolves to a valid rubric in the kit);
                (full form; short form from schema_version 2), and the run's
                initiative and builder match its registration
 runs           contract criterion ids are unique; one registration per run id
-acceptances    the label's signature (:mod:`pmos.gate.signing`); the verdict it
+acceptances    the label's signature, its signer's validity window checked at
+               the time of checking (:mod:`pmos.gate.signing`); the verdict it
                names (``gate_record_id``) exists for the same run and says
                ``gate_verdict``
 =============  ==============================================================
 
 Not re-checkable: a verdict's ``pass_fraction`` and ``flags`` (what the ledger
 and the config said when it was written), and a task evaluation's
-deterministic scores (computed from records that have grown since). A record of
+deterministic scores (computed from records that have grown since), and a
+verdict's agreement with the run's assessments
+(:func:`pmos.gate.rules.check_against_assessments`: what the assessments ledger
+held when it was written). A record of
 schema_version 1 is checked with the rules of version 1: evidence ``unverified``
 (exactly) caps a dimension, no admission check, no contract for the short form.
 
@@ -38,11 +43,13 @@ with one :class:`Context` per pass, so each ledger a rule needs is read once.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from itertools import islice
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pmos.errors import BadInput, Violation
 from pmos.gate import rules as verdict_rules
+from pmos.gate.clock import checking_time, future_dated
 from pmos.gate.rubric import Rubric, load_rubric
 from pmos.gate.signing import LabelSignatures
 from pmos.gate.vocabulary import SKIPPED
@@ -50,9 +57,6 @@ from pmos.kit import Kit
 from pmos.store.append import schema_problems
 from pmos.store.read import batches, newest_first, records
 from pmos.store.rows import row_type
-
-if TYPE_CHECKING:
-    from pmos.gate.signing import LabelSignatures
 
 #: How many of the newest verdicts a look-up reads one by one before it indexes
 #: the whole eval ledger: enough for the labels of a busy day, far fewer than a
@@ -70,11 +74,13 @@ class Context:
     loose labels of a large kit does not read its whole eval ledger. Rubrics are
     loaded once per path, and the paths read are kept (:attr:`rubrics_read`),
     for the basis a pack records. Make one per pass; a kit that grows during
-    the pass is read as it was when each part was first needed.
+    the pass is read as it was when each part was first needed. ``now`` is the
+    pass's time of checking (:mod:`pmos.gate.clock`), read once.
     """
 
-    def __init__(self, kit: Kit) -> None:
+    def __init__(self, kit: Kit, *, now: datetime | None = None) -> None:
         self.kit = kit
+        self.now = checking_time() if now is None else now
         self._runs: dict[str, dict[str, Any]] | None = None
         self._verdicts: dict[str, tuple[str, str]] = {}
         self._verdict_stream: Iterator[dict[str, Any]] | None = None
@@ -91,7 +97,7 @@ class Context:
     def signatures(self) -> LabelSignatures:
         """The kit's signature rule, its settings and allowed signers read once per pass."""
         if self._signatures is None:
-            self._signatures = LabelSignatures(self.kit.config, self.kit.root)
+            self._signatures = LabelSignatures(self.kit.config, self.kit.root, now=self.now)
         return self._signatures
 
     @property
@@ -203,8 +209,11 @@ def stored_record_problems(
     if found or not isinstance(record, dict):
         return found
     context = context or Context(kit)
+    future = future_dated(record, context.now)
+    if future is not None:
+        found.append(future)
     check = _CHECKS.get(kind)
-    return check(context, record) if check else []
+    return found + check(context, record) if check else found
 
 
 # ---------------------------------------------------------------- per kind

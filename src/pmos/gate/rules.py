@@ -22,9 +22,11 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from pmos.errors import Violation
+from pmos.gate.clock import future_dated
 from pmos.gate.rubric import Rubric
 from pmos.gate.vocabulary import FAIL, PASS, PWF, SKIPPED
 
@@ -337,6 +339,90 @@ def check_against_run(record: dict[str, Any], run: dict[str, Any] | None) -> lis
     contract = run.get("contract")
     if contract and record["verdict"] != SKIPPED:
         problems += check_contract(record.get("criteria", []), contract, form=record["form"])
+    return problems
+
+
+#: The rule a verdict breaks when it passes a criterion its run's assessment failed.
+ASSESSMENT_CONTRADICTED = "assessment-contradiction"
+
+
+def governing_assessment(
+    run: dict[str, Any] | None,
+    run_id: str,
+    assessments: Iterable[dict[str, Any]],
+    *,
+    now: datetime,
+) -> dict[str, Any] | None:
+    """The assessment of ``run_id`` a verdict on it answers to, or None.
+
+    Among the run's assessments (``assessments`` may hold other runs' too) of
+    the run's registered ``head`` commit (every one of the run's when its
+    registration names no head), the latest clean one (``dirty: false``), else
+    the latest of any state: a clean assessment of the commit outranks any
+    assessment of a dirty tree, which is not the commit (a test planted in the
+    work tree cannot outvote it), and a failure seen only in a dirty tree is
+    still a failure nothing contradicts. An assessment dated after ``now``
+    (:func:`pmos.gate.clock.future_dated`) is none: its date was set by hand.
+    "Latest" is the readers' order, (``recorded_at``, ``record_id``).
+    """
+    head = (run or {}).get("head")
+    mine = [
+        a
+        for a in assessments
+        if a.get("run_id") == run_id
+        and (head is None or a.get("commit") == head)
+        and future_dated(a, now) is None
+    ]
+    if not mine:
+        return None
+    clean = [a for a in mine if a.get("dirty") is False]
+    return max(clean or mine, key=lambda a: (str(a.get("recorded_at")), str(a.get("record_id"))))
+
+
+def check_against_assessments(
+    verdict: dict[str, Any],
+    run: dict[str, Any] | None,
+    assessments: Iterable[dict[str, Any]],
+    *,
+    now: datetime,
+) -> list[Violation]:
+    """A verdict that grades a criterion ``pass`` while the run's governing
+    assessment (:func:`governing_assessment`) records that criterion's check
+    failing contradicts a check that ran: one violation per such criterion,
+    naming both records. The one rule for it: the verdict writer refuses such a
+    verdict, and the merge gate reports it (issue 24.7).
+
+    A SKIPPED verdict grades nothing; criteria the assessment did not check, or
+    checked and passed, are the evaluator's to judge."""
+    if verdict.get("verdict") == SKIPPED:
+        return []
+    governing = governing_assessment(run, str(verdict.get("run_id")), assessments, now=now)
+    if governing is None:
+        return []
+    failed: dict[str, dict[str, Any]] = {}
+    for check in governing.get("checks") or []:
+        cid = check.get("criterion_id")
+        if cid is not None and not check.get("passed"):
+            failed.setdefault(cid, check)
+    tree = governing.get("commit") or "no commit"
+    if governing.get("dirty"):
+        tree += ", dirty tree"
+    problems = []
+    for position, criterion in enumerate(verdict.get("criteria") or []):
+        check = failed.get(criterion.get("id"))
+        if check is None or criterion.get("result") != "pass":
+            continue
+        problems.append(
+            Violation(
+                ASSESSMENT_CONTRADICTED,
+                f"criteria/{position}/result",
+                f"verdict {verdict.get('record_id')} grades criterion {criterion['id']!r} pass, "
+                f"but assessment {governing.get('record_id')} of run {governing.get('run_id')!r} "
+                f"({tree}) records its check {check.get('index')} ({check.get('type')}) "
+                f"failing: {check.get('reason')}. Grade it fail, or fix the work, assess it "
+                "again ('pmos assess --run-id') and judge the new assessment",
+            )
+        )
     return problems
 
 

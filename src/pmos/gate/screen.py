@@ -8,7 +8,13 @@ enforces that a stored record can be checked against) and what it stood on:
   outcome recorded under the old rules is checked again;
 * the digest of every kit file the rules read: ``pmos.yaml`` (rubric, signing
   and other settings), the allowed-signers file when signing is configured, and
-  each rubric a verdict named.
+  each rubric a verdict named;
+* ``until``, when the allowed-signers file has validity windows: the first
+  instant after the check at which one opens or closes. Signatures are checked
+  at the time of checking (:mod:`pmos.gate.clock`), so an outcome stands only
+  until then. (The other rule on time, :func:`pmos.gate.clock.future_dated`,
+  can only turn a failure into a pass as time goes on: an outcome recorded
+  before errs on the side of leaving a record out.)
 
 An outcome recorded in a pack holds while its rules version and every one of
 those files are unchanged; editing a rubric or the allowed signers makes the
@@ -19,10 +25,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pmos.errors import BadInput, Violation
+from pmos.errors import BadInput, ConfigError, Violation
 from pmos.gate.recheck import Context, stored_record_problems
 from pmos.gate.signing import allowed_signers_path
 from pmos.kit import Kit
@@ -31,8 +38,20 @@ from pmos.store.packing import pack_store
 from pmos.store.verify import verify_store
 
 #: The version of the writer rules; change it whenever a rule changes.
-RULES_VERSION = "pmos-rules-2"
+RULES_VERSION = "pmos-rules-3"
 _ABSENT = "absent"
+#: The basis entry saying until when an outcome stands (see the module docstring).
+UNTIL = "until"
+
+
+def _before(now: datetime, until: str | None) -> bool:
+    """Whether ``now`` is before a basis's ``until`` (none: always)."""
+    if until is None:
+        return True
+    try:
+        return now < datetime.fromisoformat(until)
+    except ValueError:
+        return False
 
 
 class KitScreen:
@@ -54,7 +73,17 @@ class KitScreen:
 
     def basis(self) -> dict[str, str]:
         files = [CONFIG_NAME, *self._signers(), *self.context.rubrics_read]
-        return {"rules": RULES_VERSION, **{f"file:{p}": self._digest(p) for p in files}}
+        basis = {"rules": RULES_VERSION, **{f"file:{p}": self._digest(p) for p in files}}
+        until = self._until()
+        if until is not None:
+            basis[UNTIL] = until.isoformat()
+        return basis
+
+    def _until(self) -> datetime | None:
+        try:
+            return self.context.signatures.changes_after()
+        except (BadInput, ConfigError):
+            return None  # a misconfigured file: every label's check says so
 
     def holds(self, basis: dict[str, str]) -> bool:
         key = tuple(sorted(basis.items()))
@@ -64,6 +93,7 @@ class KitScreen:
             found = (
                 basis.get("rules") == RULES_VERSION
                 and needed <= basis.keys()
+                and _before(self.context.now, basis.get(UNTIL))
                 and all(
                     self._digest(name[5:]) == digest
                     for name, digest in basis.items()

@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from datetime import datetime
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -36,10 +37,11 @@ import orjson
 
 from pmos.errors import BadInput, ConfigError
 from pmos.gate import allowed_signers, sshsig
+from pmos.gate.clock import checking_time
 from pmos.gate.seeded import LABELLER, is_seeded
 from pmos.kit import Config
 from pmos.paths import resolve_inside
-from pmos.timestamps import parse_instant
+from pmos.timestamps import seconds_rfc3339
 
 NAMESPACE = "pmos-label"
 #: Fields of a stored label that are not its content: the chain's and the signature's.
@@ -126,10 +128,13 @@ def exempt(record: dict[str, Any]) -> bool:
     )
 
 
-def label_signature_problem(config: Config, root: Path, record: dict[str, Any]) -> str | None:
-    """What is wrong with a stored (or about to be stored) label's signature, or None
-    (see :class:`LabelSignatures`, which checks many labels at less cost)."""
-    return LabelSignatures(config, root).problem(record)
+def label_signature_problem(
+    config: Config, root: Path, record: dict[str, Any], *, now: datetime | None = None
+) -> str | None:
+    """What is wrong with a stored (or about to be stored) label's signature at
+    ``now`` (default: the time of checking), or None (see :class:`LabelSignatures`,
+    which checks many labels at less cost)."""
+    return LabelSignatures(config, root, now=now).problem(record)
 
 
 class LabelSignatures:
@@ -139,9 +144,15 @@ class LabelSignatures:
     allowed-signers file) is read once, on the first signed label, and kept for
     the pass; make a new one for a new pass (a reader, ``pmos ledger pack``,
     ``pmos ledger verify``), so an edited file is read again.
+
+    ``now`` is the time of checking (:func:`pmos.gate.clock.checking_time` when
+    not given), read once for the pass: a signer's validity window is checked at
+    that time, never at the label's own ``recorded_at``, which whoever made the
+    label wrote (see :mod:`pmos.gate.clock`).
     """
 
-    def __init__(self, config: Config, root: Path) -> None:
+    def __init__(self, config: Config, root: Path, *, now: datetime | None = None) -> None:
+        self.now = checking_time() if now is None else now
         self.rules = settings(config)
         self.path = allowed_signers_path(config, root)
         self._signers: list[allowed_signers.Signer] | None = None
@@ -186,7 +197,7 @@ class LabelSignatures:
         * ``required`` and the label is unsigned (seed labels excepted): a problem;
         * a signature is present: it must verify over :func:`signed_payload` in the
           ``pmos-label`` namespace, and the allowed-signers file must list its key
-          for the label's ``by`` at the label's ``recorded_at``.
+          for the label's ``by`` at the time of checking (:attr:`now`).
         """
         signature = record.get("signature")
         if signature is None:
@@ -210,17 +221,37 @@ class LabelSignatures:
                 f"{verified.fingerprint}"
             )
         by = str(record.get("by", ""))
-        try:
-            at = parse_instant(str(record.get("recorded_at")))
-        except (ValueError, BadInput):
-            return "the label's recorded_at is not a time; its signature cannot be checked"
-        if not any(s.allows(by, NAMESPACE, verified.key_blob, at) for s in self.signers()):
+        signers = self.signers()
+        if any(s.allows(by, NAMESPACE, verified.key_blob, self.now) for s in signers):
+            return None
+        at = seconds_rfc3339(self.now)
+        window = [s for s in signers if s.allows_at_some_time(by, NAMESPACE, verified.key_blob)]
+        if window:
             return (
-                f"signed by key {verified.fingerprint}, which {self.rules.allowed_signers} does "
-                f"not allow to sign as {by!r} (namespace {NAMESPACE}) at "
-                f"{record.get('recorded_at')}"
+                f"signed by key {verified.fingerprint}, which {self.rules.allowed_signers} "
+                f"allows to sign as {by!r} only {window[0].window()} (line {window[0].line}): "
+                f"not at the time of checking, {at}; the label's own date "
+                f"({record.get('recorded_at')}) does not count"
             )
-        return None
+        return (
+            f"signed by key {verified.fingerprint}, which {self.rules.allowed_signers} does "
+            f"not allow to sign as {by!r} (namespace {NAMESPACE}) at the time of checking, {at}"
+        )
+
+    def changes_after(self) -> datetime | None:
+        """The first instant after :attr:`now` at which a validity window of the
+        allowed-signers file opens or closes (None: none does), so an outcome
+        checked at :attr:`now` may differ from then on (a pack's recorded
+        screening holds until then; :mod:`pmos.gate.screen`)."""
+        if self.path is None:
+            return None
+        bounds = [
+            bound
+            for s in self.signers()
+            for bound in (s.valid_after, s.valid_before)
+            if bound is not None and bound > self.now
+        ]
+        return min(bounds, default=None)
 
 
 # ---------------------------------------------------------------- which key

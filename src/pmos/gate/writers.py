@@ -19,6 +19,7 @@ from pmos.errors import BadInput, RecordRejected, Violation
 from pmos.gate import exemplars, pass_fraction, signing
 from pmos.gate import rules as verdict_rules
 from pmos.gate.artifact import run_artifact
+from pmos.gate.clock import checking_time, future_dated, label_before_verdict
 from pmos.gate.families import same_family
 from pmos.gate.rubric import Rubric, load_rubric
 from pmos.gate.vocabulary import SKIPPED, is_judged
@@ -35,6 +36,7 @@ from pmos.store.append import (
     seal,
     writer_field_violations,
 )
+from pmos.store.read import records
 
 # ---------------------------------------------------------------- runs
 
@@ -296,6 +298,9 @@ def _record_verdict(
         if not found:
             run = lookup.find_run(kit.store, record["run_id"])
             found += verdict_rules.check_against_run(record, run)
+            found += verdict_rules.check_against_assessments(
+                record, run, _assessments_of(kit, record["run_id"]), now=checking_time()
+            )
         reject_if("evals", problems + found)
         flags, notes = _verdict_flags(kit, record, run)
         if flags:
@@ -303,6 +308,12 @@ def _record_verdict(
         return Draft([record], notes)
 
     return append(kit.store, "evals", build, target=target)
+
+
+def _assessments_of(kit: Kit, run_id: str) -> list[dict[str, Any]]:
+    """The run's assessments, oldest first (the assessments ledger is not locked:
+    one recorded while the verdict is written is the next verdict's to answer to)."""
+    return [a for a in records(kit.store, "assessments", plain=True) if a.get("run_id") == run_id]
 
 
 def _rubric_of(kit: Kit, record: dict[str, Any], problems: list[Violation]) -> Rubric | None:
@@ -393,6 +404,7 @@ def record_acceptance(
     know about (seeding, tests, other kits' imports) keep the old behaviour.
     """
 
+    now = checking_time()
     already = "already-labelled"
     # The verdict this label overrides, found under the lock by build().
     overridden: dict[str, dict[str, Any]] = {}
@@ -417,7 +429,11 @@ def record_acceptance(
         else:
             record["flags"] = ["unregistered-run"]
             notes.append(f"run {run_id!r} was never registered; the label is flagged")
-        latest = lookup.latest_verdict(kit.store, run_id, where=is_judged)
+        # A verdict dated after the time of checking is no run's latest: readers
+        # leave it out (pmos.gate.clock), so a label never binds to one.
+        latest = lookup.latest_verdict(
+            kit.store, run_id, where=lambda v: is_judged(v) and future_dated(v, now) is None
+        )
         unknown = run is None and latest is None and refuse_unknown_run
         if unknown and lookup.latest_verdict(kit.store, run_id) is None:
             raise RecordRejected("acceptance", [_unknown_run(run_id)])
@@ -425,7 +441,11 @@ def record_acceptance(
         judged = named or latest
         record["gate_verdict"] = judged["verdict"] if judged else None
         record["gate_record_id"] = judged["record_id"] if judged else None
-        reject_if("acceptances", schema_problems("acceptances", record))
+        problems = schema_problems("acceptances", record)
+        early = None if judged is None else label_before_verdict(record, judged)
+        if early is not None:
+            problems.append(early)
+        reject_if("acceptances", problems)
         # Checks the exemplar log before anything is stored (raises if it is malformed).
         verdict = exemplars.overridden_verdict(kit, run_id, label, named)
         if verdict is not None:
@@ -439,7 +459,7 @@ def record_acceptance(
         # Signed last: the signature covers every content field as stored.
         if signing_key is not None:
             record["signature"] = signing.sign_label(record, signing_key)
-        problem = signing.label_signature_problem(kit.config, kit.root, record)
+        problem = signing.label_signature_problem(kit.config, kit.root, record, now=now)
         if problem is not None:
             field = "signature" if "signature" in record else "by"
             reject_if("acceptances", [Violation("label-signature", field, problem)])

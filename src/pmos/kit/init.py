@@ -7,8 +7,11 @@ import shutil
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from pmos import __version__
 from pmos.assets import kit_source
 from pmos.errors import BadInput, ConfigError, SinkRefused
+from pmos.kit.ci import ci_file
+from pmos.kit.ci import write as write_ci
 from pmos.kit.config import CONFIG_NAME, Config, load_config
 from pmos.store.layout import MARKER, TEMP_PREFIX, Store, marker_text
 from pmos.store.registry import LEDGER_KINDS
@@ -43,6 +46,8 @@ class InitReport(NamedTuple):
     created: list[str]
     kept: list[str]
     mcp_config: Path | None = None
+    #: The CI file written (``--ci``), absolute; None without ``--ci``.
+    ci: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -50,6 +55,7 @@ class InitReport(NamedTuple):
             "created": self.created,
             "kept": self.kept,
             "mcp_config": str(self.mcp_config) if self.mcp_config else None,
+            "ci": self.ci,
         }
 
 
@@ -95,7 +101,9 @@ def _write_new(target: Path, data: bytes) -> None:
     os.close(fd)
 
 
-def init_kit(dest: str | Path, *, mcp_project: str | Path | None = None) -> InitReport:
+def init_kit(
+    dest: str | Path, *, mcp_project: str | Path | None = None, ci: str | None = None
+) -> InitReport:
     """Create (or complete) a kit root at ``dest``; never overwrites an existing file.
 
     Everything is checked before anything is written: an existing pmos.yaml must
@@ -105,6 +113,8 @@ def init_kit(dest: str | Path, *, mcp_project: str | Path | None = None) -> Init
 
     ``mcp_project``: also write that folder's ``.mcp.json`` (:func:`mcp_config`),
     refused before anything is written when the file exists.
+    With ``ci`` (github, gitlab), the merge gate's CI job is written into the
+    repository the kit is in (:mod:`pmos.kit.ci`), which must not have that file.
     """
     if not str(dest).strip():
         raise BadInput("the kit root folder is an empty path")
@@ -124,7 +134,8 @@ def init_kit(dest: str | Path, *, mcp_project: str | Path | None = None) -> Init
     existing = dest / CONFIG_NAME
     config = load_config(existing if existing.is_file() else source / CONFIG_NAME)
     ledgers = _ledger_targets(dest, config)
-    report = InitReport(dest.resolve(), [], [])
+    ci_job = None if ci is None else ci_file(dest, ci, __version__)
+    report = InitReport(dest.resolve(), [], [], ci=None if ci_job is None else str(ci_job.path))
     try:
         dest.mkdir(parents=True, exist_ok=True)
         for src, rel_file in _template_files(source):
@@ -132,6 +143,10 @@ def init_kit(dest: str | Path, *, mcp_project: str | Path | None = None) -> Init
         for kind, rel_folder, folder in ledgers:
             for name, data in ((MARKER, marker_text(kind)), (".gitignore", LEDGER_GITIGNORE)):
                 _create(folder / name, f"{rel_folder}/{name}", report, _writer(data))
+        if ci_job is not None:
+            write_ci(ci_job)
+    except FileExistsError as exc:
+        raise BadInput(f"{exc.filename} appeared while pmos init ran; it was kept") from None
     except OSError as exc:
         raise BadInput(
             f"cannot create the kit at {dest}: {exc.strerror} ({exc.filename})"

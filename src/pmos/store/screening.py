@@ -21,8 +21,8 @@ re-checked on every read:
 
 What this does not defend against, and what does: a hand-made *pack* can
 claim that its records passed. ``pmos ledger verify --schema`` ignores every
-recorded outcome and re-applies every rule to every record; run it in CI
-(docs/how-to/use-pmos-with-pull-requests.md).
+recorded outcome and re-applies every rule to every record, and the merge gate
+checks every record a change adds in full (docs/how-to/gate-merges-in-ci.md).
 """
 
 from __future__ import annotations
