@@ -127,6 +127,7 @@ def sample_session(work: Path) -> list[tuple[str | None, list[str]]]:
     steps = [
         ("init", f"init {q(kit)}"),
         ("root", "root"),
+        ("kit-id", "kit-id"),
         ("schema list", "schema list"),
         ("rubric show", "rubric show"),
         (

@@ -79,3 +79,16 @@ def write_once(folder: Path, name: str, data: bytes) -> Path:
     """Create one file (see :func:`write_many`)."""
     write_many(folder, [(name, data)])
     return folder / name
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """Replace ``path``'s content whole (a temporary file renamed over it): a reader
+    sees the old file or the new one, never a torn one."""
+    temp = _write_temp(path.parent, data)
+    try:
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    fsync_folder(path.parent)

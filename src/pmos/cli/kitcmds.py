@@ -18,6 +18,7 @@ SchemaName = enum.StrEnum("SchemaName", {name: name for name in SCHEMA_NAMES})
 def register(app: typer.Typer) -> None:
     app.command("init", epilog=examples("pmos init product/pmos"))(init)
     app.command("root", epilog=examples("pmos root", "pmos root --json"))(root)
+    app.command("kit-id", epilog=examples("pmos kit-id", "pmos kit-id --create"))(kit_id)
     schema_app = new_typer(
         "Print the JSON Schemas records are validated against.",
         example="pmos schema show verdict",
@@ -83,6 +84,43 @@ def render_init(report: Any, directory: str) -> str:
         "~/.ssh/id_ed25519')",
     ]
     return "\n".join(lines)
+
+
+def kit_id(
+    create: Annotated[
+        bool,
+        typer.Option(
+            "--create",
+            help="Write a new kit_id into pmos.yaml (a kit made before kits had one); "
+            "refused when it has one.",
+        ),
+    ] = False,
+    json_output: JsonFlag = False,
+) -> None:
+    """Print the kit's identity (pmos.yaml kit_id), which signed PM labels name.
+
+    'pmos init' writes it; a kit made before needs it once, before its first
+    signed label: 'pmos kit-id --create', then commit pmos.yaml. Exit 1 when the
+    kit has none.
+    """
+    from pmos.gate.signing import KIT_ID_COMMAND
+    from pmos.gate.signing import kit_id as configured
+
+    k = kit()
+    found = configured(k.config)
+    created = False
+    if create:
+        from pmos.kit.init import create_kit_id
+
+        found, created = create_kit_id(k.root), True
+    if json_output:
+        emit_json({"kit_id": found, "created": created})
+    elif found is not None:
+        typer.echo(found)
+    else:
+        typer.echo(f"this kit has no kit_id: run '{KIT_ID_COMMAND}' and commit pmos.yaml", err=True)
+    if found is None:
+        raise typer.Exit(1)
 
 
 def root(json_output: JsonFlag = False) -> None:

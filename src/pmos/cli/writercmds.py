@@ -251,9 +251,9 @@ def accept(
         typer.Option(
             "--sign-key",
             metavar="PATH",
-            help="The PM's SSH private key to sign the label with (default, in a kit with a "
-            "signing section in pmos.yaml: git's user.signingkey when gpg.format is ssh). "
-            "Required when pmos.yaml has signing.required: true.",
+            help="The PM's SSH private key to sign the label with. A label is signed only "
+            "when this is given (never from git's signing settings). Required where pmos.yaml "
+            "requires signatures (signing.required or signing.required_since).",
         ),
     ] = None,
     ledger: Ledger = None,
@@ -265,8 +265,9 @@ def accept(
     earlier one --verdict names: calibration pairs the label with the verdict
     the PM read.
 
-    With --sign-key (or git set up for SSH signing) the label carries the PM's
-    SSH signature, checked against pmos.yaml's signing.allowed_signers. Example:
+    With --sign-key the label carries the PM's SSH signature, bound to this kit
+    and to the verdict it judges, checked against pmos.yaml's
+    signing.allowed_signers. Example:
     pmos accept r1 --label pass --by ana@example.com --sign-key ~/.ssh/id_ed25519
     """
     from pmos.gate.writers import record_acceptance
@@ -279,39 +280,29 @@ def accept(
         by=by,
         note=note,
         target=ledger,
-        signing_key=_signing_key(sign_key, k),
+        signing_key=_signing_key(sign_key),
         refuse_unknown_run=not allow_unknown_run,
         verdict_id=verdict,
     )
     _report(written, json_output)
 
 
-def _signing_key(sign_key: Path | None, k: Any) -> Any:
-    """The private key to sign with: --sign-key; else, in a kit whose pmos.yaml
-    has a signing section, git's SSH signing key; else None. An encrypted key's
-    passphrase is asked for on a terminal."""
+def _signing_key(sign_key: Path | None) -> Any:
+    """The private key to sign with: --sign-key, or None. Never git's
+    user.signingkey: a label is signed only when its writer asks. An encrypted
+    key's passphrase is asked for on a terminal."""
     import sys
 
-    from pmos.errors import BadInput
-    from pmos.gate import signing, sshsig
+    from pmos.gate import sshsig
 
-    path = sign_key
-    if path is None:
-        if signing.settings(k.config).allowed_signers is None:
-            return None  # nothing would check a signature: do not sign by default
-        path = signing.git_signing_key()
-        if path is None:
-            return None
+    if sign_key is None:
+        return None
     try:
-        return sshsig.load_private_key(path)
+        return sshsig.load_private_key(sign_key)
     except sshsig.KeyEncrypted:
         if not sys.stdin.isatty():
             raise
-    except BadInput as exc:
-        if sign_key is None:
-            raise BadInput(f"git's user.signingkey: {exc}") from None
-        raise
     import getpass
 
-    passphrase = getpass.getpass(f"passphrase for {path}: ").encode("utf-8")
-    return sshsig.load_private_key(path, passphrase)
+    passphrase = getpass.getpass(f"passphrase for {sign_key}: ").encode("utf-8")
+    return sshsig.load_private_key(sign_key, passphrase)

@@ -85,6 +85,7 @@ class Context:
         self._asked: set[str] = set()
         self._rubrics: dict[str, Rubric | BadInput] = {}
         self._signatures: LabelSignatures | None = None
+        self._digests: dict[str, str] | None = None
 
     @property
     def signatures(self) -> LabelSignatures:
@@ -92,7 +93,9 @@ class Context:
         if self._signatures is None:
             from pmos.gate.signing import LabelSignatures
 
-            self._signatures = LabelSignatures(self.kit.config, self.kit.root)
+            self._signatures = LabelSignatures(
+                self.kit.config, self.kit.root, verdicts=self.verdict_digest
+            )
         return self._signatures
 
     @property
@@ -176,6 +179,21 @@ class Context:
             for v in batch:
                 if wanted is None or v.record_id in wanted:
                     self._verdicts.setdefault(v.record_id, (v.run_id, v.verdict))
+
+    def verdict_digest(self, record_id: str) -> str | None:
+        """The :func:`~pmos.gate.signing.verdict_sha256` of the verdict stored as
+        ``record_id`` (None: no such verdict), what a signed label binds. The eval
+        ledger is read whole once, on the first signed label that asks; the first
+        copy of an id wins, as in :meth:`verdict`."""
+        if self._digests is None:
+            from pmos.gate.signing import verdict_sha256
+
+            self._digests = {}
+            for record in records(self.kit.store, "evals", plain=True):
+                rid = record.get("record_id")
+                if isinstance(rid, str) and rid not in self._digests:
+                    self._digests[rid] = verdict_sha256(record)  # type: ignore[assignment]
+        return self._digests.get(record_id)
 
     def rubric(self, path: str) -> Rubric:
         found = self._rubrics.get(path)

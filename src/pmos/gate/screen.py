@@ -28,7 +28,7 @@ from pmos.kit import Kit
 from pmos.kit.config import CONFIG_NAME
 
 #: The version of the writer rules; change it whenever a rule changes.
-RULES_VERSION = "pmos-rules-2"
+RULES_VERSION = "pmos-rules-3"
 _ABSENT = "absent"
 
 

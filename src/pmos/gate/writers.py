@@ -405,6 +405,7 @@ def record_acceptance(
             )
         record: dict[str, Any] = {
             **record_meta("acceptances"),
+            "schema_version": signing.LABEL_SCHEMA_VERSION,
             "run_id": run_id,
             "label": label,
             "by": by,
@@ -437,10 +438,16 @@ def record_acceptance(
                 verdict["verdict"],
                 verdict["record_id"],
             )
-        # Signed last: the signature covers every content field as stored.
+        # Signed last: the signature covers every content field as stored, the kit's
+        # identity and the verdict the label judges.
+        judged_digest = signing.verdict_sha256(overridden.get("verdict") or judged)
         if signing_key is not None:
-            record["signature"] = signing.sign_label(record, signing_key)
-        problem = signing.label_signature_problem(kit.config, kit.root, record)
+            record["signature"] = signing.sign_label(
+                record, signing_key, kit=signing.kit_id(kit.config), verdict=judged_digest
+            )
+        problem = signing.label_signature_problem(
+            kit.config, kit.root, record, verdicts=lambda _named: judged_digest
+        )
         if problem is not None:
             field = "signature" if "signature" in record else "by"
             reject_if("acceptances", [Violation("label-signature", field, problem)])
