@@ -283,3 +283,114 @@ def test_principal_patterns_match_as_ssh_keygen_matches_them(keys, tmp_path, pat
         ours = any(s.allows(principal, signing.NAMESPACE, blob, datetime.now(UTC)) for s in signers)
         assert ours == (theirs == 0), (pattern, principal, theirs)
     assert ssh_verify(tmp_path, ours_sig, message, PM, keys["pm"]) == 0
+
+
+# ---------------------------------------------------------------- switching signing on
+
+
+def test_switching_signing_on_in_a_live_kit_keeps_its_unsigned_labels(
+    cli, kit_root, keys, tmp_path
+):
+    """Issue 25.1: a kit holding unsigned labels switches signatures on with
+    signing.required_since; verify and metrics stay green and count the same pairs,
+    an unsigned label from then on is refused, and a signed one is stored."""
+    for run in ("r1", "r2", "r3"):
+        judged(cli, run)
+        assert accept(cli, run=run).exit_code == 0  # unsigned, as before signing
+    assert cli("ledger", "verify").exit_code == 0
+    before = json.loads(cli("metrics", "--json").stdout)
+    assert before["pairs"] == 3
+
+    from pmos.timestamps import now_rfc3339
+
+    since = now_rfc3339()
+    configure(kit_root, keys, required=True)
+    config = kit_root / "pmos.yaml"
+    config.write_text(
+        config.read_text().replace("  required: true\n", f"  required_since: '{since}'\n")
+    )
+    result = cli("ledger", "verify")
+    assert result.exit_code == 0, result.output
+    after = json.loads(cli("metrics", "--json").stdout)
+    assert after["pairs"] == 3 and after["excluded_records"] == []
+    assert cli("queue", "--json").exit_code == 0
+
+    judged(cli, "r4")
+    snapshot = ledger_bytes(kit_root)
+    refused = accept(cli, run="r4")
+    assert refused.exit_code == 2
+    assert f"for labels recorded since {since[:10]}" in refused.stderr
+    assert ledger_bytes(kit_root) == snapshot
+    assert accept(cli, "--sign-key", str(keys["pm"]), run="r4").exit_code == 0
+    assert cli("ledger", "verify").exit_code == 0
+    assert json.loads(cli("metrics", "--json").stdout)["pairs"] == 4
+
+    # 'required: true' on the same kit is what broke it: every older label reported.
+    config.write_text(
+        config.read_text().replace(f"  required_since: '{since}'\n", "  required: true\n")
+    )
+    assert cli("ledger", "verify").exit_code == 1
+
+
+def test_required_since_takes_a_plain_date_and_refuses_a_contradiction(cli, kit_root, keys):
+    configure(kit_root, keys, required=True)
+    config = kit_root / "pmos.yaml"
+    text = config.read_text()
+    config.write_text(text.replace("  required: true\n", "  required_since: 2000-01-01\n"))
+    judged(cli)
+    refused = accept(cli)
+    assert refused.exit_code == 2 and "since 2000-01-01" in refused.stderr
+    config.write_text(
+        text.replace("  required: true\n", "  required: false\n  required_since: 2000-01-01\n")
+    )
+    assert cli("queue").exit_code == 2
+    config.write_text(text.replace("  required: true\n", "  required_since: someday\n"))
+    assert cli("queue").exit_code == 2
+
+
+def _sh_block(page: Path, after: str) -> str:
+    text = page.read_text(encoding="utf-8")
+    start = text.index("```sh\n", text.index(after)) + len("```sh\n")
+    return text[start : text.index("```\n", start)]
+
+
+@pytest.mark.parametrize(
+    ("page", "heading"),
+    [
+        ("docs/how-to/record-pm-labels.md", "## Sign labels"),
+        ("docs/reference/writers.md", "#### Signed PM labels"),
+    ],
+)
+def test_the_signing_documentation_runs_as_written(cli, kit_root, tmp_path, page, heading):
+    """The documented switch, run by bash in a kit that holds an unsigned label,
+    with a PM key at ~/.ssh/id_ed25519: every command succeeds, and the kit
+    verifies with both labels counted."""
+    import os
+    import sys
+
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    keygen(home / ".ssh", "id_ed25519")
+    repo = Path(__file__).resolve().parent.parent
+    script = _sh_block(repo / page, heading)
+    for run in ("run-6", "run-7"):
+        registered = cli(
+            "run", "register", "--run-id", run, "--initiative-id", "i1", "--builder-model", "m"
+        )
+        assert registered.exit_code == 0
+        judged(cli, run)
+    assert cli("accept", "run-6", "--label", "pass", "--by", "ana@example.com").exit_code == 0
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "PMOS_ROOT": str(kit_root),
+    }
+    done = subprocess.run(
+        ["bash", "-e", "-c", script], cwd=kit_root, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert cli("ledger", "verify").exit_code == 0
+    assert json.loads(cli("metrics", "--json").stdout)["pairs"] == 2
+    labels = json.loads(cli("ledger", "show", "acceptances", "--json").stdout)
+    assert ["signature" in label for label in labels] == [False, True]
