@@ -21,7 +21,7 @@ line, because anchors read from a half-parsed log would silently drop the very
 cases (overrides) that keep the gate honest.
 
 Override entries are written by the library only: ``pmos accept`` calls
-:func:`log_override` when a PM label disagrees with the gate, and the entry goes
+:func:`prepare_override` when a PM label disagrees with the gate, and the entry goes
 into a file of its own beside the log (``planning/evals/overrides/<case>.md``,
 the ``override_dir`` of pmos.yaml), written once and never appended to: two
 branches that each log an override then change different paths and merge
@@ -34,6 +34,7 @@ from the log, balanced across the PM's pass and fail labels.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
@@ -44,11 +45,11 @@ from pathlib import Path
 from typing import Any
 
 from pmos import markdown
-from pmos.errors import BadInput
+from pmos.errors import BadInput, SinkRefused
 from pmos.gate.vocabulary import PASS_SIDE, SKIPPED, is_judged
 from pmos.inputs import read_input_text
 from pmos.kit import Kit
-from pmos.paths import resolve_inside
+from pmos.paths import is_below, resolve_inside
 from pmos.store import lookup
 from pmos.store.screening import Excluded
 from pmos.timestamps import parse_instant
@@ -274,31 +275,101 @@ def overridden_verdict(
     return verdict
 
 
-def log_override(kit: Kit, acceptance: dict[str, Any], verdict: dict[str, Any]) -> str:
-    """Append the override entry for a stored PM label; returns what happened, in words.
+class PendingOverride:
+    """An override entry written to a temporary file of the override folder, ready to
+    be published once the label it belongs to is stored (:func:`prepare_override`)."""
 
-    Never raises for a problem with the log: the label is already stored, so
-    the caller reports the message instead. Re-recording the same label after
-    fixing the log appends the entry then; an entry for the same verdict and
-    label is never appended twice.
-    """
-    path = log_path(kit)
-    shown = _display(kit, path)
+    def __init__(
+        self,
+        kit: Kit,
+        temp: Path | None,
+        case: str | None,
+        what: str,
+        made: list[Path] | None = None,
+    ) -> None:
+        self.kit, self.temp, self.case, self.what = kit, temp, case, what
+        #: Folders made for the entry, outermost first: removed again by discard.
+        self._made = made or []
+
+    def publish(self) -> str:
+        """Give the entry its name; returns what happened, in words."""
+        shown = _display(self.kit, log_path(self.kit))
+        if self.temp is None or self.case is None:
+            return f"{self.what}; the exemplar log {shown} already holds this override"
+        from pmos.atomic import publish
+
+        try:
+            final = publish(self.temp, f"{self.case}.md")
+        except OSError as exc:  # the folder was writable a moment ago, under the lock
+            return (
+                f"{self.what}, but the override could NOT be logged: {exc}. Record the same "
+                "label again to log it"
+            )
+        return (
+            f"{self.what}: logged to {_display(self.kit, final)} (part of the exemplar log "
+            f"{shown}) as case {self.case}; write its lesson there if it is pending"
+        )
+
+    def discard(self) -> None:
+        """The label was not stored: leave the override folder as it was."""
+        from pmos.atomic import discard
+
+        if self.temp is not None:
+            discard(self.temp)
+            self.temp = None
+        for folder in reversed(self._made):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        self._made = []
+
+
+def prepare_override(
+    kit: Kit, acceptance: dict[str, Any], verdict: dict[str, Any]
+) -> PendingOverride:
+    """The override entry of a PM label about to be stored, written to a temporary
+    file in the override folder before the label is stored: a label and its
+    override are recorded both or neither. A log that cannot take the entry (a
+    malformed log, an override folder that is a symlink, leaves the kit, or cannot
+    be written) raises :class:`BadInput`, and the label is refused with nothing
+    written. Call :meth:`PendingOverride.publish` once the label is stored, and
+    :meth:`PendingOverride.discard` if it is not."""
+    from pmos.atomic import write_temp
+
     run_id, label = acceptance["run_id"], acceptance["label"]
     what = f"the PM label {label} overrides the gate's {verdict['verdict']} on run {run_id!r}"
     try:
-        case = _append_override(kit, path, acceptance, verdict)
-    except (OSError, BadInput) as exc:
-        return (
-            f"{what}, but the override could NOT be logged to {shown}: {exc}. Fix the log, "
-            "then record the same label again to log it"
-        )
-    if case is None:
-        return f"{what}; the exemplar log {shown} already holds this override"
-    entry_file = _display(kit, override_dir(kit) / f"{case}.md")
-    return (
-        f"{what}: logged to {entry_file} (part of the exemplar log {shown}) as case {case}; "
-        "write its lesson there if it is pending"
+        folder = override_dir(kit)
+        read_log(kit, main_only=True)  # a malformed log is reported, not buried under new files
+        mine = []
+        for file in _override_files(kit, run_id):
+            text = read_input_text(file, what="an override entry", stdin_ok=False)
+            mine += parse_log(text, _display(kit, file))
+    except (BadInput, SinkRefused) as exc:
+        raise BadInput(f"{what}, and its override cannot be logged: {exc}") from None
+    for entry in mine:
+        if (
+            entry["run_id"] == run_id
+            and entry.get("gate_record_id") == verdict["record_id"]
+            and entry["pm_label"] == label
+        ):
+            return PendingOverride(kit, None, None, what)
+    entry = _override_entry(acceptance, verdict, {e["case_id"] for e in mine})
+    made = [p for p in (folder, *folder.parents) if not p.exists() and not p.is_symlink()]
+    made = [p for p in made if is_below(p, Path(os.path.realpath(kit.root)))]
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        temp = write_temp(folder, render_entry(entry).lstrip("\n").encode())
+    except OSError as exc:
+        for p in sorted(made, key=lambda p: len(p.parts), reverse=True):
+            with contextlib.suppress(OSError):
+                p.rmdir()
+        raise BadInput(
+            f"{what}, and its override cannot be logged to {_display(kit, folder)}: "
+            f"{exc.strerror or exc}; fix the folder (override_dir in pmos.yaml), then record "
+            "the label again"
+        ) from None
+    return PendingOverride(
+        kit, temp, entry["case_id"], what, sorted(made, key=lambda p: len(p.parts))
     )
 
 
@@ -317,31 +388,6 @@ def _override_files(kit: Kit, run_id: str | None = None) -> list[Path]:
     return sorted(
         p for p in folder.iterdir() if p.name.endswith(".md") and p.name.startswith(prefix)
     )
-
-
-def _append_override(
-    kit: Kit, path: Path, acceptance: dict[str, Any], verdict: dict[str, Any]
-) -> str | None:
-    """Write the entry's own file; None when this override is logged already."""
-    from pmos.atomic import write_once
-
-    read_log(kit, main_only=True)  # a malformed log is reported, not buried under new files
-    mine = []
-    for file in _override_files(kit, acceptance["run_id"]):
-        text = read_input_text(file, what="an override entry", stdin_ok=False)
-        mine += parse_log(text, _display(kit, file))
-    for entry in mine:
-        if (
-            entry["run_id"] == acceptance["run_id"]
-            and entry.get("gate_record_id") == verdict["record_id"]
-            and entry["pm_label"] == acceptance["label"]
-        ):
-            return None
-    entry = _override_entry(acceptance, verdict, {e["case_id"] for e in mine})
-    folder = override_dir(kit)
-    folder.mkdir(parents=True, exist_ok=True)
-    write_once(folder, f"{entry['case_id']}.md", render_entry(entry).lstrip("\n").encode())
-    return entry["case_id"]
 
 
 def _override_entry(

@@ -456,16 +456,27 @@ def record_acceptance(
                 "the label is signed, but pmos.yaml names no signing.allowed_signers file, "
                 "so nothing checks who signed it"
             )
+        if "verdict" in overridden:
+            # The override entry is written (to a temporary name) before the label is
+            # stored, so a folder that cannot take it refuses the label: both or neither.
+            pending.append(exemplars.prepare_override(kit, record, overridden["verdict"]))
         return Draft([record], notes)
 
+    pending: list[exemplars.PendingOverride] = []
     try:
         written = append(kit.store, "acceptances", build, target=target)
     except RecordRejected as exc:
+        for entry in pending:
+            entry.discard()
         if only_if_unlabelled and [v.rule for v in exc.violations] == [already]:
             return None
         raise
-    if overridden:
-        written.warnings.append(exemplars.log_override(kit, written.record, overridden["verdict"]))
+    except BaseException:
+        for entry in pending:
+            entry.discard()
+        raise
+    for entry in pending:
+        written.warnings.append(entry.publish())
     return written
 
 
