@@ -136,11 +136,11 @@ def sample_session(work: Path) -> list[tuple[str | None, list[str]]]:
             f"--builder-model claude-sonnet-4 --contract {q(contract)}",
         ),
         ("eval record", f"eval record --file {q(verdict)}"),
-        ("eval log", "eval log run-2 demo-initiative SKIPPED 'no time'"),
+        ("eval log", "eval log run-2 demo-initiative SKIPPED 'no time' --allow-unknown-run"),
         (
             None,
             "eval log run-3 demo-initiative 0.9 PASS planning/evals/agent-run-eval-rubric.md "
-            "gpt-5 --spec pass --standards pass",
+            "gpt-5 --spec pass --standards pass --allow-unknown-run",
         ),
         ("accept", "accept demo-run-1 --label pass --by pm"),
         ("known-bad seed", "known-bad seed"),

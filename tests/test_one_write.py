@@ -47,6 +47,7 @@ def judged_pass(cli, run: str = "r1") -> None:
         "pass",
         "--standards",
         "pass",
+        "--allow-unknown-run",
     )
     assert result.exit_code == 0, result.output
 
@@ -190,6 +191,7 @@ def test_every_writer_refuses_a_ledger_folder_it_must_not_write(cli, kit_root, t
             "pass",
             "--standards",
             "pass",
+            "--allow-unknown-run",
         ),
         "acceptances": ("accept", "r0", "--label", "fail", "--by", "ana", "--note", "no"),
     }

@@ -16,7 +16,7 @@ RUBRIC = "planning/evals/agent-run-eval-rubric.md"
 
 
 def log(cli, *args: str):
-    return cli("eval", "log", *args, "--json")
+    return cli("eval", "log", *args, "--json", "--allow-unknown-run")
 
 
 def test_short_form_records_a_verdict(cli):
@@ -468,7 +468,7 @@ def test_metrics_counts_pairs_from_short_form_verdicts(cli, tmp_path):
     from conftest import good_verdict, write_json
 
     path = write_json(tmp_path / "v.json", good_verdict(run_id="r3"))
-    assert cli("eval", "record", "--file", str(path)).exit_code == 0
+    assert cli("eval", "record", "--file", str(path), "--allow-unknown-run").exit_code == 0
     for run in ("r1", "r3"):
         assert cli("accept", run, "--label", "pass", "--by", "pm").exit_code == 0
     report = json.loads(cli("metrics", "--json").stdout)

@@ -346,6 +346,7 @@ def judged(cli, run: str = "r1") -> None:
         "pass",
         "--standards",
         "pass",
+        "--allow-unknown-run",
     )
     assert result.exit_code == 0, result.output
 

@@ -478,7 +478,15 @@ def test_non_object_and_bad_json_input(kit, cli, tmp_path):
 def test_stdin_input_and_json_output(kit, cli):
     import json
 
-    result = cli("eval", "record", "--file", "-", "--json", input=json.dumps(good_verdict()))
+    result = cli(
+        "eval",
+        "record",
+        "--file",
+        "-",
+        "--json",
+        "--allow-unknown-run",
+        input=json.dumps(good_verdict()),
+    )
     assert result.exit_code == 0, result.stderr
     stored = json.loads(result.stdout)
     assert stored["schema_version"] == 2 and stored["recorded_at"].endswith("Z")

@@ -74,9 +74,12 @@ def render_init(report: Any, directory: str) -> str:
         f"  2. in the product's CI, install pmos {__version__} (from where your team keeps it) "
         "and gate on the kit:",
         f"       pmos --root {kit_dir} ledger verify && pmos --root {kit_dir} queue",
-        "  3. record the first verdict (an evaluator agent, from the product's root):",
-        f"       {kit_dir}/scripts/pmos-log.sh eval RUN_ID INITIATIVE_ID 0.9 PASS "
-        "planning/evals/agent-run-eval-rubric.md EVALUATOR_MODEL --spec pass --standards pass",
+        "  3. register a run and record its first verdict (an evaluator agent, from the "
+        "product's root; run prints the new run's id):",
+        f"       RUN=$({kit_dir}/scripts/pmos-log.sh run --initiative-id INITIATIVE_ID "
+        f'--builder-model BUILDER_MODEL) && {kit_dir}/scripts/pmos-log.sh eval "$RUN" '
+        "INITIATIVE_ID 0.9 PASS planning/evals/agent-run-eval-rubric.md EVALUATOR_MODEL "
+        "--spec pass --standards pass",
         "",
         "signed PM labels are off: to require each label to carry its PM's SSH signature, "
         "list the PMs' public keys in an allowed_signers file and uncomment the 'signing' "

@@ -91,13 +91,20 @@ def _report(written, json_output: bool) -> None:
 
 
 def run_register(
-    run_id: Annotated[str, typer.Option("--run-id", help="Id of the agent run.")],
     initiative_id: Annotated[
         str, typer.Option("--initiative-id", help="Initiative the run serves.")
     ],
     builder_model: Annotated[
         str, typer.Option("--builder-model", help="Model that built the run.")
     ],
+    run_id: Annotated[
+        str | None,
+        typer.Option(
+            "--run-id",
+            help="Id of the agent run. Without it pmos makes a unique, time-ordered one "
+            "(run-<UTC time>-<random>), which no other branch will choose, and prints it.",
+        ),
+    ] = None,
     contract: Annotated[
         Path | None,
         typer.Option("--contract", help="Pre-run contract (YAML or JSON) with done_criteria."),
@@ -131,12 +138,13 @@ def run_register(
     pmos run register --run-id r1 --initiative-id i1 --builder-model claude-sonnet-4
     --contract contract.yaml --repo . --base main --head HEAD
     """
-    from pmos.gate.writers import load_contract, register_run
+    from pmos.gate.writers import load_contract, new_run_id, register_run
 
     data = load_contract(contract) if contract is not None else None
+    made = run_id is None
     written = register_run(
         kit(),
-        run_id=run_id,
+        run_id=new_run_id() if run_id is None else run_id,
         initiative_id=initiative_id,
         builder_model=builder_model,
         contract=data,
@@ -145,7 +153,25 @@ def run_register(
         head=head,
         target=ledger,
     )
+    if made and not json_output:
+        # The id the caller must use from now on, alone on stdout for $(...).
+        warn(written.warnings)
+        typer.echo(
+            f"registered run {written.record['run_id']} ({written.record['record_id']})", err=True
+        )
+        typer.echo(written.record["run_id"])
+        return
     _report(written, json_output)
+
+
+AllowUnknownRun = Annotated[
+    bool,
+    typer.Option(
+        "--allow-unknown-run",
+        help="Record a verdict for a run that is not registered; without it such a verdict "
+        "is refused, since it is most often a typo in RUN_ID. Stored flagged unregistered-run.",
+    ),
+]
 
 
 def _read_json(source: str, what: str = "verdict") -> Any:
@@ -156,13 +182,20 @@ def _read_json(source: str, what: str = "verdict") -> Any:
 
 def eval_record(
     file: Annotated[str, typer.Option("--file", "-f", help="Verdict JSON file, or - for stdin.")],
+    allow_unknown_run: AllowUnknownRun = False,
     ledger: Ledger = None,
     json_output: JsonFlag = False,
 ) -> None:
-    """Record a full verdict (two axes, criteria, dimensions, defects)."""
+    """Record a full verdict (two axes, criteria, dimensions, defects).
+
+    The run must be registered ('pmos run register'), unless --allow-unknown-run.
+    """
     from pmos.gate.writers import record_verdict
 
-    _report(record_verdict(kit(), _read_json(file), target=ledger), json_output)
+    written = record_verdict(
+        kit(), _read_json(file), target=ledger, refuse_unknown_run=not allow_unknown_run
+    )
+    _report(written, json_output)
 
 
 def eval_log(
@@ -203,6 +236,7 @@ def eval_log(
             "is derived from the grades. 'unverified' is stored as fail with verified: false.",
         ),
     ] = None,
+    allow_unknown_run: AllowUnknownRun = False,
     ledger: Ledger = None,
     json_output: JsonFlag = False,
 ) -> None:
@@ -220,7 +254,10 @@ def eval_log(
         note=note,
         criteria=criterion,
     )
-    _report(record_short_verdict(kit(), **fields, target=ledger), json_output)
+    written = record_short_verdict(
+        kit(), **fields, target=ledger, refuse_unknown_run=not allow_unknown_run
+    )
+    _report(written, json_output)
 
 
 def accept(

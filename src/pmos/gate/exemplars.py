@@ -481,6 +481,8 @@ class Selection:
     disclosures: list[str] = field(default_factory=list)
     #: Ledger records left out of the pool because they break a writer rule.
     excluded_records: list[dict[str, Any]] = field(default_factory=list)
+    #: Override entries left out because no valid PM label backs them.
+    unbacked_overrides: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def balanced(self) -> bool:
@@ -495,6 +497,7 @@ class Selection:
             "balanced": self.balanced,
             "disclosures": self.disclosures,
             "excluded_records": self.excluded_records,
+            "unbacked_overrides": self.unbacked_overrides,
         }
 
 
@@ -503,10 +506,15 @@ _LABEL = ("run_id", "label", "record_id", "recorded_at", "gate_record_id")
 
 
 def candidates(
-    kit: Kit, exclude_runs: Iterable[str] = (), *, excluded: Excluded | None = None
+    kit: Kit,
+    exclude_runs: Iterable[str] = (),
+    *,
+    excluded: Excluded | None = None,
+    unbacked: list[dict[str, Any]] | None = None,
 ) -> list[Anchor]:
     """Every usable case, newest first: ledger pairs (with their log lesson) and log-only
-    cases. Ledger records that break a writer rule are left out (reported to ``excluded``)."""
+    cases. Ledger records that break a writer rule are left out (reported to ``excluded``),
+    and so are override entries no valid label backs (reported to ``unbacked``)."""
     from pmos.gate.latest import judged_by, per_run, verdicts_per_run
     from pmos.gate.screen import KitScreen
     from pmos.store.read import records
@@ -528,8 +536,16 @@ def candidates(
         row = row_type(kind, fields)
         return records(store, kind, row=row, screen=screen, excluded=excluded)
 
+    #: (run, label, verdict judged) of every valid label: what an override entry must match.
+    given: set[tuple[str, str, str | None]] = set()
+
+    def note_labels(rows: Iterable[Any]) -> Iterator[Any]:
+        for row in rows:
+            given.add((row.run_id, row.label, row.gate_record_id))
+            yield row
+
     verdicts = verdicts_per_run(remember(read("evals", _VERDICT)))
-    labelled = per_run(read("acceptances", _LABEL))
+    labelled = per_run(note_labels(read("acceptances", _LABEL)))
     # The ledger pairs, by calibration's rule: each run's latest label and the verdict it judges.
     labels: dict[str, Any] = {}
     pairs: dict[str, Any] = {}
@@ -543,6 +559,26 @@ def candidates(
         if subject is not None:
             pairs[run_id] = subject
     entries = read_log(kit)
+    written_by_hand = len(read_log(kit, main_only=True))
+    # Override entries (files of override_dir, after the hand-written log) are anchors
+    # only when a valid PM label in the ledger backs them: a file planted by hand, for
+    # a run nobody labelled, never reaches an evaluator.
+    backed = entries[:written_by_hand]
+    for entry in entries[written_by_hand:]:
+        if (entry["run_id"], entry["pm_label"], entry.get("gate_record_id")) in given:
+            backed.append(entry)
+        elif unbacked is not None:
+            unbacked.append(
+                {
+                    "case_id": entry["case_id"],
+                    "run_id": entry["run_id"],
+                    "pm_label": entry["pm_label"],
+                    "gate_record_id": entry.get("gate_record_id"),
+                    "problem": "no valid PM label in the ledger matches this override entry "
+                    "(run, label and the verdict it judges): not served as an anchor",
+                }
+            )
+    entries = backed
     by_run: dict[str, list[dict[str, Any]]] = {}
     for entry in entries:
         by_run.setdefault(entry["run_id"], []).append(entry)
@@ -597,7 +633,8 @@ def select_anchors(kit: Kit, n: int = MAX_ANCHORS, exclude_runs: Iterable[str] =
     if not MIN_ANCHORS <= n <= MAX_ANCHORS:
         raise BadInput(f"--n must be from {MIN_ANCHORS} to {MAX_ANCHORS}, got {n}")
     excluded = Excluded()
-    pool = candidates(kit, exclude_runs, excluded=excluded)
+    unbacked: list[dict[str, Any]] = []
+    pool = candidates(kit, exclude_runs, excluded=excluded, unbacked=unbacked)
     sides = {s: [a for a in pool if a.side == s] for s in ("pass", "fail")}
     quota = {"fail": math.ceil(n / 2), "pass": n // 2}
     picked = sides["fail"][: quota["fail"]] + sides["pass"][: quota["pass"]]
@@ -605,6 +642,7 @@ def select_anchors(kit: Kit, n: int = MAX_ANCHORS, exclude_runs: Iterable[str] =
     selection = Selection(n, picked, {s: len(v) for s, v in sides.items()})
     selection.disclosures = _disclose(selection, quota)
     selection.excluded_records = excluded.as_list()
+    selection.unbacked_overrides = unbacked
     return selection
 
 

@@ -44,7 +44,11 @@ from typing import TYPE_CHECKING, Any
 from pmos.errors import BadInput, Violation
 from pmos.gate import rules as verdict_rules
 from pmos.gate.rubric import Rubric, load_rubric
+from pmos.gate.run_ids import duplicate_registration
+from pmos.gate.signing import LABEL_SCHEMA_VERSION
+from pmos.gate.versions import older_than_the_kit
 from pmos.gate.vocabulary import SKIPPED
+from pmos.gate.writers import VERDICT_SCHEMA_VERSION
 from pmos.kit import Kit
 from pmos.store.append import schema_problems
 from pmos.store.read import batches, newest_first, records
@@ -86,6 +90,7 @@ class Context:
         self._rubrics: dict[str, Rubric | BadInput] = {}
         self._signatures: LabelSignatures | None = None
         self._digests: dict[str, str] | None = None
+        self._versions: dict[str, dict[int, Any]] = {}
 
     @property
     def signatures(self) -> LabelSignatures:
@@ -195,6 +200,18 @@ class Context:
                     self._digests[rid] = verdict_sha256(record)  # type: ignore[assignment]
         return self._digests.get(record_id)
 
+    def first_of_each_version(self, kind: str) -> dict[int, Any]:
+        """The earliest ``recorded_at`` of each ``schema_version`` in ``kind``'s ledger,
+        read once per pass, and only for a kind that holds a record of a version
+        older than another (see :mod:`pmos.gate.versions`)."""
+        found = self._versions.get(kind)
+        if found is None:
+            from pmos.gate.versions import first_of_each_version
+
+            found = first_of_each_version(records(self.kit.store, kind, plain=True))
+            self._versions[kind] = found
+        return found
+
     def rubric(self, path: str) -> Rubric:
         found = self._rubrics.get(path)
         if found is None:
@@ -223,7 +240,12 @@ def stored_record_problems(
         return found
     context = context or Context(kit)
     check = _CHECKS.get(kind)
-    return check(context, record) if check else []
+    problems = check(context, record) if check else []
+    if record.get("schema_version", 1) < _NEWEST.get(kind, 1):
+        later = older_than_the_kit(record, context.first_of_each_version(kind))
+        if later is not None:
+            problems.append(later)
+    return problems
 
 
 # ---------------------------------------------------------------- per kind
@@ -269,15 +291,9 @@ def _run_problems(context: Context, record: dict[str, Any]) -> list[Violation]:
     problems: list[Violation] = []
     if "contract" in record:
         problems += verdict_rules.check_contract_ids(record["contract"])
-    first = context.run(record["run_id"])
-    if first is not None and first.get("record_id") != record.get("record_id"):
-        problems.append(
-            Violation(
-                "run-unique",
-                "run_id",
-                f"run {record['run_id']!r} was already registered by {first.get('record_id')}",
-            )
-        )
+    duplicate = duplicate_registration(context.run(record["run_id"]), record)
+    if duplicate is not None:
+        problems.append(duplicate)
     return problems
 
 
@@ -316,6 +332,10 @@ def _label_problems(context: Context, record: dict[str, Any]) -> list[Violation]
         )
     return problems
 
+
+#: The newest layout each kind's writer writes: an older record is checked by
+#: :func:`~pmos.gate.versions.older_than_the_kit`.
+_NEWEST = {"evals": VERDICT_SCHEMA_VERSION, "acceptances": LABEL_SCHEMA_VERSION}
 
 _CHECKS = {
     "evals": _verdict_problems,

@@ -104,14 +104,25 @@ def load_contract(path: Path) -> dict[str, Any]:
 VERDICT_SCHEMA_VERSION = 2
 
 
-def record_verdict(kit: Kit, verdict: Any, *, target: str | Path | None = None) -> Written:
-    """Store a full verdict object (the form ``pmos eval record`` takes)."""
+def record_verdict(
+    kit: Kit,
+    verdict: Any,
+    *,
+    target: str | Path | None = None,
+    refuse_unknown_run: bool = False,
+) -> Written:
+    """Store a full verdict object (the form ``pmos eval record`` takes).
+
+    With ``refuse_unknown_run`` (what ``pmos eval record`` passes unless told
+    ``--allow-unknown-run``), a verdict for a run that is not registered is
+    refused (``unknown-run``): it is most often a typo in the run id, which would
+    leave the real run owed and make a phantom one."""
     if not isinstance(verdict, dict):
         raise RecordRejected("verdict", [Violation("schema:type", "(record)", "not a JSON object")])
     problems = writer_field_violations(verdict) + verdict_rules.check_verified(verdict)
     record = {**record_meta("evals"), "form": "full", **verdict}
     record["schema_version"] = VERDICT_SCHEMA_VERSION
-    return _record_verdict(kit, record, problems, target)
+    return _record_verdict(kit, record, problems, target, refuse_unknown_run)
 
 
 def record_short_verdict(
@@ -129,8 +140,10 @@ def record_short_verdict(
     skipped_reason: str | None = None,
     criteria: list[dict[str, Any]] | None = None,
     target: str | Path | None = None,
+    refuse_unknown_run: bool = False,
 ) -> Written:
-    """Store the kit's short positional form (``pmos eval log``); no dimensions.
+    """Store the kit's short positional form (``pmos eval log``); no dimensions
+    (``refuse_unknown_run``: see :func:`record_verdict`).
 
     ``criteria`` grade the run's contract as the full form does (a run with a
     contract is refused without them); the spec axis, when not given, is
@@ -168,7 +181,9 @@ def record_short_verdict(
         record["axes"] = axes
         if criteria:
             record["criteria"] = criteria
-    return _record_verdict(kit, record, verdict_rules.check_verified(record), target)
+    return _record_verdict(
+        kit, record, verdict_rules.check_verified(record), target, refuse_unknown_run
+    )
 
 
 SHORT_FORM_USAGE = (
@@ -278,7 +293,11 @@ def parse_short_form(
 
 
 def _record_verdict(
-    kit: Kit, record: dict[str, Any], problems: list[Violation], target: str | Path | None
+    kit: Kit,
+    record: dict[str, Any],
+    problems: list[Violation],
+    target: str | Path | None,
+    refuse_unknown_run: bool = False,
 ) -> Written:
     def build() -> Draft:
         # Under the evals lock: the pass fraction is exactly the one before this record.
@@ -295,6 +314,8 @@ def _record_verdict(
         run = None
         if not found:
             run = lookup.find_run(kit.store, record["run_id"])
+            if run is None and refuse_unknown_run:
+                found.append(_unregistered_run(kit, record["run_id"]))
             found += verdict_rules.check_against_run(record, run)
         reject_if("evals", problems + found)
         flags, notes = _verdict_flags(kit, record, run)
@@ -511,6 +532,33 @@ def _unknown_run(run_id: str) -> Violation:
         "Check RUN_ID for a typo ('pmos queue' and 'pmos ledger show runs' list known runs), "
         "or pass --allow-unknown-run to label it anyway",
     )
+
+
+def _unregistered_run(kit: Kit, run_id: str) -> Violation:
+    """``unknown-run`` for a verdict: the run is not registered; the registered ids
+    closest to it are named, since a typo is the usual cause."""
+    import difflib
+
+    from pmos.store.read import records
+
+    known = {r.get("run_id") for r in records(kit.store, "runs", plain=True)}
+    close = difflib.get_close_matches(run_id, [k for k in known if isinstance(k, str)], n=3)
+    hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+    return Violation(
+        UNKNOWN_RUN,
+        "run_id",
+        f"run {run_id!r} is not registered{hint}. Check RUN_ID for a typo ('pmos ledger show "
+        "runs' lists registered runs), register the run first ('pmos run register'), or pass "
+        "--allow-unknown-run to record the verdict anyway, flagged unregistered-run",
+    )
+
+
+def new_run_id() -> str:
+    """A run id no other branch will choose: time-ordered (UTC to the microsecond) and
+    random (32 bits), as record ids are: ``run-20261202T061500123456Z-5f2c9a1b``."""
+    from pmos.store.append import new_record_id
+
+    return new_record_id("run")
 
 
 def evaluator_model_from_env() -> str | None:
