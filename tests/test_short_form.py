@@ -238,7 +238,8 @@ def register_with_contract(cli, tmp_path, run_id: str = "r1") -> None:
 def grades(*results: str) -> list[str]:
     out: list[str] = []
     for i, result in enumerate(results, 1):
-        out += ["--criterion", f"c{i}={result}"]
+        evidence = "" if result == "unverified" else f":tests/test_c.py::test_c{i}"
+        out += ["--criterion", f"c{i}={result}{evidence}"]
     return out
 
 
@@ -298,11 +299,11 @@ def test_short_form_grades_the_contract_and_derives_the_spec_axis(cli, tmp_path)
         "--criterion",
         "c1=pass:tests/test_a.py::test_x passed",
         "--criterion",
-        "c2=PASS",
+        "c2=PASS:tests/test_a.py::test_c2",
         "--criterion",
-        "c3=pass",
+        "c3=pass:tests/test_a.py::test_c3",
         "--criterion",
-        "c4=pass",
+        "c4=pass:tests/test_a.py::test_c4",
         "--standards",
         "pass",
     )
@@ -316,7 +317,12 @@ def test_short_form_grades_the_contract_and_derives_the_spec_axis(cli, tmp_path)
         "verified": True,
         "evidence": "tests/test_a.py::test_x passed",
     }
-    assert stored["criteria"][1] == {"id": "c2", "result": "pass", "verified": True}
+    assert stored["criteria"][1] == {
+        "id": "c2",
+        "result": "pass",
+        "verified": True,
+        "evidence": "tests/test_a.py::test_c2",
+    }
     queue = json.loads(cli("queue", "--json").stdout)
     assert queue["verification_debt"] == []
 

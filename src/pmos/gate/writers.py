@@ -212,10 +212,12 @@ def parse_criterion(text: str) -> dict[str, Any]:
             f"--criterion {text!r}: expected ID=pass|fail|unverified[:EVIDENCE], "
             "for example --criterion c1=pass:tests/test_api.py::test_404"
         )
+    # Without evidence nothing shows a check happened: the grade is unverified
+    # (and a pass that is unverified is refused, naming the evidence it needs).
     grade: dict[str, Any] = {
         "id": cid.strip(),
         "result": "fail" if result == "unverified" else result,
-        "verified": result != "unverified",
+        "verified": result != "unverified" and bool(evidence.strip()),
     }
     if evidence.strip():
         grade["evidence"] = evidence.strip()
@@ -317,6 +319,8 @@ def _record_verdict(
             if run is None and refuse_unknown_run:
                 found.append(_unregistered_run(kit, record["run_id"]))
             found += verdict_rules.check_against_run(record, run)
+            if record["verdict"] != SKIPPED:
+                found += _evidence_problems(kit, record, run)
         reject_if("evals", problems + found)
         flags, notes = _verdict_flags(kit, record, run)
         if flags:
@@ -324,6 +328,36 @@ def _record_verdict(
         return Draft([record], notes)
 
     return append(kit.store, "evals", build, target=target)
+
+
+def _evidence_problems(
+    kit: Kit, record: dict[str, Any], run: dict[str, Any] | None
+) -> list[Violation]:
+    """Evidence behind ``verified: true`` resolves, and named exemplars exist
+    (:mod:`pmos.gate.evidence_pointers`)."""
+    from pmos.gate import evidence_pointers
+    from pmos.gate.artifact import local_repository
+    from pmos.store.read import records
+
+    def assessments() -> list[dict[str, Any]]:
+        return [
+            a
+            for a in records(kit.store, "assessments", plain=True)
+            if a.get("run_id") == record["run_id"]
+        ]
+
+    def known_cases() -> set[str]:
+        from pmos.gate.exemplars import candidates
+
+        return {name for a in candidates(kit) for name in (a.case_id, a.run_id)}
+
+    head = (run or {}).get("head")
+    resolver = evidence_pointers.Resolver(
+        local_repository(kit.root, run), head if isinstance(head, str) else None, assessments
+    )
+    return evidence_pointers.evidence_problems(
+        record, resolver
+    ) + evidence_pointers.exemplar_problems(record, known_cases)
 
 
 def _rubric_of(kit: Kit, record: dict[str, Any], problems: list[Violation]) -> Rubric | None:
