@@ -127,6 +127,7 @@ def sample_session(work: Path) -> list[tuple[str | None, list[str]]]:
     steps = [
         ("init", f"init {q(kit)}"),
         ("root", "root"),
+        ("kit-id", "kit-id"),
         ("schema list", "schema list"),
         ("rubric show", "rubric show"),
         (
@@ -135,11 +136,11 @@ def sample_session(work: Path) -> list[tuple[str | None, list[str]]]:
             f"--builder-model claude-sonnet-4 --contract {q(contract)}",
         ),
         ("eval record", f"eval record --file {q(verdict)}"),
-        ("eval log", "eval log run-2 demo-initiative SKIPPED 'no time'"),
+        ("eval log", "eval log run-2 demo-initiative SKIPPED 'no time' --allow-unknown-run"),
         (
             None,
             "eval log run-3 demo-initiative 0.9 PASS planning/evals/agent-run-eval-rubric.md "
-            "gpt-5 --spec pass --standards pass",
+            "gpt-5 --spec pass --standards pass --allow-unknown-run",
         ),
         ("accept", "accept demo-run-1 --label pass --by pm"),
         ("known-bad seed", "known-bad seed"),
@@ -179,7 +180,10 @@ def run_json(args: list[str], env: dict[str, str]) -> Any:
     result = CliRunner().invoke(app, args, prog_name="pmos", env=env)
     if result.exit_code not in (0, 1):
         raise SystemExit(f"pmos {shlex.join(args)} failed ({result.exit_code}): {result.output}")
-    return json.loads(result.stdout)
+    try:
+        return json.loads(result.stdout)
+    except ValueError:
+        raise SystemExit(f"pmos {shlex.join(args)} printed no JSON: {result.output}") from None
 
 
 def sample_outputs() -> dict[str, Any]:

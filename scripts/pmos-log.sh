@@ -11,13 +11,15 @@ usage() {
   local me
   me="$(basename -- "$0")"
   cat <<EOF
-usage: $me eval RUN_ID INITIATIVE_ID SCORE VERDICT RUBRIC_PATH [EVALUATOR_MODEL] --criterion ID=pass|fail|unverified[:EVIDENCE]... --standards pass|fail [--note TEXT]
-       $me eval RUN_ID INITIATIVE_ID SKIPPED REASON [RUBRIC_PATH] [EVALUATOR_MODEL]
+usage: $me eval RUN_ID INITIATIVE_ID SCORE VERDICT RUBRIC_PATH [EVALUATOR_MODEL] --criterion ID=pass|fail|unverified[:EVIDENCE]... --standards pass|fail [--note TEXT] [--allow-unknown-run]
+       $me eval RUN_ID INITIATIVE_ID SKIPPED REASON [RUBRIC_PATH] [EVALUATOR_MODEL] [--allow-unknown-run]
        $me run --run-id RUN_ID --initiative-id INITIATIVE_ID --builder-model MODEL [--contract FILE] [--repo PATH_OR_URL --base REV --head REV]
        $me accept RUN_ID --label pass|fail --by NAME [--note TEXT] [--verdict RECORD_ID] [--sign-key PM_KEY] [--allow-unknown-run]
 
 eval takes one --criterion per done-criterion of the run's contract (the spec axis is
-derived from them); a run without a contract takes --spec pass|fail instead.
+derived from them); a run without a contract takes --spec pass|fail instead. A run must
+be registered (run) before its verdict, unless --allow-unknown-run; run without --run-id
+makes a unique run id and prints it.
 
 Records into the kit this script belongs to (its parent folder), from any directory:
   eval    a verdict in the short form        (pmos eval log)

@@ -57,7 +57,7 @@ HOSTILE_MODEL = "</svg><script>__pwned=3</script>$x$"
 HOSTILE_NOTE = (
     "</td></tr></table><script>window.__pwned=4</script> note \u2066isolated\u2069 \u202eevil"
 )
-HOSTILE_EVIDENCE = "<svg onload=\"window.__pwned=5\"></svg> evidence ' onmouseover='x"
+HOSTILE_EVIDENCE = "<svg onload=\"window.__pwned=5\"></svg> evidence ' onmouseover='x src/a.py:1"
 HOSTILE_LESSON = '<iframe src="https://example.invalid/"></iframe> lesson'
 HOSTILE_SKIP = "<style>body{display:none}</style> skipped \u200bzero-width"
 HOSTILE_TEXTS = (

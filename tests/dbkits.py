@@ -125,12 +125,14 @@ def bulk_labels(
     """``count`` schema-valid PM labels with long notes, through the store's append path
     in batches: many bytes for a sync to copy, from few records (each record is
     validated against its schema, which costs far more per record than its size)."""
+    from pmos.gate.versions import LABEL_SCHEMA_VERSION
     from pmos.store.append import record_meta
 
     for start in range(0, count, batch):
         records = [
             {
                 **record_meta("acceptances"),
+                "schema_version": LABEL_SCHEMA_VERSION,  # as pmos accept writes them
                 "run_id": f"{prefix}-{i:07d}",
                 "label": "pass" if i % 3 else "fail",
                 "by": "pm-bulk",

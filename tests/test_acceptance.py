@@ -48,7 +48,7 @@ def test_label_and_its_override_entry_name_the_same_judged_verdict(cli, kit_root
 
 
 def test_a_label_with_only_skipped_verdicts_names_no_gate_verdict(cli, kit_root):
-    ok(cli("eval", "log", "run-1", "init-1", "SKIPPED", "no time"))
+    ok(cli("eval", "log", "run-1", "init-1", "SKIPPED", "no time", "--allow-unknown-run"))
     before = (kit_root / LOG).read_bytes()
     ok(cli("accept", "run-1", "--label", "fail", "--by", "pm-ana"))
     acceptance = last_label(cli)
@@ -95,7 +95,7 @@ def test_a_registered_run_or_one_with_any_verdict_is_known(cli):
     ok(cli("run", "register", "--run-id", "run-1", "--initiative-id", "i", "--builder-model", "m"))
     ok(cli("accept", "run-1", "--label", "pass", "--by", "pm-ana"))
     # An unregistered run with only a SKIPPED verdict has still been seen by the gate.
-    ok(cli("eval", "log", "run-2", "i", "SKIPPED", "no time"))
+    ok(cli("eval", "log", "run-2", "i", "SKIPPED", "no time", "--allow-unknown-run"))
     ok(cli("accept", "run-2", "--label", "fail", "--by", "pm-ana"))
 
 
@@ -121,7 +121,7 @@ def logged(cli, run: str, verdict: str) -> dict:
         side = "fail" if verdict == "FAIL" else "pass"
         score = "0.3" if side == "fail" else "0.9"
         args = [score, verdict, RUBRIC, "gpt-5", "--spec", side, "--standards", side]
-    result = cli("eval", "log", run, "init-1", *args, "--json")
+    result = cli("eval", "log", run, "init-1", *args, "--json", "--allow-unknown-run")
     ok(result)
     return json.loads(result.stdout)
 

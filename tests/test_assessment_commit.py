@@ -65,9 +65,12 @@ def assess(cli, repo: Path, run: str = "r1"):
 
 
 def verdict(cli, grade: str, verdict: str = "PASS", run: str = "r1"):
+    # A pass cites the assessment's check of c1 as its evidence (a pass without
+    # evidence is unverified, and refused as such).
+    evidence = ":check:c1" if grade == "pass" else ""
     return cli(
         "eval", "log", run, "i1", "0.9", verdict, RUBRIC, "gpt-5",
-        "--criterion", f"c1={grade}", "--standards", "pass",
+        "--criterion", f"c1={grade}{evidence}", "--standards", "pass",
     )  # fmt: skip
 
 

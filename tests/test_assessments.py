@@ -314,13 +314,13 @@ def test_draft_fills_criteria_from_the_latest_assessment(cli, tmp_path, work, mo
     assert draft["evaluator_model"] == "gpt-5"
     c1, c2, c3 = draft["criteria"]
     assert (c1["id"], c1["result"]) == ("c1", "pass")
-    assert c1["evidence"].startswith(f"pmos assessment {latest['record_id']} check 0 (test)")
+    assert c1["evidence"].startswith(f"check:{latest['record_id']}#0 (test)")
     assert (c1["verified"], c2["verified"]) == (True, True)  # the assessment ran both checks
     assert (c2["result"], c3) == (
         "fail",
         {"id": "c3", "result": "", "evidence": "", "verified": None},
     )
-    assert f"{latest['record_id']} check 1 (file_exists): failed, missing" in c2["evidence"]
+    assert f"check:{latest['record_id']}#1 (file_exists): failed, missing" in c2["evidence"]
     assert draft["dimensions"]["contract_fulfilment"] == {
         "score": None,
         "weight": 0.35,
@@ -352,7 +352,7 @@ def test_unfilled_draft_is_refused_and_filled_draft_is_recorded(cli, tmp_path, w
     result = cli("eval", "record", "--file", str(write_json(tmp_path / "v.json", filled)), "--json")
     assert result.exit_code == 0, result.output
     stored = json.loads(result.stdout)
-    assert stored["criteria"][1]["evidence"].startswith("pmos assessment as-")
+    assert stored["criteria"][1]["evidence"].startswith("check:as-")
 
 
 def test_draft_after_a_passing_reassessment_records_a_pass(cli, tmp_path, work):

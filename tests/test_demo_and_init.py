@@ -92,7 +92,7 @@ def test_init_prints_a_summary_and_three_next_steps_that_work(tmp_path):
     # The CI gate passes on the empty kit; the first verdict is recorded as printed,
     # with its placeholders filled in.
     assert sh(gate).returncode == 0, sh(gate).stderr
-    filled = first_verdict.replace("RUN_ID", "run-1").replace("INITIATIVE_ID", "init-1")
+    filled = first_verdict.replace("INITIATIVE_ID", "init-1").replace("BUILDER_MODEL", "m")
     recorded = sh(filled.replace("EVALUATOR_MODEL", "gpt-5"))
     assert recorded.returncode == 0, recorded.stderr
     assert len(list((product / "pmos" / "state" / "evals").glob("*.json"))) == 1

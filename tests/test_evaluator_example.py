@@ -40,6 +40,21 @@ def test_the_example_verdict_is_accepted_for_its_registered_run(cli, kit_root):
         str(contract),
     )
     assert registered.exit_code == 0, registered.output
+    # The calibration cases the example anchored on, as the kit's exemplar log holds them.
+    from pmos.gate.exemplars import render_entry
+
+    log = kit_root / "planning/evals/eval-calibration.md"
+    for case, label in zip(verdict["exemplars"], ("fail", "pass"), strict=True):
+        entry = {
+            "case_id": case,
+            "run_id": case.split("-override-")[0],
+            "gate_verdict": "PASS",
+            "pm_label": label,
+            "override": label == "fail",
+            "lesson": "an example case",
+            "recorded_at": "2026-11-02T10:15:00Z",
+        }
+        log.write_text(log.read_text(encoding="utf-8") + render_entry(entry), encoding="utf-8")
     result = cli("eval", "record", "--file", "-", "--json", input=blocks["json"])
     assert result.exit_code == 0, result.output
     stored = json.loads(result.stdout)

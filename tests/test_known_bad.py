@@ -73,7 +73,7 @@ def test_each_case_can_be_graded_fail_by_the_writer(cli, tmp_path):
                 {
                     "id": c["id"],
                     "result": "fail" if c["id"] in failed else "pass",
-                    "evidence": "read the artifact",
+                    "evidence": "read the artifact: artifact.diff",
                     "verified": True,
                 }
                 for c in case.contract["done_criteria"]
@@ -83,7 +83,7 @@ def test_each_case_can_be_graded_fail_by_the_writer(cli, tmp_path):
                     "score": 0.3,
                     "weight": w,
                     "note": "n",
-                    "evidence": "e",
+                    "evidence": "artifact.diff:1",
                     "verified": True,
                     "axis": a,
                 }

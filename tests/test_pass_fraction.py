@@ -13,12 +13,30 @@ from pmos.gate.pass_fraction import PassFraction
 
 def log(cli, run, verdict):
     if verdict == "SKIPPED":
-        args = ["eval", "log", run, "init-1", "SKIPPED", "evaluator unavailable"]
+        args = [
+            "eval",
+            "log",
+            run,
+            "init-1",
+            "SKIPPED",
+            "evaluator unavailable",
+            "--allow-unknown-run",
+        ]
     else:
         passing = verdict != "FAIL"
         score = "0.9" if passing else "0.3"
         axis = "pass" if passing else "fail"
-        args = ["eval", "log", run, "init-1", score, verdict, RUBRIC, "gpt-5"]
+        args = [
+            "eval",
+            "log",
+            run,
+            "init-1",
+            score,
+            verdict,
+            RUBRIC,
+            "gpt-5",
+            "--allow-unknown-run",
+        ]
         args += ["--spec", axis, "--standards", axis]
     result = cli(*args, "--json")
     assert result.exit_code == 0, result.output
@@ -55,7 +73,7 @@ def test_window_comes_from_pmos_yaml(cli, kit_root):
 def test_full_verdicts_carry_it_too(cli, tmp_path):
     log(cli, "r0", "FAIL")
     path = write_json(tmp_path / "v.json", good_verdict(run_id="r1"))
-    result = cli("eval", "record", "--file", str(path), "--json")
+    result = cli("eval", "record", "--file", str(path), "--json", "--allow-unknown-run")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["pass_fraction"] == 0.0
 

@@ -214,7 +214,7 @@ def test_seeded_runs_are_calibration_debt_not_verification_debt(cli, kit, pmos, 
             evaluator_model="gpt-5",
             standards="fail",
             criteria=[
-                {"id": c["id"], "result": "fail", "verified": True}
+                {"id": c["id"], "result": "fail", "verified": True, "evidence": "artifact.diff"}
                 for c in contract["done_criteria"]
             ],
         )

@@ -48,8 +48,8 @@ def test_records_the_writers_stored_pass(kit):
         evaluator_model="gpt-5",
         standards="pass",
         criteria=[
-            {"id": "c1", "result": "pass", "verified": True},
-            {"id": "c2", "result": "pass", "verified": True},
+            {"id": "c1", "result": "pass", "verified": True, "evidence": "tests/t.py::c1"},
+            {"id": "c2", "result": "pass", "verified": True, "evidence": "tests/t.py::c2"},
         ],
     ).record
     skip = writers.record_short_verdict(
@@ -150,7 +150,9 @@ def test_the_registered_contract_is_graded_in_either_form(kit):
     short["run_id"] = "run-1"  # a short verdict with no criteria, moved onto the contract run
     assert rules(kit, "evals", short) == {"criteria-contract"}
     # A version 1 short verdict graded no criteria then, and is judged by version 1 rules.
-    assert rules(kit, "evals", {**short, "schema_version": 1}) == set()
+    # (dated before the kit's first version 2 verdict: later, it would be version-forward)
+    early = "2020-01-01T00:00:00.000000Z"
+    assert rules(kit, "evals", {**short, "schema_version": 1, "recorded_at": early}) == set()
 
 
 def test_version_1_verdicts_keep_version_1_rules(kit):

@@ -28,7 +28,9 @@ REGISTER = ("run", "register", "--run-id", "r", "--initiative-id", "i", "--build
 
 def _record_verdict(cli, run: str) -> dict[str, Any]:
     verdict = good_verdict(run_id=run, initiative_id="i")
-    result = cli("eval", "record", "--file", "-", "--json", input=json.dumps(verdict))
+    result = cli(
+        "eval", "record", "--file", "-", "--json", "--allow-unknown-run", input=json.dumps(verdict)
+    )
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
 

@@ -16,7 +16,7 @@ RUBRIC = "planning/evals/agent-run-eval-rubric.md"
 
 
 def log(cli, *args: str):
-    return cli("eval", "log", *args, "--json")
+    return cli("eval", "log", *args, "--json", "--allow-unknown-run")
 
 
 def test_short_form_records_a_verdict(cli):
@@ -238,7 +238,8 @@ def register_with_contract(cli, tmp_path, run_id: str = "r1") -> None:
 def grades(*results: str) -> list[str]:
     out: list[str] = []
     for i, result in enumerate(results, 1):
-        out += ["--criterion", f"c{i}={result}"]
+        evidence = "" if result == "unverified" else f":tests/test_c.py::test_c{i}"
+        out += ["--criterion", f"c{i}={result}{evidence}"]
     return out
 
 
@@ -298,11 +299,11 @@ def test_short_form_grades_the_contract_and_derives_the_spec_axis(cli, tmp_path)
         "--criterion",
         "c1=pass:tests/test_a.py::test_x passed",
         "--criterion",
-        "c2=PASS",
+        "c2=PASS:tests/test_a.py::test_c2",
         "--criterion",
-        "c3=pass",
+        "c3=pass:tests/test_a.py::test_c3",
         "--criterion",
-        "c4=pass",
+        "c4=pass:tests/test_a.py::test_c4",
         "--standards",
         "pass",
     )
@@ -316,7 +317,12 @@ def test_short_form_grades_the_contract_and_derives_the_spec_axis(cli, tmp_path)
         "verified": True,
         "evidence": "tests/test_a.py::test_x passed",
     }
-    assert stored["criteria"][1] == {"id": "c2", "result": "pass", "verified": True}
+    assert stored["criteria"][1] == {
+        "id": "c2",
+        "result": "pass",
+        "verified": True,
+        "evidence": "tests/test_a.py::test_c2",
+    }
     queue = json.loads(cli("queue", "--json").stdout)
     assert queue["verification_debt"] == []
 
@@ -468,7 +474,7 @@ def test_metrics_counts_pairs_from_short_form_verdicts(cli, tmp_path):
     from conftest import good_verdict, write_json
 
     path = write_json(tmp_path / "v.json", good_verdict(run_id="r3"))
-    assert cli("eval", "record", "--file", str(path)).exit_code == 0
+    assert cli("eval", "record", "--file", str(path), "--allow-unknown-run").exit_code == 0
     for run in ("r1", "r3"):
         assert cli("accept", run, "--label", "pass", "--by", "pm").exit_code == 0
     report = json.loads(cli("metrics", "--json").stdout)

@@ -14,6 +14,7 @@ import pytest
 from conftest import ledger_bytes
 from pmos.errors import BadInput
 from pmos.gate import allowed_signers, signing, sshsig
+from pmos.gate.recheck import Context
 from pmos.kit import open_kit
 
 pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs ssh-keygen")
@@ -41,6 +42,12 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "ecdsa": keygen(folder, "ecdsa", "ecdsa"),
         "encrypted": keygen(folder, "encrypted", passphrase="correct horse"),
     }
+
+
+def signing_problem(kit, record) -> str | None:
+    """What a reader finds wrong with a label's signature in ``kit`` (the verdict it
+    names looked up in the kit, as the readers and 'pmos ledger verify' do)."""
+    return Context(kit).signatures.problem(record)
 
 
 def public(key: Path) -> str:
@@ -83,26 +90,23 @@ def test_our_signature_verifies_with_ssh_keygen(keys, tmp_path, kind):
     assert ssh_verify(tmp_path, armored, message, PM, keys["foreign"]) != 0
 
 
-@pytest.mark.parametrize("kind", ["pm", "rsa", "ecdsa"])
-def test_ssh_keygen_signature_verifies_here(keys, tmp_path, kind):
-    message = tmp_path / "message"
-    message.write_bytes(b"the label's content")
+def ssh_sign(tmp_path: Path, key: Path, message: bytes) -> str:
+    """``message`` signed by ``ssh-keygen -Y sign`` with ``key``."""
+    path = tmp_path / "message"
+    path.write_bytes(message)
+    signature = tmp_path / "message.sig"
+    signature.unlink(missing_ok=True)
     subprocess.run(
-        [
-            "ssh-keygen",
-            "-q",
-            "-Y",
-            "sign",
-            "-f",
-            str(keys[kind]),
-            "-n",
-            signing.NAMESPACE,
-            str(message),
-        ],
+        ["ssh-keygen", "-q", "-Y", "sign", "-f", str(key), "-n", signing.NAMESPACE, str(path)],
         check=True,
         capture_output=True,
     )
-    armored = (tmp_path / "message.sig").read_text()
+    return signature.read_text()
+
+
+@pytest.mark.parametrize("kind", ["pm", "rsa"])
+def test_ssh_keygen_signature_verifies_here(keys, tmp_path, kind):
+    armored = ssh_sign(tmp_path, keys[kind], b"the label's content")
     verified = sshsig.verify(armored, b"the label's content", signing.NAMESPACE)
     fingerprint = subprocess.run(
         ["ssh-keygen", "-l", "-f", str(keys[kind].with_suffix(".pub"))],
@@ -115,6 +119,51 @@ def test_ssh_keygen_signature_verifies_here(keys, tmp_path, kind):
         sshsig.verify(armored, b"the label's content!", signing.NAMESPACE)
     with pytest.raises(sshsig.SignatureInvalid, match="namespace 'pmos-label', not 'git'"):
         sshsig.verify(armored, b"the label's content", "git")
+
+
+def _ecdsa_s(armored: str) -> tuple[int, int]:
+    """(r, s) of an armored ECDSA SSHSIG signature."""
+    import base64
+    import struct
+
+    body = "".join(armored.strip().splitlines()[1:-1])
+    data = base64.b64decode(body)
+
+    def strings(buf: bytes, at: int, n: int) -> list[bytes]:
+        out = []
+        for _ in range(n):
+            (size,) = struct.unpack_from(">I", buf, at)
+            out.append(buf[at + 4 : at + 4 + size])
+            at += 4 + size
+        return out
+
+    blob = strings(data, 10, 5)[4]
+    r, s = strings(strings(blob, 0, 2)[1], 0, 2)
+    return int.from_bytes(r, "big"), int.from_bytes(s, "big")
+
+
+def test_ecdsa_signatures_of_ssh_keygen_verify_here_when_low_s(keys, tmp_path):
+    """ssh-keygen makes high-S ECDSA signatures about half the time; the one accepted
+    form is low-S, so a low-S one verifies here and a high-S one is refused with a
+    message saying so. Both verify with ssh-keygen; pmos's own are always low-S."""
+    order = sshsig.CURVE_ORDERS["ecdsa-sha2-nistp256"]
+    message = b"the label's content"
+    seen: dict[bool, str] = {}
+    for _ in range(64):
+        armored = ssh_sign(tmp_path, keys["ecdsa"], message)
+        seen.setdefault(_ecdsa_s(armored)[1] > order // 2, armored)
+        if len(seen) == 2:
+            break
+    assert len(seen) == 2, "64 signatures by ssh-keygen were all low-S or all high-S"
+    assert sshsig.verify(seen[False], message, signing.NAMESPACE)
+    with pytest.raises(sshsig.SignatureInvalid, match="not low-S"):
+        sshsig.verify(seen[True], message, signing.NAMESPACE)
+    assert ssh_verify(tmp_path, seen[True], message, PM, keys["ecdsa"]) == 0
+    key = sshsig.load_private_key(keys["ecdsa"])
+    for _ in range(16):
+        ours = sshsig.sign(key, message, signing.NAMESPACE)
+        assert _ecdsa_s(ours)[1] <= order // 2
+        assert ssh_verify(tmp_path, ours, message, PM, keys["ecdsa"]) == 0
 
 
 def test_malformed_signatures_are_refused():
@@ -297,6 +346,7 @@ def judged(cli, run: str = "r1") -> None:
         "pass",
         "--standards",
         "pass",
+        "--allow-unknown-run",
     )
     assert result.exit_code == 0, result.output
 
@@ -318,19 +368,26 @@ def test_a_label_signed_by_an_allowed_pm_key_is_stored_and_verifies_with_ssh_key
     assert signature["key"] == sshsig.fingerprint(
         sshsig.public_key_blob(sshsig.load_private_key(keys["pm"]).public_key())
     )
-    payload = signing.signed_payload(stored)
-    assert json.loads(payload)["record_id"] == stored["record_id"]
-    assert "signature" not in json.loads(payload) and "hash" not in json.loads(payload)
-    assert ssh_verify(tmp_path, signature["sshsig"], payload, PM, keys["pm"]) == 0
     kit = open_kit(kit_root)
-    assert signing.label_signature_problem(kit.config, kit.root, stored) is None
+    [verdict] = json.loads(cli("ledger", "show", "evals", "--run-id", "r1", "--json").stdout)
+    assert stored["gate_record_id"] == verdict["record_id"]
+    payload = signing.signed_payload(
+        stored, kit=signing.kit_id(kit.config), verdict=signing.verdict_sha256(verdict)
+    )
+    signed = json.loads(payload)
+    assert signed["kit_id"] == signing.kit_id(kit.config) and signed["kit_id"].startswith("kit-")
+    assert signed["verdict_sha256"] == signing.verdict_sha256(verdict)
+    assert signed["label"]["record_id"] == stored["record_id"]
+    assert "signature" not in signed["label"] and "hash" not in signed["label"]
+    assert ssh_verify(tmp_path, signature["sshsig"], payload, PM, keys["pm"]) == 0
+    assert signing_problem(kit, stored) is None
     assert cli("ledger", "verify").exit_code == 0
 
 
 @pytest.mark.parametrize(
     ("key", "by", "message"),
     [
-        (None, PM, "unsigned label: pmos.yaml signing.required is true"),
+        (None, PM, "unsigned label: this kit requires the PM's signature"),
         ("foreign", PM, "does not allow to sign as 'ana@example.com'"),
         ("pm", "mallory@example.com", "does not allow to sign as 'mallory@example.com'"),
     ],
@@ -364,20 +421,38 @@ def test_without_signing_configured_a_signed_label_is_stored_with_a_warning(cli,
     assert "names no signing.allowed_signers" in result.stderr
 
 
-def test_the_signing_key_defaults_to_gits_ssh_signing_key(
-    cli, kit_root, keys, tmp_path, monkeypatch
-):
+def test_gits_ssh_signing_key_is_never_used(cli, kit_root, keys, tmp_path, monkeypatch):
+    """Issue 25.2: with git set up for SSH signing (as on a PM's laptop, where an
+    agent runs as the PM), a label without --sign-key is not signed: refused where
+    signatures are required, with a refusal that tells an agent to hand over and
+    names no key or option to find one."""
     configure(kit_root, keys, required=True)
     judged(cli)
     gitconfig = tmp_path / "gitconfig"
-    gitconfig.write_text(f"[gpg]\n\tformat = ssh\n[user]\n\tsigningkey = {keys['pm']}.pub\n")
+    gitconfig.write_text(f"[gpg]\n\tformat = ssh\n[user]\n\tsigningkey = {keys['pm']}\n")
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    before = ledger_bytes(kit_root)
+    for result in (accept(cli), cli("accept", "r1", "--label", "pass", "--by", PM)):
+        assert result.exit_code == 2
+        assert "labels are the PM's to give" in result.stderr
+        assert "hands the run over to the PM" in result.stderr
+        assert "--sign-key" not in result.stderr and "ssh" not in result.stderr.lower()
+    assert ledger_bytes(kit_root) == before
+    assert accept(cli, "--sign-key", str(keys["pm"])).exit_code == 0
+
+
+def test_gits_ssh_signing_key_does_not_sign_where_signing_is_optional(
+    cli, kit_root, keys, tmp_path, monkeypatch
+):
+    configure(kit_root, keys, required=False)
+    judged(cli)
+    gitconfig = tmp_path / "gitconfig"
+    gitconfig.write_text(f"[gpg]\n\tformat = ssh\n[user]\n\tsigningkey = {keys['pm']}\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
     result = accept(cli)
     assert result.exit_code == 0, result.output
-    assert "signature" in json.loads(result.stdout)
-    gitconfig.write_text("[gpg]\n\tformat = openpgp\n[user]\n\tsigningkey = ABCDEF\n")
-    assert accept(cli).exit_code == 2  # not SSH signing: no default key, unsigned, refused
+    assert "signature" not in json.loads(result.stdout)
 
 
 def test_an_encrypted_key_without_a_terminal_is_a_clear_error(cli, kit_root, keys):
@@ -410,8 +485,7 @@ def test_label_signature_problem_on_forged_records(cli, kit_root, keys):
     configure(kit_root, keys, required=True)
     judged(cli)
     stored = json.loads(accept(cli, "--sign-key", str(keys["pm"])).stdout)
-    kit = open_kit(kit_root)
-    problem = lambda record: signing.label_signature_problem(kit.config, kit.root, record)  # noqa: E731
+    problem = lambda record: signing_problem(open_kit(kit_root), record)  # noqa: E731
     assert problem(stored) is None
     flipped = copy.deepcopy(stored)
     flipped["label"] = "fail"
@@ -452,8 +526,8 @@ def test_signatures_checked_ahead_give_the_same_answers(cli, kit_root, keys):
     unsigned = {k: v for k, v in stored.items() if k != "signature"}
     records = [stored, flipped, bad, unsigned, {"signature": "not a dict"}]
     kit = open_kit(kit_root)
-    on_the_spot = [signing.LabelSignatures(kit.config, kit.root).problem(r) for r in records]
-    ahead = signing.LabelSignatures(kit.config, kit.root)
+    on_the_spot = [Context(kit).signatures.problem(r) for r in records]
+    ahead = Context(kit).signatures
     ahead.warm(records)
     assert [ahead.problem(r) for r in records] == on_the_spot
     assert on_the_spot[0] is None and "invalid signature" in on_the_spot[1]
@@ -468,7 +542,9 @@ def test_init_says_how_to_turn_signing_on(cli, tmp_path):
     result = cli("init", str(tmp_path / "product" / "pmos"))
     assert result.exit_code == 0
     assert "signed PM labels are off" in result.stdout and "--sign-key" in result.stdout
+    assert "required_since: YYYY-MM-DD" in result.stdout  # the switch in a live kit
     config = (tmp_path / "product" / "pmos" / "pmos.yaml").read_text(encoding="utf-8")
+    assert "kit_id: kit-" in config
     assert "# signing:\n#   allowed_signers: allowed_signers\n#   required: true" in config
 
 

@@ -42,7 +42,7 @@ def test_own_ledger_named_any_honest_way_is_accepted(cli, kit_root, verdict_file
         str(kit_root / "state/evals.jsonl"),
     ]
     for name in names:
-        result = record(cli, verdict_file, "--ledger", name)
+        result = record(cli, verdict_file, "--ledger", name, "--allow-unknown-run")
         assert result.exit_code == 0, (name, result.stderr)
     assert len(ledgerfiles.stored(kit_root, "evals")) == len(names)
     assert not (kit_root / "state/evals.jsonl").exists()  # nothing writes the old single file

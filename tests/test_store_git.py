@@ -109,7 +109,7 @@ class Product:
 def _criteria(axis: str) -> list[str]:
     """The short form grades the contract's criteria where the CLI supports it."""
     help_text = Cli()("eval", "log", "--help").stdout
-    return ["--criterion", f"c1={axis}"] if "--criterion" in help_text else []
+    return ["--criterion", f"c1={axis}:app/x.py:1"] if "--criterion" in help_text else []
 
 
 def _failing(verdict: dict) -> dict:

@@ -164,7 +164,7 @@ def defect(severity: str) -> dict[str, str]:
 
 def criteria(*results: str) -> list[dict[str, str]]:
     return [
-        {"id": f"c{i}", "result": r, "evidence": "e", "verified": True}
+        {"id": f"c{i}", "result": r, "evidence": "src/a.py:1", "verified": True}
         for i, r in enumerate(results, 1)
     ]
 
@@ -367,7 +367,7 @@ def test_criteria_must_be_the_contracts(kit):
 
 def test_duplicate_criteria_are_rejected(kit):
     v = good_verdict(
-        criteria=[{"id": "c1", "result": "pass", "evidence": "e", "verified": True}] * 2
+        criteria=[{"id": "c1", "result": "pass", "evidence": "src/a.py:1", "verified": True}] * 2
     )
     reject(kit, v, "criteria-unique")
 
@@ -534,7 +534,15 @@ def test_non_object_and_bad_json_input(kit, cli, tmp_path):
 def test_stdin_input_and_json_output(kit, cli):
     import json
 
-    result = cli("eval", "record", "--file", "-", "--json", input=json.dumps(good_verdict()))
+    result = cli(
+        "eval",
+        "record",
+        "--file",
+        "-",
+        "--json",
+        "--allow-unknown-run",
+        input=json.dumps(good_verdict()),
+    )
     assert result.exit_code == 0, result.stderr
     stored = json.loads(result.stdout)
     assert stored["schema_version"] == 2 and stored["recorded_at"].endswith("Z")

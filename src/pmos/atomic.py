@@ -79,3 +79,43 @@ def write_once(folder: Path, name: str, data: bytes) -> Path:
     """Create one file (see :func:`write_many`)."""
     write_many(folder, [(name, data)])
     return folder / name
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """Replace ``path``'s content whole (a temporary file renamed over it): a reader
+    sees the old file or the new one, never a torn one."""
+    temp = _write_temp(path.parent, data)
+    try:
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    fsync_folder(path.parent)
+
+
+def write_temp(folder: Path, data: bytes) -> Path:
+    """``data`` in a new temporary file of ``folder``, fsynced: the first half of a
+    write that :func:`publish` completes and :func:`discard` undoes, so a writer
+    that must store two things (a record and a side file) can find out whether the
+    side file can be written before it stores anything."""
+    return _write_temp(folder, data)
+
+
+def publish(temp: Path, name: str) -> Path:
+    """Give the temporary file made by :func:`write_temp` its final ``name`` in its
+    folder, and fsync the folder; an existing file of that name is kept (and the
+    temporary file removed)."""
+    final = temp.parent / name
+    if final.exists() or final.is_symlink():
+        discard(temp)
+        return final
+    os.rename(temp, final)
+    fsync_folder(temp.parent)
+    return final
+
+
+def discard(temp: Path) -> None:
+    """Remove a temporary file of :func:`write_temp` that will not be published."""
+    with contextlib.suppress(OSError):
+        os.unlink(temp)

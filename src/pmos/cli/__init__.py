@@ -26,6 +26,7 @@ from pmos.cli._app import PmosGroup, examples, new_typer, set_root
 COMMAND_MODULES: dict[str, str] = {
     "init": "kitcmds",
     "root": "kitcmds",
+    "kit-id": "kitcmds",
     "schema": "kitcmds",
     "rubric": "kitcmds",
     "run": "writercmds",

@@ -34,6 +34,7 @@ def register(app: typer.Typer) -> None:
         ),
     )(init)
     app.command("root", epilog=examples("pmos root", "pmos root --json"))(root)
+    app.command("kit-id", epilog=examples("pmos kit-id", "pmos kit-id --create"))(kit_id)
     schema_app = new_typer(
         "Print the JSON Schemas records are validated against.",
         example="pmos schema show verdict",
@@ -129,16 +130,58 @@ def render_init(report: Any, directory: str) -> str:
         "  1. commit the kit, ledgers included:",
         f"       git add {added} && git commit -m '{message}'",
         *ci_step,
-        "  3. record the first verdict (an evaluator agent, from the product's root):",
-        f"       {kit_dir}/scripts/pmos-log.sh eval RUN_ID INITIATIVE_ID 0.9 PASS "
-        "planning/evals/agent-run-eval-rubric.md EVALUATOR_MODEL --spec pass --standards pass",
+        "  3. register a run and record its first verdict (an evaluator agent, from the "
+        "product's root; run prints the new run's id):",
+        f"       RUN=$({kit_dir}/scripts/pmos-log.sh run --initiative-id INITIATIVE_ID "
+        f'--builder-model BUILDER_MODEL) && {kit_dir}/scripts/pmos-log.sh eval "$RUN" '
+        "INITIATIVE_ID 0.9 PASS planning/evals/agent-run-eval-rubric.md EVALUATOR_MODEL "
+        "--spec pass --standards pass",
         "",
         "signed PM labels are off: to require each label to carry its PM's SSH signature, "
         "list the PMs' public keys in an allowed_signers file and uncomment the 'signing' "
         f"section of {report.root}/pmos.yaml (PMs then run 'pmos accept ... --sign-key "
-        "~/.ssh/id_ed25519')",
+        "~/.ssh/id_ed25519'). In a kit that already holds labels, write "
+        "'required_since: YYYY-MM-DD' (today) instead of 'required: true': earlier "
+        "unsigned labels stay valid and counted (docs/how-to/record-pm-labels.md).",
     ]
     return "\n".join(lines)
+
+
+def kit_id(
+    create: Annotated[
+        bool,
+        typer.Option(
+            "--create",
+            help="Write a new kit_id into pmos.yaml (a kit made before kits had one); "
+            "refused when it has one.",
+        ),
+    ] = False,
+    json_output: JsonFlag = False,
+) -> None:
+    """Print the kit's identity (pmos.yaml kit_id), which signed PM labels name.
+
+    'pmos init' writes it; a kit made before needs it once, before its first
+    signed label: 'pmos kit-id --create', then commit pmos.yaml. Exit 1 when the
+    kit has none.
+    """
+    from pmos.gate.signing import KIT_ID_COMMAND
+    from pmos.gate.signing import kit_id as configured
+
+    k = kit()
+    found = configured(k.config)
+    created = False
+    if create:
+        from pmos.kit.init import create_kit_id
+
+        found, created = create_kit_id(k.root), True
+    if json_output:
+        emit_json({"kit_id": found, "created": created})
+    elif found is not None:
+        typer.echo(found)
+    else:
+        typer.echo(f"this kit has no kit_id: run '{KIT_ID_COMMAND}' and commit pmos.yaml", err=True)
+    if found is None:
+        raise typer.Exit(1)
 
 
 def root(json_output: JsonFlag = False) -> None:

@@ -69,6 +69,8 @@ def exemplars(
         typer.echo(table(headers, rows))
     for disclosure in selection.disclosures:
         typer.echo(f"disclosure: {disclosure}")
+    for entry in selection.unbacked_overrides:
+        warn([f"override entry {entry['case_id']} (run {entry['run_id']!r}): {entry['problem']}"])
 
 
 def known_bad_seed(json_output: JsonFlag = False) -> None:

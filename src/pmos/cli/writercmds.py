@@ -99,13 +99,20 @@ def _report(written, json_output: bool) -> None:
 
 
 def run_register(
-    run_id: Annotated[str, typer.Option("--run-id", help="Id of the agent run.")],
     initiative_id: Annotated[
         str, typer.Option("--initiative-id", help="Initiative the run serves.")
     ],
     builder_model: Annotated[
         str, typer.Option("--builder-model", help="Model that built the run.")
     ],
+    run_id: Annotated[
+        str | None,
+        typer.Option(
+            "--run-id",
+            help="Id of the agent run. Without it pmos makes a unique, time-ordered one "
+            "(run-<UTC time>-<random>), which no other branch will choose, and prints it.",
+        ),
+    ] = None,
     contract: Annotated[
         Path | None,
         typer.Option("--contract", help="Pre-run contract (YAML or JSON) with done_criteria."),
@@ -139,13 +146,14 @@ def run_register(
     pmos run register --run-id r1 --initiative-id i1 --builder-model claude-sonnet-4
     --contract contract.yaml --repo . --base main --head HEAD
     """
-    from pmos.gate.writers import load_contract, register_run
+    from pmos.gate.writers import load_contract, new_run_id, register_run
 
     data = load_contract(contract) if contract is not None else None
+    made = run_id is None
     with rejections_as_json(json_output):
         written = register_run(
             kit(),
-            run_id=run_id,
+            run_id=new_run_id() if run_id is None else run_id,
             initiative_id=initiative_id,
             builder_model=builder_model,
             contract=data,
@@ -154,7 +162,25 @@ def run_register(
             head=head,
             target=ledger,
         )
+    if made and not json_output:
+        # The id the caller must use from now on, alone on stdout for $(...).
+        warn(written.warnings)
+        typer.echo(
+            f"registered run {written.record['run_id']} ({written.record['record_id']})", err=True
+        )
+        typer.echo(written.record["run_id"])
+        return
     _report(written, json_output)
+
+
+AllowUnknownRun = Annotated[
+    bool,
+    typer.Option(
+        "--allow-unknown-run",
+        help="Record a verdict for a run that is not registered; without it such a verdict "
+        "is refused, since it is most often a typo in RUN_ID. Stored flagged unregistered-run.",
+    ),
+]
 
 
 def _read_json(source: str, what: str = "verdict") -> Any:
@@ -165,15 +191,21 @@ def _read_json(source: str, what: str = "verdict") -> Any:
 
 def eval_record(
     file: Annotated[str, typer.Option("--file", "-f", help="Verdict JSON file, or - for stdin.")],
+    allow_unknown_run: AllowUnknownRun = False,
     ledger: Ledger = None,
     json_output: JsonFlag = False,
 ) -> None:
-    """Record a full verdict (two axes, criteria, dimensions, defects)."""
+    """Record a full verdict (two axes, criteria, dimensions, defects).
+
+    The run must be registered ('pmos run register'), unless --allow-unknown-run.
+    """
     from pmos.gate.writers import record_verdict
 
     data = _read_json(file)
     with rejections_as_json(json_output):
-        written = record_verdict(kit(), data, target=ledger)
+        written = record_verdict(
+            kit(), data, target=ledger, refuse_unknown_run=not allow_unknown_run
+        )
     _report(written, json_output)
 
 
@@ -215,6 +247,7 @@ def eval_log(
             "is derived from the grades. 'unverified' is stored as fail with verified: false.",
         ),
     ] = None,
+    allow_unknown_run: AllowUnknownRun = False,
     ledger: Ledger = None,
     json_output: JsonFlag = False,
 ) -> None:
@@ -233,7 +266,9 @@ def eval_log(
         criteria=criterion,
     )
     with rejections_as_json(json_output):
-        written = record_short_verdict(kit(), **fields, target=ledger)
+        written = record_short_verdict(
+            kit(), **fields, target=ledger, refuse_unknown_run=not allow_unknown_run
+        )
     _report(written, json_output)
 
 
@@ -265,9 +300,9 @@ def accept(
         typer.Option(
             "--sign-key",
             metavar="PATH",
-            help="The PM's SSH private key to sign the label with (default, in a kit with a "
-            "signing section in pmos.yaml: git's user.signingkey when gpg.format is ssh). "
-            "Required when pmos.yaml has signing.required: true.",
+            help="The PM's SSH private key to sign the label with. A label is signed only "
+            "when this is given (never from git's signing settings). Required where pmos.yaml "
+            "requires signatures (signing.required or signing.required_since).",
         ),
     ] = None,
     ledger: Ledger = None,
@@ -279,14 +314,15 @@ def accept(
     earlier one --verdict names: calibration pairs the label with the verdict
     the PM read.
 
-    With --sign-key (or git set up for SSH signing) the label carries the PM's
-    SSH signature, checked against pmos.yaml's signing.allowed_signers. Example:
+    With --sign-key the label carries the PM's SSH signature, bound to this kit
+    and to the verdict it judges, checked against pmos.yaml's
+    signing.allowed_signers. Example:
     pmos accept r1 --label pass --by ana@example.com --sign-key ~/.ssh/id_ed25519
     """
     from pmos.gate.writers import record_acceptance
 
     k = kit()
-    key = _signing_key(sign_key, k)
+    key = _signing_key(sign_key)
     with rejections_as_json(json_output):
         written = record_acceptance(
             k,
@@ -302,32 +338,22 @@ def accept(
     _report(written, json_output)
 
 
-def _signing_key(sign_key: Path | None, k: Any) -> Any:
-    """The private key to sign with: --sign-key; else, in a kit whose pmos.yaml
-    has a signing section, git's SSH signing key; else None. An encrypted key's
-    passphrase is asked for on a terminal."""
+def _signing_key(sign_key: Path | None) -> Any:
+    """The private key to sign with: --sign-key, or None. Never git's
+    user.signingkey: a label is signed only when its writer asks. An encrypted
+    key's passphrase is asked for on a terminal."""
     import sys
 
-    from pmos.errors import BadInput
-    from pmos.gate import signing, sshsig
+    from pmos.gate import sshsig
 
-    path = sign_key
-    if path is None:
-        if signing.settings(k.config).allowed_signers is None:
-            return None  # nothing would check a signature: do not sign by default
-        path = signing.git_signing_key()
-        if path is None:
-            return None
+    if sign_key is None:
+        return None
     try:
-        return sshsig.load_private_key(path)
+        return sshsig.load_private_key(sign_key)
     except sshsig.KeyEncrypted:
         if not sys.stdin.isatty():
             raise
-    except BadInput as exc:
-        if sign_key is None:
-            raise BadInput(f"git's user.signingkey: {exc}") from None
-        raise
     import getpass
 
-    passphrase = getpass.getpass(f"passphrase for {path}: ").encode("utf-8")
-    return sshsig.load_private_key(path, passphrase)
+    passphrase = getpass.getpass(f"passphrase for {sign_key}: ").encode("utf-8")
+    return sshsig.load_private_key(sign_key, passphrase)

@@ -7,7 +7,12 @@ The same file ``git`` uses for ``gpg.ssh.allowedSignersFile`` and
     ana@example.com     namespaces="pmos-label"     ssh-ed25519  AAAAC3Nz...
     "bo@example.com,ci" valid-after="20260101"      ssh-rsa      AAAAB3Nz...
 
-Principals and namespaces are pattern lists (``*``, ``?``, ``!`` negation);
+Principals and namespaces are pattern lists, matched as OpenSSH's
+``match_pattern_list`` matches them: comma-separated patterns where ``*``
+matches any run of characters, ``?`` any one character, and a pattern led by
+``!`` is a negation (a match of it refuses, whatever else matched). Every other
+character is itself: ``[`` and ``]`` are no character classes (``bot[x]``
+matches only "bot[x]", unlike :mod:`fnmatch`), and case matters;
 ``valid-after``/``valid-before`` bound when a signature counts (here: the
 time of checking, never the label's own ``recorded_at``; see
 :mod:`pmos.gate.clock`). ``cert-authority`` lines name certificate
@@ -26,7 +31,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import fnmatch
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -82,7 +86,7 @@ def match_pattern_list(value: str, patterns: tuple[str, ...]) -> bool:
     matched = False
     for pattern in patterns:
         negated = pattern.startswith("!")
-        if _compiled(pattern[1:] if negated else pattern).fullmatch(value):
+        if _compiled(pattern[1:] if negated else pattern).fullmatch(value.encode("utf-8")):
             if negated:
                 return False
             matched = True
@@ -90,9 +94,13 @@ def match_pattern_list(value: str, patterns: tuple[str, ...]) -> bool:
 
 
 @lru_cache(maxsize=1024)
-def _compiled(pattern: str) -> re.Pattern[str]:
-    """A pattern, compiled once per process: every label checked asks the same few."""
-    return re.compile(fnmatch.translate(pattern).replace("\\Z", ""), re.DOTALL)
+def _compiled(pattern: str) -> re.Pattern[bytes]:
+    """A pattern (``*`` and ``?`` wild, everything else literal, as in OpenSSH's
+    match.c), compiled once per process: every label checked asks the same few.
+    OpenSSH matches bytes (``?`` is one byte of UTF-8), so this does too."""
+    wild = {"*": b".*", "?": b"."}
+    parts = (wild.get(c) or re.escape(c.encode("utf-8")) for c in pattern)
+    return re.compile(b"".join(parts), re.DOTALL)
 
 
 def _instant(text: str) -> datetime:

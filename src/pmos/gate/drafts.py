@@ -25,9 +25,10 @@ from pmos.kit import Kit
 
 
 def criterion_evidence(record: dict[str, Any], check: dict[str, Any]) -> str:
-    """A pointer a reader can follow: the assessment record and the check in it."""
+    """A pointer a reader, and the writer, can follow: the assessment record and the
+    check in it (an evidence pointer of :mod:`pmos.gate.evidence_pointers`)."""
     return (
-        f"pmos assessment {record['record_id']} check {check['index']} ({check['type']}): "
+        f"check:{record['record_id']}#{check['index']} ({check['type']}): "
         f"{'passed' if check['passed'] else 'failed'}, {check['reason']}"
     )
 

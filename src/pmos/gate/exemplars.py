@@ -21,7 +21,7 @@ line, because anchors read from a half-parsed log would silently drop the very
 cases (overrides) that keep the gate honest.
 
 Override entries are written by the library only: ``pmos accept`` calls
-:func:`log_override` when a PM label disagrees with the gate, and the entry goes
+:func:`prepare_override` when a PM label disagrees with the gate, and the entry goes
 into a file of its own beside the log (``planning/evals/overrides/<case>.md``,
 the ``override_dir`` of pmos.yaml), written once and never appended to: two
 branches that each log an override then change different paths and merge
@@ -34,6 +34,7 @@ from the log, balanced across the PM's pass and fail labels.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
@@ -44,13 +45,13 @@ from pathlib import Path
 from typing import Any
 
 from pmos import markdown
-from pmos.errors import BadInput
+from pmos.errors import BadInput, SinkRefused
 from pmos.gate.latest import judged_by, per_run, verdicts_per_run
 from pmos.gate.screen import KitScreen
 from pmos.gate.vocabulary import PASS_SIDE, SKIPPED, is_judged
 from pmos.inputs import read_input_text
 from pmos.kit import Kit
-from pmos.paths import resolve_inside
+from pmos.paths import is_below, resolve_inside
 from pmos.store import lookup
 from pmos.store.read import records
 from pmos.store.rows import row_type
@@ -278,31 +279,101 @@ def overridden_verdict(
     return verdict
 
 
-def log_override(kit: Kit, acceptance: dict[str, Any], verdict: dict[str, Any]) -> str:
-    """Append the override entry for a stored PM label; returns what happened, in words.
+class PendingOverride:
+    """An override entry written to a temporary file of the override folder, ready to
+    be published once the label it belongs to is stored (:func:`prepare_override`)."""
 
-    Never raises for a problem with the log: the label is already stored, so
-    the caller reports the message instead. Re-recording the same label after
-    fixing the log appends the entry then; an entry for the same verdict and
-    label is never appended twice.
-    """
-    path = log_path(kit)
-    shown = _display(kit, path)
+    def __init__(
+        self,
+        kit: Kit,
+        temp: Path | None,
+        case: str | None,
+        what: str,
+        made: list[Path] | None = None,
+    ) -> None:
+        self.kit, self.temp, self.case, self.what = kit, temp, case, what
+        #: Folders made for the entry, outermost first: removed again by discard.
+        self._made = made or []
+
+    def publish(self) -> str:
+        """Give the entry its name; returns what happened, in words."""
+        shown = _display(self.kit, log_path(self.kit))
+        if self.temp is None or self.case is None:
+            return f"{self.what}; the exemplar log {shown} already holds this override"
+        from pmos.atomic import publish
+
+        try:
+            final = publish(self.temp, f"{self.case}.md")
+        except OSError as exc:  # the folder was writable a moment ago, under the lock
+            return (
+                f"{self.what}, but the override could NOT be logged: {exc}. Record the same "
+                "label again to log it"
+            )
+        return (
+            f"{self.what}: logged to {_display(self.kit, final)} (part of the exemplar log "
+            f"{shown}) as case {self.case}; write its lesson there if it is pending"
+        )
+
+    def discard(self) -> None:
+        """The label was not stored: leave the override folder as it was."""
+        from pmos.atomic import discard
+
+        if self.temp is not None:
+            discard(self.temp)
+            self.temp = None
+        for folder in reversed(self._made):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        self._made = []
+
+
+def prepare_override(
+    kit: Kit, acceptance: dict[str, Any], verdict: dict[str, Any]
+) -> PendingOverride:
+    """The override entry of a PM label about to be stored, written to a temporary
+    file in the override folder before the label is stored: a label and its
+    override are recorded both or neither. A log that cannot take the entry (a
+    malformed log, an override folder that is a symlink, leaves the kit, or cannot
+    be written) raises :class:`BadInput`, and the label is refused with nothing
+    written. Call :meth:`PendingOverride.publish` once the label is stored, and
+    :meth:`PendingOverride.discard` if it is not."""
+    from pmos.atomic import write_temp
+
     run_id, label = acceptance["run_id"], acceptance["label"]
     what = f"the PM label {label} overrides the gate's {verdict['verdict']} on run {run_id!r}"
     try:
-        case = _append_override(kit, path, acceptance, verdict)
-    except (OSError, BadInput) as exc:
-        return (
-            f"{what}, but the override could NOT be logged to {shown}: {exc}. Fix the log, "
-            "then record the same label again to log it"
-        )
-    if case is None:
-        return f"{what}; the exemplar log {shown} already holds this override"
-    entry_file = _display(kit, override_dir(kit) / f"{case}.md")
-    return (
-        f"{what}: logged to {entry_file} (part of the exemplar log {shown}) as case {case}; "
-        "write its lesson there if it is pending"
+        folder = override_dir(kit)
+        read_log(kit, main_only=True)  # a malformed log is reported, not buried under new files
+        mine = []
+        for file in _override_files(kit, run_id):
+            text = read_input_text(file, what="an override entry", stdin_ok=False)
+            mine += parse_log(text, _display(kit, file))
+    except (BadInput, SinkRefused) as exc:
+        raise BadInput(f"{what}, and its override cannot be logged: {exc}") from None
+    for entry in mine:
+        if (
+            entry["run_id"] == run_id
+            and entry.get("gate_record_id") == verdict["record_id"]
+            and entry["pm_label"] == label
+        ):
+            return PendingOverride(kit, None, None, what)
+    entry = _override_entry(acceptance, verdict, {e["case_id"] for e in mine})
+    made = [p for p in (folder, *folder.parents) if not p.exists() and not p.is_symlink()]
+    made = [p for p in made if is_below(p, Path(os.path.realpath(kit.root)))]
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        temp = write_temp(folder, render_entry(entry).lstrip("\n").encode())
+    except OSError as exc:
+        for p in sorted(made, key=lambda p: len(p.parts), reverse=True):
+            with contextlib.suppress(OSError):
+                p.rmdir()
+        raise BadInput(
+            f"{what}, and its override cannot be logged to {_display(kit, folder)}: "
+            f"{exc.strerror or exc}; fix the folder (override_dir in pmos.yaml), then record "
+            "the label again"
+        ) from None
+    return PendingOverride(
+        kit, temp, entry["case_id"], what, sorted(made, key=lambda p: len(p.parts))
     )
 
 
@@ -321,31 +392,6 @@ def _override_files(kit: Kit, run_id: str | None = None) -> list[Path]:
     return sorted(
         p for p in folder.iterdir() if p.name.endswith(".md") and p.name.startswith(prefix)
     )
-
-
-def _append_override(
-    kit: Kit, path: Path, acceptance: dict[str, Any], verdict: dict[str, Any]
-) -> str | None:
-    """Write the entry's own file; None when this override is logged already."""
-    from pmos.atomic import write_once
-
-    read_log(kit, main_only=True)  # a malformed log is reported, not buried under new files
-    mine = []
-    for file in _override_files(kit, acceptance["run_id"]):
-        text = read_input_text(file, what="an override entry", stdin_ok=False)
-        mine += parse_log(text, _display(kit, file))
-    for entry in mine:
-        if (
-            entry["run_id"] == acceptance["run_id"]
-            and entry.get("gate_record_id") == verdict["record_id"]
-            and entry["pm_label"] == acceptance["label"]
-        ):
-            return None
-    entry = _override_entry(acceptance, verdict, {e["case_id"] for e in mine})
-    folder = override_dir(kit)
-    folder.mkdir(parents=True, exist_ok=True)
-    write_once(folder, f"{entry['case_id']}.md", render_entry(entry).lstrip("\n").encode())
-    return entry["case_id"]
 
 
 def _override_entry(
@@ -439,6 +485,8 @@ class Selection:
     disclosures: list[str] = field(default_factory=list)
     #: Ledger records left out of the pool because they break a writer rule.
     excluded_records: list[dict[str, Any]] = field(default_factory=list)
+    #: Override entries left out because no valid PM label backs them.
+    unbacked_overrides: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def balanced(self) -> bool:
@@ -453,6 +501,7 @@ class Selection:
             "balanced": self.balanced,
             "disclosures": self.disclosures,
             "excluded_records": self.excluded_records,
+            "unbacked_overrides": self.unbacked_overrides,
         }
 
 
@@ -461,10 +510,15 @@ _LABEL = ("run_id", "label", "record_id", "recorded_at", "gate_record_id")
 
 
 def candidates(
-    kit: Kit, exclude_runs: Iterable[str] = (), *, excluded: Excluded | None = None
+    kit: Kit,
+    exclude_runs: Iterable[str] = (),
+    *,
+    excluded: Excluded | None = None,
+    unbacked: list[dict[str, Any]] | None = None,
 ) -> list[Anchor]:
     """Every usable case, newest first: ledger pairs (with their log lesson) and log-only
-    cases. Ledger records that break a writer rule are left out (reported to ``excluded``)."""
+    cases. Ledger records that break a writer rule are left out (reported to ``excluded``),
+    and so are override entries no valid label backs (reported to ``unbacked``)."""
 
     skipped_runs = set(exclude_runs)
     judged_by_id: dict[str, Any] = {}
@@ -482,8 +536,16 @@ def candidates(
         row = row_type(kind, fields)
         return records(store, kind, row=row, screen=screen, excluded=excluded)
 
+    #: (run, label, verdict judged) of every valid label: what an override entry must match.
+    given: set[tuple[str, str, str | None]] = set()
+
+    def note_labels(rows: Iterable[Any]) -> Iterator[Any]:
+        for row in rows:
+            given.add((row.run_id, row.label, row.gate_record_id))
+            yield row
+
     verdicts = verdicts_per_run(remember(read("evals", _VERDICT)))
-    labelled = per_run(read("acceptances", _LABEL))
+    labelled = per_run(note_labels(read("acceptances", _LABEL)))
     # The ledger pairs, by calibration's rule: each run's latest label and the verdict it judges.
     labels: dict[str, Any] = {}
     pairs: dict[str, Any] = {}
@@ -497,6 +559,26 @@ def candidates(
         if subject is not None:
             pairs[run_id] = subject
     entries = read_log(kit)
+    written_by_hand = len(read_log(kit, main_only=True))
+    # Override entries (files of override_dir, after the hand-written log) are anchors
+    # only when a valid PM label in the ledger backs them: a file planted by hand, for
+    # a run nobody labelled, never reaches an evaluator.
+    backed = entries[:written_by_hand]
+    for entry in entries[written_by_hand:]:
+        if (entry["run_id"], entry["pm_label"], entry.get("gate_record_id")) in given:
+            backed.append(entry)
+        elif unbacked is not None:
+            unbacked.append(
+                {
+                    "case_id": entry["case_id"],
+                    "run_id": entry["run_id"],
+                    "pm_label": entry["pm_label"],
+                    "gate_record_id": entry.get("gate_record_id"),
+                    "problem": "no valid PM label in the ledger matches this override entry "
+                    "(run, label and the verdict it judges): not served as an anchor",
+                }
+            )
+    entries = backed
     by_run: dict[str, list[dict[str, Any]]] = {}
     for entry in entries:
         by_run.setdefault(entry["run_id"], []).append(entry)
@@ -551,7 +633,8 @@ def select_anchors(kit: Kit, n: int = MAX_ANCHORS, exclude_runs: Iterable[str] =
     if not MIN_ANCHORS <= n <= MAX_ANCHORS:
         raise BadInput(f"--n must be from {MIN_ANCHORS} to {MAX_ANCHORS}, got {n}")
     excluded = Excluded()
-    pool = candidates(kit, exclude_runs, excluded=excluded)
+    unbacked: list[dict[str, Any]] = []
+    pool = candidates(kit, exclude_runs, excluded=excluded, unbacked=unbacked)
     sides = {s: [a for a in pool if a.side == s] for s in ("pass", "fail")}
     quota = {"fail": math.ceil(n / 2), "pass": n // 2}
     picked = sides["fail"][: quota["fail"]] + sides["pass"][: quota["pass"]]
@@ -559,6 +642,7 @@ def select_anchors(kit: Kit, n: int = MAX_ANCHORS, exclude_runs: Iterable[str] =
     selection = Selection(n, picked, {s: len(v) for s, v in sides.items()})
     selection.disclosures = _disclose(selection, quota)
     selection.excluded_records = excluded.as_list()
+    selection.unbacked_overrides = unbacked
     return selection
 
 

@@ -51,7 +51,9 @@ from pmos.errors import BadInput, Violation
 from pmos.gate import rules as verdict_rules
 from pmos.gate.clock import checking_time, future_dated
 from pmos.gate.rubric import Rubric, load_rubric
+from pmos.gate.run_ids import duplicate_registration
 from pmos.gate.signing import LabelSignatures
+from pmos.gate.versions import NEWEST, older_than_the_kit
 from pmos.gate.vocabulary import SKIPPED
 from pmos.kit import Kit
 from pmos.store.append import schema_problems
@@ -92,12 +94,16 @@ class Context:
         self._asked: set[str] = set()
         self._rubrics: dict[str, Rubric | BadInput] = {}
         self._signatures: LabelSignatures | None = None
+        self._digests: dict[str, str] | None = None
+        self._versions: dict[str, dict[int, Any]] = {}
 
     @property
     def signatures(self) -> LabelSignatures:
         """The kit's signature rule, its settings and allowed signers read once per pass."""
         if self._signatures is None:
-            self._signatures = LabelSignatures(self.kit.config, self.kit.root, now=self.now)
+            self._signatures = LabelSignatures(
+                self.kit.config, self.kit.root, verdicts=self.verdict_digest, now=self.now
+            )
         return self._signatures
 
     @property
@@ -182,6 +188,33 @@ class Context:
                 if wanted is None or v.record_id in wanted:
                     self._verdicts.setdefault(v.record_id, (v.run_id, v.verdict))
 
+    def verdict_digest(self, record_id: str) -> str | None:
+        """The :func:`~pmos.gate.signing.verdict_sha256` of the verdict stored as
+        ``record_id`` (None: no such verdict), what a signed label binds. The eval
+        ledger is read whole once, on the first signed label that asks; the first
+        copy of an id wins, as in :meth:`verdict`."""
+        if self._digests is None:
+            from pmos.gate.signing import verdict_sha256
+
+            self._digests = {}
+            for record in records(self.kit.store, "evals", plain=True):
+                rid = record.get("record_id")
+                if isinstance(rid, str) and rid not in self._digests:
+                    self._digests[rid] = verdict_sha256(record)  # type: ignore[assignment]
+        return self._digests.get(record_id)
+
+    def first_of_each_version(self, kind: str) -> dict[int, Any]:
+        """The earliest ``recorded_at`` of each ``schema_version`` in ``kind``'s ledger,
+        read once per pass, and only for a kind that holds a record of a version
+        older than another (see :mod:`pmos.gate.versions`)."""
+        found = self._versions.get(kind)
+        if found is None:
+            from pmos.gate.versions import first_of_each_version
+
+            found = first_of_each_version(records(self.kit.store, kind, plain=True))
+            self._versions[kind] = found
+        return found
+
     def rubric(self, path: str) -> Rubric:
         found = self._rubrics.get(path)
         if found is None:
@@ -213,7 +246,13 @@ def stored_record_problems(
     if future is not None:
         found.append(future)
     check = _CHECKS.get(kind)
-    return found + check(context, record) if check else found
+    if check:
+        found += check(context, record)
+    if record.get("schema_version", 1) < NEWEST.get(kind, 1):
+        later = older_than_the_kit(record, context.first_of_each_version(kind))
+        if later is not None:
+            found.append(later)
+    return found
 
 
 # ---------------------------------------------------------------- per kind
@@ -259,15 +298,9 @@ def _run_problems(context: Context, record: dict[str, Any]) -> list[Violation]:
     problems: list[Violation] = []
     if "contract" in record:
         problems += verdict_rules.check_contract_ids(record["contract"])
-    first = context.run(record["run_id"])
-    if first is not None and first.get("record_id") != record.get("record_id"):
-        problems.append(
-            Violation(
-                "run-unique",
-                "run_id",
-                f"run {record['run_id']!r} was already registered by {first.get('record_id')}",
-            )
-        )
+    duplicate = duplicate_registration(context.run(record["run_id"]), record)
+    if duplicate is not None:
+        problems.append(duplicate)
     return problems
 
 
@@ -307,6 +340,8 @@ def _label_problems(context: Context, record: dict[str, Any]) -> list[Violation]
     return problems
 
 
+#: The newest layout each kind's writer writes: an older record is checked by
+#: :func:`~pmos.gate.versions.older_than_the_kit`.
 _CHECKS = {
     "evals": _verdict_problems,
     "runs": _run_problems,

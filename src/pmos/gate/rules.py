@@ -229,11 +229,18 @@ def check_verified(verdict: dict[str, Any]) -> list[Violation]:
                 )
             )
         if where.startswith("criteria/") and verified is False and item.get("result") == "pass":
+            hint = (
+                ""
+                if evidence
+                else " (no evidence was given, so nothing shows it was checked: cite it, "
+                "as in --criterion ID=pass:tests/test_api.py::test_404)"
+            )
             problems.append(
                 Violation(
                     "criterion-unverified",
                     f"{where}/result",
-                    "pass with verified: false; a criterion that was not checked is graded fail",
+                    "pass with verified: false; a criterion that was not checked is graded "
+                    f"fail{hint}",
                 )
             )
     return problems

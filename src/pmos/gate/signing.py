@@ -6,17 +6,34 @@ A kit can therefore require each label to carry the PM's SSH signature, made
 the way git signs commits::
 
     # pmos.yaml
+    kit_id: kit-3f0c...                        # written by 'pmos init' ('pmos kit-id --create')
     signing:
       allowed_signers: .pmos/allowed_signers   # OpenSSH format, relative to the kit root
-      required: true
+      required_since: 2026-12-01               # or required: true (every label)
 
 ``pmos accept RUN --label pass --by ana@example.com --sign-key ~/.ssh/id_ed25519``
-signs the label's content fields (:func:`signed_payload`) in OpenSSH's SSHSIG
-format under the namespace ``pmos-label``; the signature verifies with
-``ssh-keygen -Y verify -n pmos-label -I ana@example.com -f allowed_signers``.
-A label is accepted when the allowed-signers file lists the signing key for the
-label's ``by`` (the principal) and the namespace. Agents never hold a PM's key:
-they cannot sign, so with ``required: true`` they cannot write a label.
+signs the label in OpenSSH's SSHSIG format under the namespace ``pmos-label``;
+the signature verifies with ``ssh-keygen -Y verify -n pmos-label -I
+ana@example.com -f allowed_signers`` over :func:`signed_payload`. A label is
+accepted when the allowed-signers file lists the signing key for the label's
+``by`` (the principal) and the namespace. Agents never hold a PM's key: they
+cannot sign, so where signatures are required they cannot write a label.
+
+What a label (``schema_version`` 2) signs binds it to its place: the kit's
+``kit_id``, the digest of the verdict it judges (:func:`verdict_sha256`) and
+the label's own content fields, ``recorded_at`` among them. A label copied to
+another kit, or set onto another verdict (even a forged one carrying the same
+record id), no longer verifies. A label of ``schema_version`` 1 signed its
+content only, and is checked so.
+
+A label is signed only when its writer is told to (``--sign-key``): never from
+git's ``user.signingkey``, which any process running as the PM (an agent on
+the PM's laptop) would use without the PM knowing.
+
+Switching signatures on in a kit that already holds unsigned labels:
+``required_since`` (a date, or an RFC 3339 instant) requires them of labels
+recorded from then on; earlier labels stay valid and are counted, marked
+unsigned (:meth:`LabelSignatures.unsigned_before_switch`).
 
 The seed labels of the kit's own known-bad runs (``fail`` by ``seeded``) are
 answer keys shipped with the kit, not a person's judgment; they need no
@@ -25,10 +42,10 @@ signature.
 
 from __future__ import annotations
 
+import hashlib
 import json
-import os
-import subprocess
-from datetime import datetime
+from collections.abc import Callable, Mapping
+from datetime import UTC, date, datetime
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -41,23 +58,86 @@ from pmos.gate.clock import checking_time
 from pmos.gate.seeded import LABELLER, is_seeded
 from pmos.kit import Config
 from pmos.paths import resolve_inside
-from pmos.timestamps import seconds_rfc3339
+from pmos.timestamps import parse_instant, seconds_rfc3339
 
 NAMESPACE = "pmos-label"
 #: Fields of a stored label that are not its content: the chain's and the signature's.
 UNSIGNED_FIELDS = frozenset({"prev_hash", "hash", "signature"})
+#: Fields of a stored record that are the store's, not what the record says.
+_STORE_FIELDS = frozenset({"prev_hash", "hash", "digest"})
+#: The label layout the writer produces: 2 since a signature binds the kit and verdict.
+#: What a label needs in place of a signature, told to whoever tried to write one.
+HAND_OVER = (
+    "labels are the PM's to give: an agent stops here and hands the run over to the PM, "
+    "who records the label themselves"
+)
+#: The documented way to give an older kit its identity.
+KIT_ID_COMMAND = "pmos kit-id --create"
 
 
 class Settings(NamedTuple):
-    """pmos.yaml's ``signing`` section; ``allowed_signers`` is None when it has none."""
+    """pmos.yaml's ``signing`` section; ``allowed_signers`` is None when it has none.
+
+    ``required_since`` is when signatures became required (None: ``required``
+    says for every label or none)."""
 
     allowed_signers: str | None
     required: bool
+    required_since: datetime | None = None
+
+    def requires(self, recorded_at: datetime | None) -> bool:
+        """Whether a label recorded at ``recorded_at`` needs a signature."""
+        if self.required_since is None:
+            return self.required
+        return recorded_at is None or recorded_at >= self.required_since
 
 
 def settings(config: Config) -> Settings:
     section = config.raw.get("signing") or {}
-    return Settings(section.get("allowed_signers"), bool(section.get("required", False)))
+    since = section.get("required_since")
+    required = section.get("required")
+    if since is None:
+        return Settings(section.get("allowed_signers"), bool(required))
+    if required is False:
+        raise ConfigError(
+            "pmos.yaml: signing.required is false but signing.required_since is set; "
+            "remove one of them"
+        )
+    return Settings(section.get("allowed_signers"), True, _since(since))
+
+
+def _since(value: Any) -> datetime:
+    """``required_since`` as an instant: a date is its midnight UTC."""
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day, tzinfo=UTC)
+    text = str(value)
+    try:
+        if len(text) == 10:
+            return datetime.fromisoformat(text).replace(tzinfo=UTC)
+        return parse_instant(text)
+    except (ValueError, BadInput):
+        raise ConfigError(
+            f"pmos.yaml: signing.required_since {text!r} is not a date (YYYY-MM-DD) or an "
+            "RFC 3339 instant"
+        ) from None
+
+
+def kit_id(config: Config) -> str | None:
+    """The kit's identity (pmos.yaml ``kit_id``), or None in a kit made before it."""
+    found = config.raw.get("kit_id")
+    return found if isinstance(found, str) and found else None
+
+
+def _canonical(value: Any) -> bytes:
+    """Canonical JSON (keys sorted, no spaces, UTF-8 as itself); see :func:`signed_payload`."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except (orjson.JSONEncodeError, TypeError):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
+            "utf-8", "surrogatepass"
+        )
 
 
 @cache
@@ -67,11 +147,42 @@ def _content_fields() -> frozenset[str]:
     return frozenset(load_schema("acceptance")["properties"]) - UNSIGNED_FIELDS
 
 
-def signed_payload(record: dict[str, Any]) -> bytes:
-    """The bytes a label's signature covers: its content fields (every field of the
-    acceptance schema but the chain's and the signature itself), as canonical JSON
-    (keys sorted, no spaces, UTF-8, non-ASCII characters as themselves). ``record_id``
-    and ``recorded_at`` are among them, so a signature cannot be moved to another label.
+def _integral(value: Any) -> Any:
+    """A number as one spelling whichever reader decoded it (1.0 and 1 alike)."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _integral(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_integral(v) for v in value]
+    return value
+
+
+def verdict_sha256(verdict: Mapping[str, Any] | None) -> str | None:
+    """The digest a label's signature binds of the verdict it judges: SHA-256 of the
+    verdict's fields (the store's own excepted) as canonical JSON, numbers spelled
+    alike however a reader decoded them. None for no verdict."""
+    if verdict is None:
+        return None
+    content = {k: _integral(v) for k, v in verdict.items() if k not in _STORE_FIELDS}
+    return hashlib.sha256(_canonical(content)).hexdigest()
+
+
+def signed_payload(
+    record: dict[str, Any], *, kit: str | None = None, verdict: str | None = None
+) -> bytes:
+    """The bytes a label's signature covers.
+
+    ``schema_version`` 1: its content fields (every field of the acceptance schema
+    but the chain's and the signature itself), as canonical JSON (keys sorted, no
+    spaces, UTF-8, non-ASCII characters as themselves). ``record_id`` and
+    ``recorded_at`` are among them, so a signature cannot be moved to another label.
+
+    ``schema_version`` 2 (what pmos writes): the canonical JSON of
+    ``{"kit_id": KIT, "label": CONTENT, "verdict_sha256": DIGEST}``, where KIT is
+    the kit's ``kit_id`` and DIGEST the :func:`verdict_sha256` of the verdict named
+    by ``gate_record_id`` (null when it names none), so a label copied to another
+    kit or set onto another verdict does not verify.
 
     orjson writes exactly what ``json.dumps(sort_keys=True, separators=(",", ":"),
     ensure_ascii=False)`` writes for a label's values (strings, integers, lists,
@@ -80,24 +191,33 @@ def signed_payload(record: dict[str, Any]) -> bytes:
     record) falls back to the standard library."""
     fields = _content_fields()
     content = {k: v for k, v in record.items() if k in fields}
-    try:
-        return orjson.dumps(content, option=orjson.OPT_SORT_KEYS)
-    except orjson.JSONEncodeError:
-        return json.dumps(
-            content, sort_keys=True, separators=(",", ":"), ensure_ascii=False
-        ).encode("utf-8", "surrogatepass")
+    if record.get("schema_version", 1) == 1:
+        return _canonical(content)
+    return _canonical({"kit_id": kit, "label": content, "verdict_sha256": verdict})
 
 
-def sign_label(record: dict[str, Any], private_key: Any) -> dict[str, Any]:
-    """The ``signature`` field for a label record whose content fields are final.
+def sign_label(
+    record: dict[str, Any],
+    private_key: Any,
+    *,
+    kit: str | None = None,
+    verdict: str | None = None,
+) -> dict[str, Any]:
+    """The ``signature`` field for a label record whose content fields are final
+    (``kit`` and ``verdict``: see :func:`signed_payload`).
 
     ``private_key`` is a ``cryptography`` private key or, to sign many labels, a
     :class:`~pmos.gate.sshsig.SigningKey` made from it once."""
+    if record.get("schema_version", 1) != 1 and kit is None:
+        raise BadInput(
+            f"this kit has no kit_id in pmos.yaml (it was made before kits had one), so a "
+            f"signature cannot name it: run '{KIT_ID_COMMAND}' once and commit pmos.yaml"
+        )
     key = sshsig.signing_key(private_key)
     return {
         "namespace": NAMESPACE,
         "key": key.fingerprint,
-        "sshsig": key.sign(signed_payload(record), NAMESPACE),
+        "sshsig": key.sign(signed_payload(record, kit=kit, verdict=verdict), NAMESPACE),
     }
 
 
@@ -129,12 +249,24 @@ def exempt(record: dict[str, Any]) -> bool:
 
 
 def label_signature_problem(
-    config: Config, root: Path, record: dict[str, Any], *, now: datetime | None = None
+    config: Config,
+    root: Path,
+    record: dict[str, Any],
+    verdicts: Callable[[str], str | None] | None = None,
+    *,
+    now: datetime | None = None,
 ) -> str | None:
     """What is wrong with a stored (or about to be stored) label's signature at
     ``now`` (default: the time of checking), or None (see :class:`LabelSignatures`,
     which checks many labels at less cost)."""
-    return LabelSignatures(config, root, now=now).problem(record)
+    return LabelSignatures(config, root, verdicts, now=now).problem(record)
+
+
+def _recorded_at(record: Mapping[str, Any]) -> datetime | None:
+    try:
+        return parse_instant(str(record.get("recorded_at")))
+    except (ValueError, BadInput):
+        return None
 
 
 class LabelSignatures:
@@ -143,7 +275,9 @@ class LabelSignatures:
     What every label's check reads from the kit (the signing settings, the
     allowed-signers file) is read once, on the first signed label, and kept for
     the pass; make a new one for a new pass (a reader, ``pmos ledger pack``,
-    ``pmos ledger verify``), so an edited file is read again.
+    ``pmos ledger verify``), so an edited file is read again. ``verdicts`` gives
+    the :func:`verdict_sha256` of a verdict by record id (None: not in the kit),
+    for the labels whose signature binds the verdict they judge.
 
     ``now`` is the time of checking (:func:`pmos.gate.clock.checking_time` when
     not given), read once for the pass: a signer's validity window is checked at
@@ -151,10 +285,19 @@ class LabelSignatures:
     label wrote (see :mod:`pmos.gate.clock`).
     """
 
-    def __init__(self, config: Config, root: Path, *, now: datetime | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        root: Path,
+        verdicts: Callable[[str], str | None] | None = None,
+        *,
+        now: datetime | None = None,
+    ) -> None:
         self.now = checking_time() if now is None else now
         self.rules = settings(config)
+        self.kit = kit_id(config)
         self.path = allowed_signers_path(config, root)
+        self.verdicts = verdicts
         self._signers: list[allowed_signers.Signer] | None = None
         #: Signatures checked ahead by :meth:`warm`, each taken once by :meth:`problem`.
         self._checked: dict[tuple[str, bytes], Any] = {}
@@ -164,6 +307,16 @@ class LabelSignatures:
         if self._signers is None:
             self._signers = [] if self.path is None else allowed_signers.load(self.path)
         return self._signers
+
+    def payload(self, record: dict[str, Any]) -> bytes:
+        """What ``record``'s signature must cover in this kit (:func:`signed_payload`)."""
+        if record.get("schema_version", 1) == 1:
+            return signed_payload(record)
+        named = record.get("gate_record_id")
+        digest = None
+        if isinstance(named, str) and self.verdicts is not None:
+            digest = self.verdicts(named)
+        return signed_payload(record, kit=self.kit, verdict=digest)
 
     def warm(self, records: list[Any]) -> None:
         """Check the signatures of ``records`` now, so that :meth:`problem` of each
@@ -176,42 +329,66 @@ class LabelSignatures:
             signature = record.get("signature") if isinstance(record, dict) else None
             if isinstance(signature, dict) and isinstance(signature.get("sshsig"), str):
                 try:
-                    key = (signature["sshsig"], signed_payload(record))
+                    key = (signature["sshsig"], self.payload(record))
                 except Exception:
                     continue
                 self._checked[key] = self._verify(*key)
 
     @staticmethod
     def _verify(armored: str, payload: bytes) -> Any:
-        """The verified signature, or the reason it does not verify."""
+        """The verified signature, or the reason it does not verify (never raises:
+        a signature the library cannot handle is a reported record, not a crash)."""
         try:
             return sshsig.verify(armored, payload, NAMESPACE)
         except sshsig.SignatureInvalid as exc:
             return exc
+        except Exception as exc:  # a library error sshsig did not foresee
+            return sshsig.SignatureInvalid(f"{type(exc).__name__}: {exc}")
+
+    def unsigned_before_switch(self, record: dict[str, Any]) -> bool:
+        """An unsigned label recorded before ``required_since``: valid, counted, and
+        marked unsigned wherever labels are counted."""
+        return (
+            record.get("signature") is None
+            and self.rules.required_since is not None
+            and not exempt(record)
+            and not self.rules.requires(_recorded_at(record))
+        )
 
     def problem(self, record: dict[str, Any]) -> str | None:
         """What is wrong with a label's signature, or None:
 
         * signing not configured: None, whatever the record holds (nothing to check
           against);
-        * ``required`` and the label is unsigned (seed labels excepted): a problem;
-        * a signature is present: it must verify over :func:`signed_payload` in the
+        * required (``required: true``, or recorded from ``required_since`` on) and
+          the label is unsigned (seed labels excepted): a problem;
+        * a signature is present: it must verify over :meth:`payload` in the
           ``pmos-label`` namespace, and the allowed-signers file must list its key
           for the label's ``by`` at the time of checking (:attr:`now`).
         """
         signature = record.get("signature")
         if signature is None:
-            if self.rules.required and not exempt(record):
+            if self.rules.requires(_recorded_at(record)) and not exempt(record):
+                since = self.rules.required_since
+                when = "" if since is None else f" for labels recorded since {since.isoformat()}"
                 return (
-                    "unsigned label: pmos.yaml signing.required is true, so a PM label needs "
-                    "the PM's signature (pmos accept --sign-key PATH)"
+                    "unsigned label: this kit requires the PM's signature on every PM label"
+                    f"{when} (pmos.yaml signing); {HAND_OVER}"
                 )
             return None
         if self.path is None:
             return None
         if not isinstance(signature, dict) or not isinstance(signature.get("sshsig"), str):
             return "malformed signature field"
-        key = (signature["sshsig"], signed_payload(record))
+        if record.get("schema_version", 1) != 1 and self.kit is None:
+            return (
+                "the label's signature names its kit, but pmos.yaml has no kit_id "
+                f"(run '{KIT_ID_COMMAND}' once and commit pmos.yaml)"
+            )
+        try:
+            key = (signature["sshsig"], self.payload(record))
+        except Exception as exc:  # a forged record whose content cannot be encoded
+            return f"invalid signature: the label's content cannot be encoded ({exc})"
         verified = self._checked.pop(key, None) or self._verify(*key)
         if isinstance(verified, sshsig.SignatureInvalid):
             return f"invalid signature: {verified}"
@@ -252,41 +429,3 @@ class LabelSignatures:
             if bound is not None and bound > self.now
         ]
         return min(bounds, default=None)
-
-
-# ---------------------------------------------------------------- which key
-
-
-def git_signing_key(cwd: Path | None = None) -> Path | None:
-    """git's ``user.signingkey`` when git signs with SSH (``gpg.format ssh``), as the
-    private key file to sign with; None when git is not set up so."""
-
-    def config(name: str) -> str | None:
-        try:
-            proc = subprocess.run(
-                ["git", "config", "--get", name],
-                capture_output=True,
-                text=True,
-                cwd=cwd,
-                timeout=10,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        value = proc.stdout.strip()
-        return value if proc.returncode == 0 and value else None
-
-    if (config("gpg.format") or "").lower() != "ssh":
-        return None
-    key = config("user.signingkey")
-    if key is None:
-        return None
-    if key.startswith("key::") or key.startswith("ssh-"):
-        raise BadInput(
-            "git's user.signingkey is a literal public key (signed through ssh-agent), which "
-            "pmos cannot use; give the private key file with --sign-key PATH"
-        )
-    path = Path(os.path.expanduser(key))
-    if path.suffix == ".pub" and path.with_suffix("").exists():
-        path = path.with_suffix("")  # git accepts the .pub path; the private key sits beside it
-    return path

@@ -10,6 +10,18 @@ Supported keys: Ed25519, RSA (rsa-sha2-512 and rsa-sha2-256 signatures) and
 ECDSA on NIST P-256, P-384 and P-521. Security-key (``sk-``) keys and
 certificates are not: a signature by one is reported as unsupported, never
 accepted.
+
+A signature has exactly one accepted encoding, so a signed record has exactly
+one valid form (its bytes are what a ledger deduplicates and a record id
+names): the armor exactly as ``ssh-keygen`` writes it (base64 with canonical
+padding, lines of 70 characters, one final newline), minimal integers, an
+RSA signature as long as its modulus, and ECDSA's ``s`` in the lower half of
+the curve order ("low-S": ``(r, n - s)`` verifies too, and would be a second
+valid form). pmos signs that way; ``ssh-keygen -Y sign`` makes a high-S
+ECDSA signature about half the time, which is refused here with a message
+that says so. Every error of the cryptography library while checking a
+signature (an unknown key type, a malformed key) is a :class:`SignatureInvalid`,
+never a crash.
 """
 
 from __future__ import annotations
@@ -53,6 +65,25 @@ class KeyEncrypted(BadInput):
 
 
 # ---------------------------------------------------------------- wire format
+
+
+#: The order n of each NIST curve's group: a low-S signature has s <= n // 2.
+CURVE_ORDERS = {
+    "ecdsa-sha2-nistp256": int(
+        "FFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551", 16
+    ),
+    "ecdsa-sha2-nistp384": int(
+        "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFC7634D81F4372DDF"
+        "581A0DB248B0A77AECEC196ACCC52973",
+        16,
+    ),
+    "ecdsa-sha2-nistp521": int(
+        "01FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF"
+        "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFA51868783BF2F966B7FCC0148F709"
+        "A5D03BB5C9B8899C47AEBB6FB71E91386409",
+        16,
+    ),
+}
 
 
 def _string(data: bytes) -> bytes:
@@ -100,6 +131,15 @@ def _signed_data_prefix(namespace: str, hash_name: str) -> bytes:
         + _string(b"")
         + _string(hash_name.encode("ascii"))
     )
+
+
+def _canonical_mpint(raw: bytes, what: str) -> int:
+    """A positive SSH mpint in its one minimal encoding, as an integer."""
+    if not raw or raw[0] & 0x80:
+        raise SignatureInvalid(f"{what} is not a positive integer")
+    if raw[0] == 0 and (len(raw) == 1 or not raw[1] & 0x80):
+        raise SignatureInvalid(f"{what} is not minimally encoded (a leading zero byte)")
+    return int.from_bytes(raw, "big")
 
 
 def _strings(data: bytes, at: int, count: int) -> tuple[list[bytes], int]:
@@ -220,8 +260,11 @@ def _signature_maker(private_key: Any) -> Callable[[bytes], bytes]:
         hash_of = {"nistp256": hashes.SHA256, "nistp384": hashes.SHA384, "nistp521": hashes.SHA512}
         algorithm, ecdsa = f"ecdsa-sha2-{name}".encode(), ec.ECDSA(hash_of[name]())
 
+        order = CURVE_ORDERS[algorithm.decode()]
+
         def ec_sign(data: bytes) -> bytes:
             r, s = decode_dss_signature(private_key.sign(data, ecdsa))
+            s = min(s, order - s)  # low-S: the one encoding verify accepts
             return _string(algorithm) + _string(_mpint(r) + _mpint(s))
 
         return ec_sign
@@ -246,8 +289,12 @@ def verify(armored: str, message: bytes, namespace: str) -> Verified:
     """Check an armored SSHSIG signature of ``message`` under ``namespace``.
 
     Says nothing about *who* may sign: that is the allowed-signers file's job
-    (:mod:`pmos.gate.allowed_signers`). Raises :class:`SignatureInvalid`.
+    (:mod:`pmos.gate.allowed_signers`). Raises :class:`SignatureInvalid`, for
+    every reason a signature does not count, the cryptography library's own
+    errors included.
     """
+    if not isinstance(armored, str):
+        raise SignatureInvalid("not an armored SSH signature")
     text = armored.strip()
     if not (text.startswith(ARMOR_BEGIN) and text.endswith(ARMOR_END)):
         raise SignatureInvalid("not an armored SSH signature")
@@ -256,22 +303,38 @@ def verify(armored: str, message: bytes, namespace: str) -> Verified:
         envelope = base64.b64decode(body, validate=True)
     except (binascii.Error, ValueError):
         raise SignatureInvalid("the armored body is not base64") from None
+    if armored != _armor(envelope):
+        raise SignatureInvalid(
+            "the armor is not in its canonical form (base64 with canonical padding in lines "
+            "of 70 characters between the markers, one final newline, as ssh-keygen writes it)"
+        )
     if envelope[:6] != MAGIC:
         raise SignatureInvalid("not an SSHSIG signature")
     if envelope[6:10] != _VERSION_BYTES:
         raise SignatureInvalid("unsupported SSHSIG version")
-    (key_blob, raw_namespace, _reserved, raw_hash, blob), end = _strings(envelope, 10, 5)
+    (key_blob, raw_namespace, reserved, raw_hash, blob), end = _strings(envelope, 10, 5)
     if end != len(envelope):
         raise SignatureInvalid("trailing data after the signature")
+    if reserved:
+        raise SignatureInvalid("the reserved field is not empty")
     signed_namespace = raw_namespace.decode("utf-8", "replace")
     hash_name = raw_hash.decode("ascii", "replace")
     if signed_namespace != namespace:
         raise SignatureInvalid(f"signed for namespace {signed_namespace!r}, not {namespace!r}")
     if hash_name not in HASHES:
         raise SignatureInvalid(f"unsupported hash {hash_name!r}")
-    (algorithm, signature), _ = _strings(blob, 0, 2)
+    (algorithm, signature), blob_end = _strings(blob, 0, 2)
+    if blob_end != len(blob):
+        raise SignatureInvalid("trailing data after the signature blob")
     data = _signed_data(namespace, hash_name, message)
-    _signature_checker(key_blob)(algorithm.decode("ascii", "replace"), signature, data)
+    try:
+        _signature_checker(key_blob)(algorithm.decode("ascii", "replace"), signature, data)
+    except SignatureInvalid:
+        raise
+    except Exception as exc:  # the library's own (UnsupportedAlgorithm, ValueError, ...)
+        raise SignatureInvalid(
+            f"the signature cannot be checked: {type(exc).__name__}: {exc}"
+        ) from None
     return Verified(key_blob)
 
 
@@ -293,8 +356,8 @@ def _signature_checker(key_blob: bytes) -> Callable[[str, bytes, bytes], None]:
     text = kind.encode("ascii") + b" " + base64.b64encode(key_blob)
     try:
         public = load_ssh_public_key(text)
-    except (ValueError, TypeError) as exc:
-        raise SignatureInvalid(f"public key of type {kind} cannot be read: {exc}") from None
+    except Exception as exc:  # ValueError, TypeError, UnsupportedAlgorithm for unknown types
+        raise SignatureInvalid(f"public key of type {kind!r} cannot be read: {exc}") from None
 
     # Each key type's check, chosen here once: it gets (algorithm, signature, data)
     # and returns the call that verifies, or None when the algorithm does not fit.
@@ -309,10 +372,17 @@ def _signature_checker(key_blob: bytes) -> Callable[[str, bytes, bytes], None]:
         pkcs1 = padding.PKCS1v15()
         digests = {"rsa-sha2-512": hashes.SHA512(), "rsa-sha2-256": hashes.SHA256()}
 
+        size = (public.key_size + 7) // 8
+
         def verifier(algorithm: str, signature: bytes, data: bytes) -> Callable[[], None] | None:
             digest = digests.get(algorithm)
             if digest is None:
                 return None
+            if len(signature) != size:
+                raise SignatureInvalid(
+                    f"an RSA signature of {len(signature)} bytes for a key of {size}: "
+                    "not its canonical length"
+                )
             return lambda: public.verify(signature, data, pkcs1, digest)
 
     elif isinstance(public, ec.EllipticCurvePublicKey):
@@ -321,11 +391,22 @@ def _signature_checker(key_blob: bytes) -> Callable[[str, bytes, bytes], None]:
             hashes.SHA256() if size <= 256 else hashes.SHA384() if size <= 384 else hashes.SHA512()
         )
 
+        order = CURVE_ORDERS.get(kind)
+
         def verifier(algorithm: str, signature: bytes, data: bytes) -> Callable[[], None] | None:
-            if algorithm != kind:
+            if algorithm != kind or order is None:
                 return None
-            (r, s), _ = _strings(signature, 0, 2)
-            der = encode_dss_signature(int.from_bytes(r, "big"), int.from_bytes(s, "big"))
+            (raw_r, raw_s), end = _strings(signature, 0, 2)
+            if end != len(signature):
+                raise SignatureInvalid("trailing data after the ECDSA signature")
+            r = _canonical_mpint(raw_r, "ECDSA r")
+            s = _canonical_mpint(raw_s, "ECDSA s")
+            if s > order // 2:
+                raise SignatureInvalid(
+                    "the ECDSA signature is not low-S (s is above half the curve order; "
+                    "(r, n - s) is its one accepted form): sign again with pmos"
+                )
+            der = encode_dss_signature(r, s)
             return lambda: public.verify(der, data, ecdsa)
 
     else:

@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from pmos.errors import BadInput, RecordRejected, Violation
-from pmos.gate import exemplars, pass_fraction, signing
+from pmos.gate import evidence_pointers, exemplars, pass_fraction, signing
 from pmos.gate import rules as verdict_rules
-from pmos.gate.artifact import run_artifact
+from pmos.gate.artifact import local_repository, run_artifact
 from pmos.gate.clock import checking_time, future_dated, label_before_verdict
 from pmos.gate.families import same_family
 from pmos.gate.rubric import Rubric, load_rubric
+from pmos.gate.versions import LABEL_SCHEMA_VERSION, VERDICT_SCHEMA_VERSION
 from pmos.gate.vocabulary import SKIPPED, is_judged
 from pmos.inputs import read_input_text
 from pmos.kit import Kit
@@ -103,17 +104,27 @@ def load_contract(path: Path) -> dict[str, Any]:
 
 #: The verdict layout the writers produce: 2 since each dimension and criterion
 #: carries ``verified`` (readers still take version 1 records).
-VERDICT_SCHEMA_VERSION = 2
 
 
-def record_verdict(kit: Kit, verdict: Any, *, target: str | Path | None = None) -> Written:
-    """Store a full verdict object (the form ``pmos eval record`` takes)."""
+def record_verdict(
+    kit: Kit,
+    verdict: Any,
+    *,
+    target: str | Path | None = None,
+    refuse_unknown_run: bool = False,
+) -> Written:
+    """Store a full verdict object (the form ``pmos eval record`` takes).
+
+    With ``refuse_unknown_run`` (what ``pmos eval record`` passes unless told
+    ``--allow-unknown-run``), a verdict for a run that is not registered is
+    refused (``unknown-run``): it is most often a typo in the run id, which would
+    leave the real run owed and make a phantom one."""
     if not isinstance(verdict, dict):
         raise RecordRejected("verdict", [Violation("schema:type", "(record)", "not a JSON object")])
     problems = writer_field_violations(verdict) + verdict_rules.check_verified(verdict)
     record = {**record_meta("evals"), "form": "full", **verdict}
     record["schema_version"] = VERDICT_SCHEMA_VERSION
-    return _record_verdict(kit, record, problems, target)
+    return _record_verdict(kit, record, problems, target, refuse_unknown_run)
 
 
 def record_short_verdict(
@@ -131,8 +142,10 @@ def record_short_verdict(
     skipped_reason: str | None = None,
     criteria: list[dict[str, Any]] | None = None,
     target: str | Path | None = None,
+    refuse_unknown_run: bool = False,
 ) -> Written:
-    """Store the kit's short positional form (``pmos eval log``); no dimensions.
+    """Store the kit's short positional form (``pmos eval log``); no dimensions
+    (``refuse_unknown_run``: see :func:`record_verdict`).
 
     ``criteria`` grade the run's contract as the full form does (a run with a
     contract is refused without them); the spec axis, when not given, is
@@ -170,7 +183,9 @@ def record_short_verdict(
         record["axes"] = axes
         if criteria:
             record["criteria"] = criteria
-    return _record_verdict(kit, record, verdict_rules.check_verified(record), target)
+    return _record_verdict(
+        kit, record, verdict_rules.check_verified(record), target, refuse_unknown_run
+    )
 
 
 SHORT_FORM_USAGE = (
@@ -199,10 +214,12 @@ def parse_criterion(text: str) -> dict[str, Any]:
             f"--criterion {text!r}: expected ID=pass|fail|unverified[:EVIDENCE], "
             "for example --criterion c1=pass:tests/test_api.py::test_404"
         )
+    # Without evidence nothing shows a check happened: the grade is unverified
+    # (and a pass that is unverified is refused, naming the evidence it needs).
     grade: dict[str, Any] = {
         "id": cid.strip(),
         "result": "fail" if result == "unverified" else result,
-        "verified": result != "unverified",
+        "verified": result != "unverified" and bool(evidence.strip()),
     }
     if evidence.strip():
         grade["evidence"] = evidence.strip()
@@ -280,7 +297,11 @@ def parse_short_form(
 
 
 def _record_verdict(
-    kit: Kit, record: dict[str, Any], problems: list[Violation], target: str | Path | None
+    kit: Kit,
+    record: dict[str, Any],
+    problems: list[Violation],
+    target: str | Path | None,
+    refuse_unknown_run: bool = False,
 ) -> Written:
     def build() -> Draft:
         # Under the evals lock: the pass fraction is exactly the one before this record.
@@ -297,10 +318,14 @@ def _record_verdict(
         run = None
         if not found:
             run = lookup.find_run(kit.store, record["run_id"])
+            if run is None and refuse_unknown_run:
+                found.append(_unregistered_run(kit, record["run_id"]))
             found += verdict_rules.check_against_run(record, run)
             found += verdict_rules.check_against_assessments(
                 record, run, _assessments_of(kit, record["run_id"]), now=checking_time()
             )
+            if record["verdict"] != SKIPPED:
+                found += _evidence_problems(kit, record, run)
         reject_if("evals", problems + found)
         flags, notes = _verdict_flags(kit, record, run)
         if flags:
@@ -314,6 +339,27 @@ def _assessments_of(kit: Kit, run_id: str) -> list[dict[str, Any]]:
     """The run's assessments, oldest first (the assessments ledger is not locked:
     one recorded while the verdict is written is the next verdict's to answer to)."""
     return [a for a in records(kit.store, "assessments", plain=True) if a.get("run_id") == run_id]
+
+
+def _evidence_problems(
+    kit: Kit, record: dict[str, Any], run: dict[str, Any] | None
+) -> list[Violation]:
+    """Evidence behind ``verified: true`` resolves, and named exemplars exist
+    (:mod:`pmos.gate.evidence_pointers`)."""
+
+    def assessments() -> list[dict[str, Any]]:
+        return _assessments_of(kit, record["run_id"])
+
+    def known_cases() -> set[str]:
+        return {name for a in exemplars.candidates(kit) for name in (a.case_id, a.run_id)}
+
+    head = (run or {}).get("head")
+    resolver = evidence_pointers.Resolver(
+        local_repository(kit.root, run), head if isinstance(head, str) else None, assessments
+    )
+    return evidence_pointers.evidence_problems(
+        record, resolver
+    ) + evidence_pointers.exemplar_problems(record, known_cases)
 
 
 def _rubric_of(kit: Kit, record: dict[str, Any], problems: list[Violation]) -> Rubric | None:
@@ -416,6 +462,7 @@ def record_acceptance(
             )
         record: dict[str, Any] = {
             **record_meta("acceptances"),
+            "schema_version": LABEL_SCHEMA_VERSION,
             "run_id": run_id,
             "label": label,
             "by": by,
@@ -456,10 +503,16 @@ def record_acceptance(
                 verdict["verdict"],
                 verdict["record_id"],
             )
-        # Signed last: the signature covers every content field as stored.
+        # Signed last: the signature covers every content field as stored, the kit's
+        # identity and the verdict the label judges.
+        judged_digest = signing.verdict_sha256(overridden.get("verdict") or judged)
         if signing_key is not None:
-            record["signature"] = signing.sign_label(record, signing_key)
-        problem = signing.label_signature_problem(kit.config, kit.root, record, now=now)
+            record["signature"] = signing.sign_label(
+                record, signing_key, kit=signing.kit_id(kit.config), verdict=judged_digest
+            )
+        problem = signing.label_signature_problem(
+            kit.config, kit.root, record, verdicts=lambda _named: judged_digest, now=now
+        )
         if problem is not None:
             field = "signature" if "signature" in record else "by"
             reject_if("acceptances", [Violation("label-signature", field, problem)])
@@ -468,16 +521,27 @@ def record_acceptance(
                 "the label is signed, but pmos.yaml names no signing.allowed_signers file, "
                 "so nothing checks who signed it"
             )
+        if "verdict" in overridden:
+            # The override entry is written (to a temporary name) before the label is
+            # stored, so a folder that cannot take it refuses the label: both or neither.
+            pending.append(exemplars.prepare_override(kit, record, overridden["verdict"]))
         return Draft([record], notes)
 
+    pending: list[exemplars.PendingOverride] = []
     try:
         written = append(kit.store, "acceptances", build, target=target)
     except RecordRejected as exc:
+        for entry in pending:
+            entry.discard()
         if only_if_unlabelled and [v.rule for v in exc.violations] == [already]:
             return None
         raise
-    if overridden:
-        written.warnings.append(exemplars.log_override(kit, written.record, overridden["verdict"]))
+    except BaseException:
+        for entry in pending:
+            entry.discard()
+        raise
+    for entry in pending:
+        written.warnings.append(entry.publish())
     return written
 
 
@@ -512,6 +576,33 @@ def _unknown_run(run_id: str) -> Violation:
         "Check RUN_ID for a typo ('pmos queue' and 'pmos ledger show runs' list known runs), "
         "or pass --allow-unknown-run to label it anyway",
     )
+
+
+def _unregistered_run(kit: Kit, run_id: str) -> Violation:
+    """``unknown-run`` for a verdict: the run is not registered; the registered ids
+    closest to it are named, since a typo is the usual cause."""
+    import difflib
+
+    from pmos.store.read import records
+
+    known = {r.get("run_id") for r in records(kit.store, "runs", plain=True)}
+    close = difflib.get_close_matches(run_id, [k for k in known if isinstance(k, str)], n=3)
+    hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+    return Violation(
+        UNKNOWN_RUN,
+        "run_id",
+        f"run {run_id!r} is not registered{hint}. Check RUN_ID for a typo ('pmos ledger show "
+        "runs' lists registered runs), register the run first ('pmos run register'), or pass "
+        "--allow-unknown-run to record the verdict anyway, flagged unregistered-run",
+    )
+
+
+def new_run_id() -> str:
+    """A run id no other branch will choose: time-ordered (UTC to the microsecond) and
+    random (32 bits), as record ids are: ``run-20261202T061500123456Z-5f2c9a1b``."""
+    from pmos.store.append import new_record_id
+
+    return new_record_id("run")
 
 
 def evaluator_model_from_env() -> str | None:

@@ -65,6 +65,7 @@ def load_config(path: Path) -> Config:
         raise ConfigError(f"{path} is not valid YAML: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path} must be a YAML mapping")
+    _dates_as_text(data)
     problems = schemas.validate("config", data)
     if problems:
         lines = "\n".join(f"  - {p}" for p in problems)
@@ -81,3 +82,18 @@ def load_config(path: Path) -> Config:
     ledgers.update(data["ledgers"])
     known = {k: data[k] for k in Config._fields if k in data and k not in ("ledgers", "raw")}
     return Config(ledgers=ledgers, raw=data, **known)
+
+
+def _dates_as_text(data: dict[str, Any]) -> None:
+    """YAML reads an unquoted ``required_since: 2026-12-01`` as a date: keep it as the
+    text the schema describes, so it is checked and read one way quoted or not."""
+    from datetime import date, datetime
+
+    section = data.get("signing")
+    if isinstance(section, dict):
+        since = section.get("required_since")
+        if isinstance(since, datetime):
+            text = since.isoformat() + ("" if since.tzinfo else "Z")  # YAML: no offset is UTC
+            section["required_since"] = text.replace("+00:00", "Z")
+        elif isinstance(since, date):
+            section["required_since"] = since.isoformat()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import uuid
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -139,7 +140,10 @@ def init_kit(
     try:
         dest.mkdir(parents=True, exist_ok=True)
         for src, rel_file in _template_files(source):
-            _create(dest / rel_file, rel_file, report, lambda t, s=src: shutil.copy2(s, t))
+            make = lambda t, s=src: shutil.copy2(s, t)  # noqa: E731
+            if rel_file == CONFIG_NAME:
+                make = _writer(with_kit_id(src.read_text(encoding="utf-8")).encode("utf-8"))
+            _create(dest / rel_file, rel_file, report, make)
         for kind, rel_folder, folder in ledgers:
             for name, data in ((MARKER, marker_text(kind)), (".gitignore", LEDGER_GITIGNORE)):
                 _create(folder / name, f"{rel_folder}/{name}", report, _writer(data))
@@ -161,6 +165,53 @@ def init_kit(
     except OSError as exc:
         raise BadInput(f"cannot write {mcp_target}: {exc.strerror}") from None
     return report._replace(mcp_config=mcp_target.resolve())
+
+
+def new_kit_id() -> str:
+    """A fresh kit identity: random, so two kits never share one by chance."""
+    return f"kit-{uuid.uuid4().hex}"
+
+
+KIT_ID_COMMENT = (
+    "# The kit's identity: a signed PM label names it, so a label copied to another\n"
+    "# kit does not verify. Written once by 'pmos init'; never change or copy it.\n"
+)
+
+
+def with_kit_id(text: str, kit_id: str | None = None) -> str:
+    """pmos.yaml's ``text`` with a ``kit_id`` line (a new id unless given): after the
+    ``schema_version`` line, else at the end."""
+    line = f"{KIT_ID_COMMENT}kit_id: {kit_id or new_kit_id()}\n"
+    lines = text.splitlines(keepends=True)
+    for n, existing in enumerate(lines):
+        if existing.startswith("schema_version:"):
+            return "".join(lines[: n + 1]) + "\n" + line + "".join(lines[n + 1 :])
+    return text + ("" if text.endswith("\n") or not text else "\n") + "\n" + line
+
+
+def create_kit_id(root: Path) -> str:
+    """Give a kit made before kits had an identity its ``kit_id`` (``pmos kit-id
+    --create``), written into its pmos.yaml whole or not at all; refused when it
+    has one already (an identity never changes)."""
+    from pmos.atomic import replace_file
+
+    path = root / CONFIG_NAME
+    config = load_config(path)
+    if config.raw.get("kit_id"):
+        raise BadInput(f"{path} has a kit_id already ({config.raw['kit_id']}); it never changes")
+    text = path.read_text(encoding="utf-8")
+    kit_id = new_kit_id()
+    updated = with_kit_id(text, kit_id)
+    from pmos.yamlio import load_yaml
+
+    reread = load_yaml(updated)
+    if not isinstance(reread, dict) or reread.get("kit_id") != kit_id:
+        raise BadInput(f"{path} is not laid out so a kit_id line can be added; add it by hand")
+    try:
+        replace_file(path, updated.encode("utf-8"))
+    except OSError as exc:
+        raise BadInput(f"cannot write {path}: {exc.strerror or exc}") from None
+    return kit_id
 
 
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL

@@ -212,7 +212,9 @@ def draft(kit: Kit, args: dict[str, Any]) -> dict[str, Any]:
 def record(kit: Kit, args: dict[str, Any]) -> dict[str, Any]:
     from pmos.gate.writers import record_verdict  # the verdict rules, at call time
 
-    written = record_verdict(kit, args)
+    # An agent names runs it was handed: an unregistered one is a typo, refused as
+    # `pmos eval record` refuses it (the CLI's --allow-unknown-run is not offered here).
+    written = record_verdict(kit, args, refuse_unknown_run=True)
     return {"record": written.record, "warnings": written.warnings}
 
 
@@ -225,7 +227,7 @@ def log(kit: Kit, args: dict[str, Any]) -> dict[str, Any]:
     fields = dict(args)
     if fields.get("evaluator_model") is None:
         fields["evaluator_model"] = evaluator_model_from_env()
-    written = record_short_verdict(kit, **fields)
+    written = record_short_verdict(kit, **fields, refuse_unknown_run=True)
     return {"record": written.record, "warnings": written.warnings}
 
 
