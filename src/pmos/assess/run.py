@@ -41,7 +41,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from pmos.assess import beneath
+from pmos.assess import beneath, reaper
 from pmos.assess.spec import Expectation, Metric, Spec
 from pmos.errors import ResourcesExhausted
 
@@ -257,7 +257,7 @@ def run_command(
     """
     tracker = tracker or ProcessTracker()
     tracker.check()
-    with tracker.slot():
+    with reaper.supervising() if uses_shepherd() else contextlib.nullcontext(), tracker.slot():
         return _run(command, cwd, timeout_s, tracker, stdin_data, env, separate_stderr, tail_bytes)
 
 
@@ -280,16 +280,18 @@ def _run(
     else:
         argv = ["bash", "-c", script_for(command)]
     try:
-        proc = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE if separate_stderr else subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-            pass_fds=(status_w,) if shepherd else (),
-        )
+        with reaper.starting() as started:
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE if separate_stderr else subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+                pass_fds=(status_w,) if shepherd else (),
+            )
+            started.add(proc.pid)
     except OSError as exc:
         if shepherd:
             os.close(status_r)
@@ -302,10 +304,38 @@ def _run(
         if shepherd:
             os.close(status_w)
     try:
-        tracker.started(proc.pid, shepherd)
-    except Cancelled:
-        _reap(proc, status_r)
-        raise
+        try:
+            tracker.started(proc.pid, shepherd)
+        except Cancelled:
+            _reap(proc, status_r)
+            raise
+        return _watch(
+            proc,
+            shepherd,
+            status_r,
+            start,
+            timeout_s,
+            tracker,
+            stdin_data,
+            separate_stderr,
+            tail_bytes,
+        )
+    finally:
+        reaper.finished(proc.pid)
+
+
+def _watch(
+    proc: subprocess.Popen[bytes],
+    shepherd: bool,
+    status_r: int,
+    start: float,
+    timeout_s: float,
+    tracker: ProcessTracker,
+    stdin_data: bytes | None,
+    separate_stderr: bool,
+    tail_bytes: int,
+) -> CommandResult:
+    """Wait for a started command, read its output and its shepherd's report."""
     exited = threading.Event()
     fired = threading.Event()
     try:
@@ -331,8 +361,9 @@ def _run(
         tracker.finished(proc.pid)
         _reap(proc, status_r)
         raise
+    hijacked = False
     try:
-        _wait_unreaped(proc)
+        hijacked = _wait_unreaped(proc, shepherd)
     finally:
         exited.set()
         timer.cancel()
@@ -342,6 +373,11 @@ def _run(
         tracker.finished(proc.pid)
         proc.wait()
     status = _read_status(status_r) if shepherd else None
+    if shepherd and status is None:
+        # The shepherd died without a report (killed, by the command or by
+        # pmos after it was stopped): what the command started was adopted by
+        # pmos. Stop it now, before waiting for the output pipes it may hold.
+        reaper.sweep()
     incomplete = not out.join(_DRAIN_S)
     if err is not None:
         incomplete = not err.join(_DRAIN_S) or incomplete
@@ -358,7 +394,7 @@ def _run(
         incomplete=incomplete,
     )
     if shepherd:
-        _apply_status(result, status, fired.is_set())
+        _apply_status(result, status, fired.is_set(), hijacked)
     if result.timed_out:
         result.exit_code = None
     return result
@@ -385,19 +421,28 @@ def _read_status(fd: int) -> dict[str, Any] | None:
     return status if isinstance(status, dict) else None
 
 
-def _apply_status(result: CommandResult, status: dict[str, Any] | None, fired: bool) -> None:
+def _apply_status(
+    result: CommandResult, status: dict[str, Any] | None, fired: bool, hijacked: bool
+) -> None:
     """Fill in what the shepherd reported about the command it ran."""
     if status is None:
-        result.timed_out = fired
-        if not fired:
+        result.timed_out = fired and not hijacked
+        if hijacked:
+            result.error = (
+                "the process supervising the command was stopped (SIGSTOP), so pmos "
+                "killed it and every process the command had started; its outcome is unknown"
+            )
+        elif not fired:
             result.error = (
                 f"the process supervising the command died (status {result.exit_code}); "
-                "its outcome is unknown"
+                "pmos stopped every process the command had started; its outcome is unknown"
             )
         return
     if status.get("error"):
         if status.get("errno") in _RESOURCE_ERRNOS:
-            raise ResourcesExhausted(_resource_message(status["error"]))
+            # The shepherd's own words start "could not start bash".
+            what = str(status["error"]).removeprefix("could not ")
+            raise ResourcesExhausted(_resource_message(what))
         result.error = status["error"]
     result.exit_code = status.get("exit")
     result.timed_out = fired and bool(status.get("stopped"))
@@ -410,11 +455,30 @@ def _apply_status(result: CommandResult, status: dict[str, Any] | None, fired: b
         )
 
 
-def _wait_unreaped(proc: subprocess.Popen[bytes]) -> None:
-    """Block until ``proc`` exits, leaving it a zombie (its pid stays reserved)."""
+def _wait_unreaped(proc: subprocess.Popen[bytes], shepherd: bool) -> bool:
+    """Block until ``proc`` exits, leaving it a zombie (its pid stays reserved).
+
+    A shepherd that is stopped (``kill -STOP $PPID`` from its command) can
+    neither reap nor report, and would wait, stopped, until the timeout: pmos
+    sees the stop (it is the shepherd's parent) and kills it at once, and the
+    command's processes are then adopted by pmos and swept. Returns True when
+    that happened."""
+    flags = os.WEXITED | os.WNOWAIT
+    if shepherd:
+        flags |= os.WSTOPPED
+    stopped = False
     # ChildProcessError: already reaped; proc.wait() afterwards returns its status.
     with contextlib.suppress(ChildProcessError):
-        os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+        while True:
+            info = os.waitid(os.P_PID, proc.pid, flags)
+            if info is None or info.si_code not in (os.CLD_STOPPED, os.CLD_TRAPPED):
+                break
+            stopped = True
+            # WNOWAIT leaves the stop reportable: wait for the exit alone from now on.
+            flags = os.WEXITED | os.WNOWAIT
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGKILL)
+    return stopped
 
 
 def _feed(stream: Any, data: bytes) -> None:
@@ -652,12 +716,13 @@ def run_spec(
             raise RuntimeError("an llm_review expectation needs a review runner")
         return review(exp, tracker)
 
-    checks = concurrently(one, spec.expectations, tracker)
-    metrics = concurrently(
-        lambda m: run_metric(m, cwd=cwd, timeout_s=timeout_s, tracker=tracker, env=env),
-        spec.metrics,
-        tracker,
-    )
+    with reaper.supervising() if uses_shepherd() else contextlib.nullcontext():
+        checks = concurrently(one, spec.expectations, tracker)
+        metrics = concurrently(
+            lambda m: run_metric(m, cwd=cwd, timeout_s=timeout_s, tracker=tracker, env=env),
+            spec.metrics,
+            tracker,
+        )
     return checks, metrics
 
 
