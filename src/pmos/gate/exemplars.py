@@ -116,15 +116,14 @@ def parse_log(text: str, source: str = "the text") -> list[dict[str, Any]]:
                 (pending[0], f"entry {pending[1]!r} must be followed by a fenced ```yaml block")
             )
 
-    for part in markdown.segments(text):
-        if isinstance(part, markdown.Prose):
-            heading = markdown.HEADING.match(part.text)
-            if heading and len(heading.group(1)) == 3:
-                expect_block()
-                pending = (part.number, heading.group(2))
-            elif part.text.strip():
-                expect_block()
-                pending = None
+    for part in markdown.parse(text).blocks:
+        if isinstance(part, markdown.Heading) and part.level == 3:
+            expect_block()
+            pending = (part.number, part.text)
+            continue
+        if not isinstance(part, markdown.CodeBlock):
+            expect_block()
+            pending = None
             continue
         if pending is None:
             if not part.closed:

@@ -47,10 +47,6 @@ SHELL_LANGUAGES = frozenset({"", "sh", "bash", "shell", "console", "zsh", "shell
 KIT_SCRIPT = "scripts/pmos-log.sh"
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
-_INLINE_LINK = re.compile(
-    r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]*)>?(?:\s+\"[^\"]*\")?\s*\)"
-)
-_REF_LINK = re.compile(r"^ {0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)")
 _OPERATORS = re.compile(r"\s(?:&&|\|\||;|\|)\s")
 _SCRIPT_CASE = re.compile(
     r'^\s*([a-z][a-z-]*)\)\s*exec\s+"\$\{pmos\[@\]\}"\s+--root\s+"\$kit_root"\s+(.+?)\s+"\$@"'
@@ -395,31 +391,29 @@ def _check_file(
         report.skills.append(shown)
         report.problems += _skill_problems(path, shown, text, names)
 
-    def command_problems(number: int, snippet: str) -> None:
+    def command_problems(number: int, snippet: str) -> list[Problem]:
+        found = []
         for kind, args in _invocations(snippet):
             report.commands += 1
             problem = tree.check(args) if kind == "pmos" else tree.check_script(args)
             if problem:
-                report.problems.append(Problem(shown, number, "command", problem))
+                found.append(Problem(shown, number, "command", problem))
+        return found
 
-    for part in markdown.segments(text):
-        if isinstance(part, markdown.CodeBlock):
-            if part.language in SHELL_LANGUAGES:
-                for number, line in _shell_lines(part):
-                    command_problems(number, line)
-            continue
-        for span in markdown.code_spans(part.text):
-            command_problems(part.number, span)
-        prose = markdown.without_code_spans(part.text)
-        targets = [m.group(1) for m in _INLINE_LINK.finditer(prose)]
-        ref = _REF_LINK.match(prose)
-        if ref:
-            targets.append(ref.group(1))
-        for target in targets:
-            report.links += 1
-            problem = _link_problem(path, target, cache)
-            if problem:
-                report.problems.append(Problem(shown, part.number, "link", problem))
+    found: list[Problem] = []
+    document = markdown.parse(text)
+    for block in document.blocks:
+        if isinstance(block, markdown.CodeBlock) and block.language in SHELL_LANGUAGES:
+            for number, line in _shell_lines(block):
+                found += command_problems(number, line)
+    for number, span in document.prose.spans:
+        found += command_problems(number, span)
+    for number, target in document.prose.links:
+        report.links += 1
+        problem = _link_problem(path, target, cache)
+        if problem:
+            found.append(Problem(shown, number, "link", problem))
+    report.problems += sorted(found, key=lambda p: p.line)
 
 
 def _markdown_files(paths: Iterable[Path]) -> list[Path]:
