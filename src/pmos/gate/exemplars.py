@@ -51,7 +51,7 @@ from pmos.kit import Kit
 from pmos.paths import resolve_inside
 from pmos.store import lookup
 from pmos.store.screening import Excluded
-from pmos.timestamps import parse_instant
+from pmos.timestamps import compact, parse_instant
 from pmos.yamlio import load_yaml
 
 DEFAULT_LOG = "planning/evals/eval-calibration.md"
@@ -253,7 +253,7 @@ def case_id_for(run_id: str, stamp: datetime, label_record_id: str = "") -> str:
     since the suffix is the random part of the label's record id."""
     suffix = label_record_id.rsplit("-", 1)[-1] if label_record_id else ""
     tail = f"-{_UNSAFE_ID.sub('', suffix)[:8]}" if suffix else ""
-    return f"{_case_base(run_id)}-override-{stamp.strftime('%Y%m%dT%H%M%SZ')}{tail}"
+    return f"{_case_base(run_id)}-override-{compact(stamp)}{tail}"
 
 
 def overridden_verdict(
