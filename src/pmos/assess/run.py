@@ -11,7 +11,8 @@ command runs in a session of its own and its process group is killed.
 At most ``assess.workers`` commands run at once (default
 :data:`DEFAULT_WORKERS`), and the threads that wait for them are bounded the
 same way, so a spec of 400 checks cannot exhaust the process limit. The pool
-of threads is started whole before the first command runs (see
+of threads (a ``concurrent.futures`` executor) is started whole before the
+first command runs (see
 :func:`concurrently`), so its size never depends on how fast commands finish;
 a thread or process the system refuses to start stops the assessment with
 :class:`~pmos.errors.ResourcesExhausted` instead of failing a check for a
@@ -36,6 +37,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -52,6 +54,8 @@ DEFAULT_WORKERS = 8
 #: How long to wait for output pipes to close after a command ended and its
 #: group was killed; only a process that left the group can hold them longer.
 _DRAIN_S = 5.0
+#: How often the thread waiting for a pool's items wakes (to take a Ctrl-C).
+_WAKE_S = 0.25
 #: How long a shepherd gets to stop its command before its group is killed outright.
 _STOP_GRACE_S = 15.0
 #: Starts the shepherd by importing it, so Python reuses its compiled code instead
@@ -731,65 +735,54 @@ def concurrently(
 ) -> list[Any]:
     """``fn`` over ``items`` on at most ``tracker.workers`` threads, results in order.
 
-    The whole pool is started before any item runs, and nothing runs if a thread
-    of it cannot start: a pool too large for the process limit then stops here,
-    with :class:`~pmos.errors.ResourcesExhausted` and no command run. A pool that
-    grows on demand (``ThreadPoolExecutor``) reuses idle threads instead, so how
-    many threads, and commands, were ever live at once depended on how fast the
-    commands finished, and a pool too large for the limit passed or failed by luck.
+    The threads are a :class:`~concurrent.futures.ThreadPoolExecutor`'s, started
+    whole before any item runs. The executor starts a thread per task submitted
+    until it has ``max_workers`` and reuses idle ones after, so how many threads,
+    and commands, were ever live at once would depend on how fast the commands
+    finish, and a pool too large for the process limit would pass or fail by
+    luck. So it is filled first with tasks that hold their thread until every
+    thread has started: a pool that cannot start stops here, with
+    :class:`~pmos.errors.ResourcesExhausted` and no command run.
 
-    The first item to fail stops the others (every live command is stopped) and
-    its error is raised; the :class:`Cancelled` of the items it stopped is not.
+    The first item to fail stops the others (every live command is stopped, the
+    items not started are cancelled) and its error is raised; the
+    :class:`Cancelled` of the items it stopped is not.
     """
     if not items:
         return []
-    results: list[Any] = [None] * len(items)
-    failures: list[BaseException] = []
-    lock = threading.Lock()
-    todo = iter(range(len(items)))
-    go = threading.Event()
-    stop = threading.Event()
-
-    def work() -> None:
-        go.wait()
-        while not stop.is_set():
-            with lock:
-                index = next(todo, None)
-            if index is None:
-                return
-            try:
-                results[index] = fn(items[index])
-            except BaseException as exc:
-                with lock:
-                    failures.append(exc)
-                stop.set()
-                tracker.kill_all()
-                return
-
     size = min(len(items), tracker.workers)
-    threads: list[threading.Thread] = []
+    filled = threading.Event()
+    executor = ThreadPoolExecutor(max_workers=size, thread_name_prefix="pmos-assess")
+    futures: list[Future[Any]] = []
     try:
+        started = 0
         try:
             for _ in range(size):
-                threads.append(_start_thread(work))
-        except BaseException as exc:
-            stop.set()  # before go: the threads that started run nothing
-            if isinstance(exc, ResourcesExhausted) and not tracker.commands:
-                what = f"start a pool of {size} threads for assess.workers ({len(threads)} started)"
-                raise ResourcesExhausted(_resource_message(what, ran=False)) from None
-            raise
+                executor.submit(filled.wait)
+                started += 1
+        except RuntimeError as exc:  # "can't start new thread"
+            if tracker.commands:
+                raise ResourcesExhausted(_resource_message(f"start a thread ({exc})")) from None
+            what = f"start a pool of {size} threads for assess.workers ({started} started)"
+            raise ResourcesExhausted(_resource_message(what, ran=False)) from None
         finally:
-            go.set()
-        for thread in threads:
-            thread.join()
+            filled.set()
+        futures = [executor.submit(fn, item) for item in items]
+        # Wait in slices: Ctrl-C may be delivered to a thread other than this
+        # one, and its handler runs here only when this thread wakes.
+        while wait(futures, timeout=_WAKE_S, return_when=FIRST_EXCEPTION).not_done:
+            if any(f.done() and f.exception() is not None for f in futures):
+                break
+        failures = [f.exception() for f in futures if f.done() and not f.cancelled()]
+        failed = [e for e in failures if e is not None]
+        if failed:
+            raise next((e for e in failed if not isinstance(e, Cancelled)), failed[0])
+        return [f.result() for f in futures]
     except BaseException:
         # Stop first: the threads wait for their commands.
-        stop.set()
         tracker.kill_all()
+        for future in futures:
+            future.cancel()
         raise
     finally:
-        for thread in threads:
-            thread.join()
-    if failures:
-        raise next((e for e in failures if not isinstance(e, Cancelled)), failures[0])
-    return results
+        executor.shutdown(wait=True, cancel_futures=True)
