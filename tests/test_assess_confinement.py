@@ -426,6 +426,38 @@ def test_nothing_a_check_starts_outlives_pmos_whatever_it_does_to_its_parent(
     assert check["passed"] is (not then)
 
 
+def test_pmos_stops_only_what_the_check_that_killed_its_shepherd_started(tmp_path, work):
+    """While check 0 kills its shepherd, check 1 runs on under its own: pmos
+    stops what check 0 started (check 1 waits to see it gone) and leaves check 1,
+    its shepherd and what it started alone, so check 1's shepherd reports that
+    as its own."""
+    marker = f"pmos-stray-{os.getpid()}-{time.monotonic_ns()}"
+    killer = (
+        f"setsid bash -c 'touch a.ready; exec -a {marker}-a sleep 1013' &\n"
+        "while [ ! -e a.ready ] || [ ! -e b.ready ]; do sleep 0.01; done\n"
+        "kill -9 $PPID\n"
+    )
+    bystander = (
+        f"setsid bash -c 'touch b.ready; exec -a {marker}-b sleep 1014' &\n"
+        "while [ ! -e a.ready ] || [ ! -e b.ready ]; do sleep 0.01; done\n"
+        # The pattern is assembled, so that no command line holds it but the
+        # one of check 0's process (bounded at 30 s, so a regression fails).
+        f"m={marker}\n"
+        'while pgrep -f "$m-a" > /dev/null && [ $SECONDS -lt 30 ]; do sleep 0.01; done\n'
+        'pgrep -f "$m-a" > /dev/null || echo "the other check\'s process is gone"\n'
+    )
+    checks = [{"type": "script", "command": c} for c in (killer, bystander)]
+    spec = write_spec(tmp_path / "s.yaml", {"expectations": checks})
+    done = pmos_process("assess", str(spec), "--cwd", str(work), "--task-id", "t", "--json")
+    assert _none_marked(marker) == []
+    first, second = json.loads(done.stdout)["checks"]
+    assert "the process supervising the command died" in first["reason"]
+    assert second["passed"] is True, second
+    assert "the other check's process is gone" in second["output_tail"]
+    assert second["left_running"] == 1
+    assert done.returncode == 1, done.stderr
+
+
 def test_a_timed_out_command_is_stopped_with_what_it_setsid_started(tmp_path, work, kit_root):
     set_config(kit_root, assess={"timeout_s": 1})
     command = "setsid bash -c 'echo $$ > s.pid; exec sleep 1007' &\nsleep 60\n"
