@@ -7,6 +7,7 @@ reproduce.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -17,6 +18,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -363,6 +365,99 @@ def test_setsid_and_double_forked_processes_are_stopped_and_reported(tmp_path, w
     assert "check 0 (script) left 2 process(es) running" in done.stderr
 
 
+def _marked(marker: str) -> list[int]:
+    """Live processes (zombies excluded) whose command line holds ``marker``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if marker.encode() in cmdline and alive(int(entry)):
+                found.append(int(entry))
+    return found
+
+
+def _none_marked(marker: str, seconds: float = 10) -> list[int]:
+    """Poll until no process holds ``marker`` (bounded); those still alive."""
+    deadline = time.monotonic() + seconds
+    while (left := _marked(marker)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return left
+
+
+#: Starts a setsid grandchild and a double-forked one, both sleeping, and waits
+#: until both run before going on (they touch a file before they exec sleep).
+_STRAYS = (
+    "setsid bash -c 'touch s.ready; exec -a {m}-s sleep 1010' &\n"
+    "( bash -c 'touch d.ready; exec -a {m}-d sleep 1011' & )\n"
+    "while [ ! -e s.ready ] || [ ! -e d.ready ]; do sleep 0.01; done\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("then", "reason"),
+    [
+        ("", "it left 2 process(es) running"),
+        ("kill -9 $PPID\nexec -a {m}-b sleep 1012\n", "the process supervising the command died"),
+        ("kill -STOP $PPID\necho stopped it\n", "the process supervising the command was stopped"),
+    ],
+    ids=["exits", "kills-its-shepherd", "stops-its-shepherd"],
+)
+def test_nothing_a_check_starts_outlives_pmos_whatever_it_does_to_its_parent(
+    tmp_path, work, then, reason
+):
+    """Issue 29, item 2: the shepherd is the command's parent, so the command
+    can kill or stop it; pmos itself adopts and stops what the command started.
+    A stopped shepherd is killed at once rather than left to the timeout (the
+    default, 600 s, is longer than this test's own timeout)."""
+    marker = f"pmos-stray-{os.getpid()}-{time.monotonic_ns()}"
+    command = (_STRAYS + then).format(m=marker)
+    spec = write_spec(
+        tmp_path / "s.yaml", {"expectations": [{"type": "script", "command": command}]}
+    )
+    done = pmos_process("assess", str(spec), "--cwd", str(work), "--task-id", "t", "--json")
+    assert _none_marked(marker) == []
+    assert "Traceback" not in done.stderr
+    (check,) = json.loads(done.stdout)["checks"]
+    assert reason in check["reason"]
+    assert done.returncode == (0 if not then else 1), done.stderr
+    assert check["passed"] is (not then)
+
+
+def test_pmos_stops_only_what_the_check_that_killed_its_shepherd_started(tmp_path, work):
+    """While check 0 kills its shepherd, check 1 runs on under its own: pmos
+    stops what check 0 started (check 1 waits to see it gone) and leaves check 1,
+    its shepherd and what it started alone, so check 1's shepherd reports that
+    as its own."""
+    marker = f"pmos-stray-{os.getpid()}-{time.monotonic_ns()}"
+    killer = (
+        f"setsid bash -c 'touch a.ready; exec -a {marker}-a sleep 1013' &\n"
+        "while [ ! -e a.ready ] || [ ! -e b.ready ]; do sleep 0.01; done\n"
+        "kill -9 $PPID\n"
+    )
+    bystander = (
+        f"setsid bash -c 'touch b.ready; exec -a {marker}-b sleep 1014' &\n"
+        "while [ ! -e a.ready ] || [ ! -e b.ready ]; do sleep 0.01; done\n"
+        # The pattern is assembled, so that no command line holds it but the
+        # one of check 0's process (bounded at 30 s, so a regression fails).
+        f"m={marker}\n"
+        'while pgrep -f "$m-a" > /dev/null && [ $SECONDS -lt 30 ]; do sleep 0.01; done\n'
+        'pgrep -f "$m-a" > /dev/null || echo "the other check\'s process is gone"\n'
+    )
+    checks = [{"type": "script", "command": c} for c in (killer, bystander)]
+    spec = write_spec(tmp_path / "s.yaml", {"expectations": checks})
+    done = pmos_process("assess", str(spec), "--cwd", str(work), "--task-id", "t", "--json")
+    assert _none_marked(marker) == []
+    first, second = json.loads(done.stdout)["checks"]
+    assert "the process supervising the command died" in first["reason"]
+    assert second["passed"] is True, second
+    assert "the other check's process is gone" in second["output_tail"]
+    assert second["left_running"] == 1
+    assert done.returncode == 1, done.stderr
+
+
 def test_a_timed_out_command_is_stopped_with_what_it_setsid_started(tmp_path, work, kit_root):
     set_config(kit_root, assess={"timeout_s": 1})
     command = "setsid bash -c 'echo $$ > s.pid; exec sleep 1007' &\nsleep 60\n"
@@ -379,7 +474,9 @@ def test_a_timed_out_command_is_stopped_with_what_it_setsid_started(tmp_path, wo
 def test_processes_are_stopped_when_pmos_itself_is_killed(tmp_path, work):
     """Item 5: even a SIGKILLed pmos leaves nothing behind (the shepherd's
     parent-death signal)."""
-    command = "setsid bash -c 'echo $$ > s.pid; exec sleep 1008' &\nsleep 1009\n"
+    # s.pid appears whole (renamed into place) once the setsid process runs:
+    # the readiness signal to kill pmos on.
+    command = "setsid bash -c 'echo $$ > s.tmp; mv s.tmp s.pid; exec sleep 1008' &\nsleep 1009\n"
     spec = write_spec(
         tmp_path / "s.yaml", {"expectations": [{"type": "script", "command": command}]}
     )
@@ -391,7 +488,6 @@ def test_processes_are_stopped_when_pmos_itself_is_killed(tmp_path, work):
     deadline = time.monotonic() + 30
     while not (work / "s.pid").exists() and time.monotonic() < deadline:
         time.sleep(0.02)
-    time.sleep(0.1)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
     assert _wait_dead(int((work / "s.pid").read_text()), 10)
@@ -459,14 +555,37 @@ def test_nothing_runs_when_the_assessment_could_not_be_stored(tmp_path, work, ki
 # ---------------------------------------------------------------- 7: bounded threads
 
 
-def _unused_uid() -> int:
+@contextlib.contextmanager
+def _unused_uid() -> Iterator[int]:
+    """A uid no account has and no process runs as, claimed for this test alone.
+
+    The process limit counts every process of the real uid, so two tests given
+    the same uid share one limit: the three cases below, run side by side by
+    xdist (or by another checkout's suite on the same machine), once all took
+    the first free uid, and the case that piles commands up to the limit made
+    the default pool fail to start bash (exit 75). A lock on a file named after
+    the uid, in the system's temporary folder, held until the test ends, makes
+    the claim exclusive across processes."""
+    import fcntl
     import pwd
 
     taken = {p.pw_uid for p in pwd.getpwall()}
     for uid in range(54321, 60000):
-        running = subprocess.run(["pgrep", "-U", str(uid)], capture_output=True).returncode == 0
-        if uid not in taken and not running:
-            return uid
+        if uid in taken:
+            continue
+        lock = open(Path(tempfile.gettempdir()) / f"pmos-test-uid-{uid}.lock", "w")  # noqa: SIM115
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.close()
+            continue
+        try:
+            running = subprocess.run(["pgrep", "-U", str(uid)], capture_output=True)
+            if running.returncode != 0:
+                yield uid
+                return
+        finally:
+            lock.close()
     pytest.skip("no unused uid found")
 
 
@@ -514,15 +633,17 @@ def test_a_process_limit_is_met_with_a_bounded_pool_or_a_clear_exit(
     checks = [{"type": "test", "command": command} for _ in range(400)]
     spec = write_spec(shared / "spec.yaml", {"expectations": checks})
     before = ledger_bytes(kit_root)
-    limited = ["prlimit", "--nproc=150:150", "setpriv", "--ruid", str(_unused_uid())]
-    limited += ["--bounding-set", "-sys_resource,-sys_admin", "--", sys.executable, "-m", "pmos"]
     try:
-        done = subprocess.run(
-            [*limited, "assess", str(spec), "--cwd", str(shared), "--json"],
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+        with _unused_uid() as uid:
+            limited = ["prlimit", "--nproc=150:150", "setpriv", "--ruid", str(uid)]
+            limited += ["--bounding-set", "-sys_resource,-sys_admin", "--", sys.executable]
+            limited += ["-m", "pmos", "assess", str(spec), "--cwd", str(shared), "--json"]
+            done = subprocess.run(
+                limited,
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
         ran = len(list(shared.glob("ran-*")))
     finally:
         shutil.rmtree(shared, ignore_errors=True)
@@ -533,6 +654,7 @@ def test_a_process_limit_is_met_with_a_bounded_pool_or_a_clear_exit(
         assert len(out["checks"]) == 400 and out["passed"] is True
     else:
         assert "could not start a" in done.stderr
+        assert "could not could not" not in done.stderr
         assert "Lower assess.workers in pmos.yaml or raise the limit" in done.stderr
         assert ledger_bytes(kit_root) == before
     if workers == 200:

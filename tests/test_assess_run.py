@@ -273,7 +273,7 @@ def test_ctrl_c_kills_running_commands_and_writes_nothing(
     before = ledger_bytes(kit_root)
     command = (
         "awk '/^SigIgn/ {print $2}' /proc/$$/status > sigign.txt; "
-        "sleep 60 & echo $! > sleep.pid; wait"
+        "sleep 60 & echo $! > sleep.tmp; mv sleep.tmp sleep.pid; wait"
     )
     spec = write_spec(tmp_path / "s.yaml", {"expectations": [{"type": "test", "command": command}]})
     proc = subprocess.Popen(
@@ -287,7 +287,7 @@ def test_ctrl_c_kills_running_commands_and_writes_nothing(
     deadline = time.monotonic() + 20
     while not (work / "sleep.pid").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
-    time.sleep(0.2)
+    # sleep.pid appears whole (renamed into place) once the sleep runs.
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=20)
     assert proc.returncode == 130, stderr

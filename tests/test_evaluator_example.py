@@ -16,7 +16,7 @@ def example_blocks() -> dict[str, str]:
     """The skill's Example section: its yaml contract and its json verdict."""
     text = SKILL.read_text(encoding="utf-8")
     example = text[text.index("\n## Example\n") :]
-    blocks = [p for p in markdown.segments(example) if isinstance(p, markdown.CodeBlock)]
+    blocks = [b for b in markdown.parse(example).blocks if isinstance(b, markdown.CodeBlock)]
     found = {b.language: "\n".join(line for _, line in b.lines) for b in blocks}
     assert set(found) == {"yaml", "json"}, found.keys()
     return found

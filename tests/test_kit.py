@@ -93,7 +93,9 @@ def test_reinit_never_touches_existing_files(kit_root, cli):
         ).exit_code
         == 0
     )
-    (kit_root / "pmos.yaml").write_text((kit_root / "pmos.yaml").read_text() + "\nmin_pairs: 5\n")
+    config = (kit_root / "pmos.yaml").read_text()
+    assert "\nmin_pairs: 20\n" in config
+    (kit_root / "pmos.yaml").write_text(config.replace("\nmin_pairs: 20\n", "\nmin_pairs: 5\n"))
     before = {p: p.read_bytes() for p in kit_root.rglob("*") if p.is_file()}
     result = cli("init", str(kit_root), "--json")
     assert result.exit_code == 0

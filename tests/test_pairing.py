@@ -13,7 +13,7 @@ import pytest
 from pmos.calibration import pairs
 from pmos.calibration.judged import Label, LatestLabels, Verdict, latest_verdicts
 from pmos.calibration.metrics import compute_metrics, scored_pairs
-from pmos.gate.latest import per_run, verdicts_per_run
+from pmos.gate.latest import instant_key, per_run, verdicts_per_run
 from pmos.gate.writers import record_verdict
 from test_metrics import judge, label, metrics, seed_table
 
@@ -183,5 +183,5 @@ def test_scored_pairs_are_the_judged_verdicts(kit, verdict):
 
 @pytest.mark.parametrize("stamp", ["2026-01-01T00:00:00+00:00", "2026-01-01t00:00:00z"])
 def test_other_rfc3339_layouts_are_ordered_as_instants(stamp):
-    assert pairs.instant_key(stamp) == "2026-01-01T00:00:00.000000Z"
-    assert pairs.instant_key("2026-01-01T01:00:00+01:00") == "2026-01-01T00:00:00.000000Z"
+    assert instant_key(stamp) == "2026-01-01T00:00:00.000000Z"
+    assert instant_key("2026-01-01T01:00:00+01:00") == "2026-01-01T00:00:00.000000Z"

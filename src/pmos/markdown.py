@@ -1,35 +1,36 @@
-"""Just enough Markdown structure for the kit's own documents.
+"""The kit's own documents as Markdown structure, read by markdown-it-py.
 
 The exemplar log and ``pmos skill check`` both need to know what is inside a
-code fence and what is prose; reading a heading or a link inside a fence as
-real would make a log entry out of an example, or a broken link out of a
-code sample. Fences follow CommonMark: three or more backticks or tildes,
-indented at most three spaces, closed by a run of the same character at least
-as long.
+code fence and what is prose: reading a heading or a link inside a fence as
+real would make a log entry out of an example, or a broken link out of a code
+sample. markdown-it-py (a CommonMark parser, installed with Typer) does the
+reading; this module only turns its tokens into what those two readers use:
+code blocks with their lines, headings, and the code spans and link targets of
+the prose, each with its 1-based line number.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
-FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*([^`]*)$")
-HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
-_CODE_SPAN = re.compile(r"(`+)(.+?)\1")
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
+
 _LINK_SYNTAX = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _NOT_SLUG = re.compile(r"[^\w\- ]", re.UNICODE)
 
 
-def closes(line: str, marker: str) -> bool:
-    """Whether ``line`` closes a fence opened with ``marker``."""
-    stripped = line.strip()
-    return (
-        len(line) - len(line.lstrip(" ")) <= 3
-        and len(stripped) >= len(marker)
-        and set(stripped) == {marker[0]}
-    )
+@cache
+def _parser() -> MarkdownIt:
+    # Imported here: 20 ms or more, and 'pmos accept' imports this module (the
+    # exemplar log) on every label, while only an override reads the log.
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark")
 
 
 @dataclass
@@ -43,42 +44,87 @@ class CodeBlock:
 
 
 @dataclass
-class Prose:
+class Heading:
     number: int
+    level: int
+    #: The heading's text as written (links and code spans included).
     text: str
 
 
-def segments(text: str) -> Iterator[Prose | CodeBlock]:
-    """The document as prose lines and fenced code blocks, in order."""
-    block: CodeBlock | None = None
-    marker = ""
-    for number, line in enumerate(text.splitlines(), start=1):
-        if block is not None:
-            if closes(line, marker):
-                block.closed = True
-                yield block
-                block = None
-            else:
-                block.lines.append((number, line))
-            continue
-        opened = FENCE.match(line)
-        if opened:
-            marker = opened.group(1)
-            info = opened.group(2).strip()
-            block = CodeBlock(info.split()[0].lower() if info else "", number)
-            continue
-        yield Prose(number, line)
-    if block is not None:
-        yield block
+@dataclass
+class Block:
+    """Any other block (a paragraph, a list, a quote, HTML, ...): where it starts."""
+
+    number: int
 
 
-def code_spans(line: str) -> list[str]:
-    """The inline code spans of a prose line."""
-    return [m.group(2).strip() for m in _CODE_SPAN.finditer(line)]
+@dataclass
+class Prose:
+    """The inline content of the prose: code spans and link targets, by line."""
+
+    spans: list[tuple[int, str]] = field(default_factory=list)
+    links: list[tuple[int, str]] = field(default_factory=list)
 
 
-def without_code_spans(line: str) -> str:
-    return _CODE_SPAN.sub("", line)
+@dataclass
+class Document:
+    """A document's top-level blocks in order, and its prose's inline content."""
+
+    blocks: list[CodeBlock | Heading | Block]
+    prose: Prose
+
+
+def parse(text: str) -> Document:
+    """``text`` as markdown-it reads it (CommonMark)."""
+    env: dict[str, Any] = {}
+    tokens = _parser().parse(text, env)
+    blocks: list[CodeBlock | Heading | Block] = []
+    prose = Prose()
+    for i, token in enumerate(tokens):
+        number = token.map[0] + 1 if token.map else 0
+        if token.type == "fence" and token.map:
+            blocks.append(_code_block(token))
+        elif token.type == "heading_open":
+            blocks.append(Heading(number, int(token.tag[1:]), tokens[i + 1].content))
+        elif token.level == 0 and token.nesting != -1 and token.type != "inline":
+            blocks.append(Block(number))
+        if token.type == "inline" and token.map:
+            _inline(token, prose)
+    # Link reference definitions ([label]: target) leave no token: the parser
+    # keeps them, with their place, in its environment.
+    for reference in env.get("references", {}).values():
+        where = reference.get("map") or [-1]
+        prose.links.append((where[0] + 1, reference["href"]))
+    return Document(blocks, prose)
+
+
+def _code_block(token: Token) -> CodeBlock:
+    """A fence token as a code block; an unclosed fence runs to the document's end."""
+    start, end = token.map  # type: ignore[misc]
+    info = token.info.strip()
+    block = CodeBlock(info.split()[0].lower() if info else "", start + 1)
+    content = token.content.split("\n") if token.content else []
+    if content and content[-1] == "" and token.content.endswith("\n"):
+        content.pop()
+    block.lines = [(start + 2 + n, line) for n, line in enumerate(content)]
+    # The fence's lines are its opening line, its content and, when there is
+    # one, its closing line.
+    block.closed = end - start - 1 - len(content) == 1
+    return block
+
+
+def _inline(token: Token, prose: Prose) -> None:
+    """The code spans and link targets of one inline token, each with its line."""
+    number = token.map[0] + 1  # type: ignore[index]
+    for child in token.children or []:
+        if child.type in ("softbreak", "hardbreak"):
+            number += 1
+        elif child.type == "code_inline":
+            prose.spans.append((number, child.content.strip()))
+        elif child.type == "link_open":
+            prose.links.append((number, str(child.attrs.get("href", ""))))
+        elif child.type == "image":
+            prose.links.append((number, str(child.attrs.get("src", ""))))
 
 
 def slug(heading: str) -> str:
@@ -91,14 +137,12 @@ def anchors(text: str) -> set[str]:
     """Every heading anchor of a document (repeated headings get -1, -2, ...)."""
     found: set[str] = set()
     counts: dict[str, int] = {}
-    for part in segments(text):
-        if isinstance(part, Prose):
-            match = HEADING.match(part.text)
-            if match:
-                base = slug(match.group(2))
-                n = counts.get(base, 0)
-                counts[base] = n + 1
-                found.add(base if n == 0 else f"{base}-{n}")
+    for block in parse(text).blocks:
+        if isinstance(block, Heading):
+            base = slug(block.text)
+            n = counts.get(base, 0)
+            counts[base] = n + 1
+            found.add(base if n == 0 else f"{base}-{n}")
     return found
 
 

@@ -34,6 +34,7 @@ SCHEMA_NAMES = (
     "exemplar",
     "known-bad",
     "skill",
+    "assessment-spec",
 )
 
 
@@ -194,6 +195,17 @@ def validate(name: str, instance: Any, *, parsed: bool = False) -> list[Violatio
         seen.add(key)
         out.append(Violation(rule, field, _message(err)))
     return out
+
+
+def schema_errors(name: str, instance: Any) -> list[Any]:
+    """Every violation of schema ``name`` as the validator reports it (sorted by
+    where it is), for an input that words its own messages from the schema
+    (see :mod:`pmos.assess.spec`); :func:`validate` words them for records."""
+    try:
+        found = list(_validator(name).iter_errors(instance))
+    except RecursionError:
+        raise PmosError(f"the {name} input is nested too deeply to check") from None
+    return sorted(found, key=lambda e: [str(p) for p in e.absolute_path])
 
 
 def _message(err) -> str:

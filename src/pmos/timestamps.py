@@ -1,20 +1,55 @@
-"""Record timestamps: written as RFC 3339 UTC, read back as aware datetimes."""
+"""Timestamps: written as RFC 3339 UTC, read back as aware datetimes.
+
+Every timestamp pmos writes or shows is formatted here: in records, reports and
+ids alike the instant is in UTC and says so with a 'Z', so the same instant is
+always the same text (and, at one precision, text order is time order).
+"""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, time
+from typing import Literal
 
 from pmos.errors import BadInput
 
 
+def _utc(moment: datetime) -> datetime:
+    """``moment`` in UTC; a naive one is taken as UTC (as readers take a stored one)."""
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def rfc3339(
+    moment: datetime, *, timespec: Literal["seconds", "microseconds"] = "microseconds"
+) -> str:
+    """``moment`` as RFC 3339 in UTC with 'Z': ``2026-11-30T08:15:00.123456Z``, or
+    to the second (``2026-11-30T08:15:00Z``) for what people read."""
+    return _utc(moment).isoformat(timespec=timespec).replace("+00:00", "Z")
+
+
+def day_text(day: date) -> str:
+    """A calendar day as written in pmos.yaml: ``2026-11-30``."""
+    return day.isoformat()
+
+
+def midnight(day: date) -> str:
+    """The first instant of a UTC day, to the second: ``2026-11-30T00:00:00Z``."""
+    return rfc3339(datetime.combine(day, time(), UTC), timespec="seconds")
+
+
+def compact(moment: datetime, *, microseconds: bool = False) -> str:
+    """``moment`` in UTC in ISO 8601's basic form, for ids and file names, where
+    ':' and '-' get in the way: ``20261130T081500Z`` (``20261130T081500123456Z``)."""
+    return _utc(moment).strftime("%Y%m%dT%H%M%S%fZ" if microseconds else "%Y%m%dT%H%M%SZ")
+
+
 def now_rfc3339() -> str:
     """The current instant as stored in every record: microseconds, UTC, 'Z'."""
-    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    return rfc3339(datetime.now(UTC))
 
 
 def seconds_rfc3339(moment: datetime) -> str:
     """An instant as a message shows it: to the second, UTC, 'Z'."""
-    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return rfc3339(moment, timespec="seconds")
 
 
 def parse_instant(stamp: str) -> datetime:

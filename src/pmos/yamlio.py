@@ -15,12 +15,53 @@ a contract of 20,000 criteria took it 1.5 s, against milliseconds.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 import orjson
 import yaml
 
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from pmos.inputs import duplicate_json_key
+
+
+class _UniqueKeys:
+    """A constructor mix-in that refuses a mapping repeating a key, naming it.
+
+    PyYAML keeps the last value of a repeated key without a word, so a contract
+    or a config could say one thing to a reader and another to pmos. Keys are
+    compared as constructed (``1`` and ``0x1`` are one key); the keys a merge
+    (``<<``) brings in may be overridden, as YAML means them to be.
+    """
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)  # type: ignore[attr-defined]
+                try:
+                    repeated = key in seen
+                except TypeError:
+                    continue  # an unhashable key: the constructor says so itself
+                if repeated:
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping",
+                        node.start_mark,
+                        f"found the key {key!r} repeated",
+                        key_node.start_mark,
+                    )
+                seen.add(key)
+        return super().construct_mapping(node, deep)  # type: ignore[misc]
+
+
+@lru_cache(maxsize=16)
+def unique_keys(loader: Any) -> Any:
+    """``loader`` refusing repeated mapping keys (one class per loader)."""
+    return type(f"UniqueKeys{loader.__name__}", (_UniqueKeys, loader), {})
+
+
+_Loader = unique_keys(getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 _NOT_JSON = object()
 _YAML_LINE_BREAK = re.compile("[\x85\u2028\u2029]")
 #: The longest key read as JSON: written with an escape for every character and
@@ -29,12 +70,13 @@ _SHORT_KEY = 500
 
 
 def load_yaml(text: str, loader: Any = None) -> Any:
-    """Parse YAML safely; raises yaml.YAMLError for bad, aliased or too deep input."""
+    """Parse YAML safely; raises yaml.YAMLError for bad, aliased or too deep input,
+    and for a mapping that repeats a key."""
     if loader is None:
         data = _as_json(text)
         if data is not _NOT_JSON:
             return data
-    loader = loader or _Loader
+    loader = unique_keys(loader) if loader is not None else _Loader
     try:
         for event in yaml.parse(text, Loader=loader):
             if isinstance(event, yaml.AliasEvent):
@@ -62,6 +104,7 @@ def _as_json(text: str) -> Any:
     up to :data:`_SHORT_KEY` characters is at most 1,002 as written). Text
     that is not strict JSON (a comment, a trailing comma, NaN, a BOM, an integer
     past 64 bits) falls to YAML as well, which then reads it or says why not.
+    An object that repeats a key is refused, as the YAML loader refuses it.
     """
     if (
         text.lstrip()[:1] not in ("{", "[")
@@ -85,4 +128,7 @@ def _as_json(text: str) -> Any:
             todo.extend(value)
         elif isinstance(value, float):
             return _NOT_JSON
+    repeated = duplicate_json_key(text)
+    if repeated is not None:
+        raise yaml.YAMLError(repeated)
     return data

@@ -11,7 +11,8 @@ command runs in a session of its own and its process group is killed.
 At most ``assess.workers`` commands run at once (default
 :data:`DEFAULT_WORKERS`), and the threads that wait for them are bounded the
 same way, so a spec of 400 checks cannot exhaust the process limit. The pool
-of threads is started whole before the first command runs (see
+of threads (a ``concurrent.futures`` executor) is started whole before the
+first command runs (see
 :func:`concurrently`), so its size never depends on how fast commands finish;
 a thread or process the system refuses to start stops the assessment with
 :class:`~pmos.errors.ResourcesExhausted` instead of failing a check for a
@@ -36,12 +37,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from pmos.assess import beneath
+from pmos.assess import beneath, reaper
 from pmos.assess.spec import Expectation, Metric, Spec
 from pmos.errors import ResourcesExhausted
 
@@ -52,6 +54,8 @@ DEFAULT_WORKERS = 8
 #: How long to wait for output pipes to close after a command ended and its
 #: group was killed; only a process that left the group can hold them longer.
 _DRAIN_S = 5.0
+#: How often the thread waiting for a pool's items wakes (to take a Ctrl-C).
+_WAKE_S = 0.25
 #: How long a shepherd gets to stop its command before its group is killed outright.
 _STOP_GRACE_S = 15.0
 #: Starts the shepherd by importing it, so Python reuses its compiled code instead
@@ -257,7 +261,7 @@ def run_command(
     """
     tracker = tracker or ProcessTracker()
     tracker.check()
-    with tracker.slot():
+    with reaper.supervising() if uses_shepherd() else contextlib.nullcontext(), tracker.slot():
         return _run(command, cwd, timeout_s, tracker, stdin_data, env, separate_stderr, tail_bytes)
 
 
@@ -280,16 +284,18 @@ def _run(
     else:
         argv = ["bash", "-c", script_for(command)]
     try:
-        proc = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE if separate_stderr else subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-            pass_fds=(status_w,) if shepherd else (),
-        )
+        with reaper.starting() as started:
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE if separate_stderr else subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+                pass_fds=(status_w,) if shepherd else (),
+            )
+            started.add(proc.pid)
     except OSError as exc:
         if shepherd:
             os.close(status_r)
@@ -302,10 +308,38 @@ def _run(
         if shepherd:
             os.close(status_w)
     try:
-        tracker.started(proc.pid, shepherd)
-    except Cancelled:
-        _reap(proc, status_r)
-        raise
+        try:
+            tracker.started(proc.pid, shepherd)
+        except Cancelled:
+            _reap(proc, status_r)
+            raise
+        return _watch(
+            proc,
+            shepherd,
+            status_r,
+            start,
+            timeout_s,
+            tracker,
+            stdin_data,
+            separate_stderr,
+            tail_bytes,
+        )
+    finally:
+        reaper.finished(proc.pid)
+
+
+def _watch(
+    proc: subprocess.Popen[bytes],
+    shepherd: bool,
+    status_r: int,
+    start: float,
+    timeout_s: float,
+    tracker: ProcessTracker,
+    stdin_data: bytes | None,
+    separate_stderr: bool,
+    tail_bytes: int,
+) -> CommandResult:
+    """Wait for a started command, read its output and its shepherd's report."""
     exited = threading.Event()
     fired = threading.Event()
     try:
@@ -331,8 +365,9 @@ def _run(
         tracker.finished(proc.pid)
         _reap(proc, status_r)
         raise
+    hijacked = False
     try:
-        _wait_unreaped(proc)
+        hijacked = _wait_unreaped(proc, shepherd)
     finally:
         exited.set()
         timer.cancel()
@@ -342,6 +377,11 @@ def _run(
         tracker.finished(proc.pid)
         proc.wait()
     status = _read_status(status_r) if shepherd else None
+    if shepherd and status is None:
+        # The shepherd died without a report (killed, by the command or by
+        # pmos after it was stopped): what the command started was adopted by
+        # pmos. Stop it now, before waiting for the output pipes it may hold.
+        reaper.sweep()
     incomplete = not out.join(_DRAIN_S)
     if err is not None:
         incomplete = not err.join(_DRAIN_S) or incomplete
@@ -358,7 +398,7 @@ def _run(
         incomplete=incomplete,
     )
     if shepherd:
-        _apply_status(result, status, fired.is_set())
+        _apply_status(result, status, fired.is_set(), hijacked)
     if result.timed_out:
         result.exit_code = None
     return result
@@ -385,19 +425,28 @@ def _read_status(fd: int) -> dict[str, Any] | None:
     return status if isinstance(status, dict) else None
 
 
-def _apply_status(result: CommandResult, status: dict[str, Any] | None, fired: bool) -> None:
+def _apply_status(
+    result: CommandResult, status: dict[str, Any] | None, fired: bool, hijacked: bool
+) -> None:
     """Fill in what the shepherd reported about the command it ran."""
     if status is None:
-        result.timed_out = fired
-        if not fired:
+        result.timed_out = fired and not hijacked
+        if hijacked:
+            result.error = (
+                "the process supervising the command was stopped (SIGSTOP), so pmos "
+                "killed it and every process the command had started; its outcome is unknown"
+            )
+        elif not fired:
             result.error = (
                 f"the process supervising the command died (status {result.exit_code}); "
-                "its outcome is unknown"
+                "pmos stopped every process the command had started; its outcome is unknown"
             )
         return
     if status.get("error"):
         if status.get("errno") in _RESOURCE_ERRNOS:
-            raise ResourcesExhausted(_resource_message(status["error"]))
+            # The shepherd's own words start "could not start bash".
+            what = str(status["error"]).removeprefix("could not ")
+            raise ResourcesExhausted(_resource_message(what))
         result.error = status["error"]
     result.exit_code = status.get("exit")
     result.timed_out = fired and bool(status.get("stopped"))
@@ -410,11 +459,30 @@ def _apply_status(result: CommandResult, status: dict[str, Any] | None, fired: b
         )
 
 
-def _wait_unreaped(proc: subprocess.Popen[bytes]) -> None:
-    """Block until ``proc`` exits, leaving it a zombie (its pid stays reserved)."""
+def _wait_unreaped(proc: subprocess.Popen[bytes], shepherd: bool) -> bool:
+    """Block until ``proc`` exits, leaving it a zombie (its pid stays reserved).
+
+    A shepherd that is stopped (``kill -STOP $PPID`` from its command) can
+    neither reap nor report, and would wait, stopped, until the timeout: pmos
+    sees the stop (it is the shepherd's parent) and kills it at once, and the
+    command's processes are then adopted by pmos and swept. Returns True when
+    that happened."""
+    flags = os.WEXITED | os.WNOWAIT
+    if shepherd:
+        flags |= os.WSTOPPED
+    stopped = False
     # ChildProcessError: already reaped; proc.wait() afterwards returns its status.
     with contextlib.suppress(ChildProcessError):
-        os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+        while True:
+            info = os.waitid(os.P_PID, proc.pid, flags)
+            if info is None or info.si_code not in (os.CLD_STOPPED, os.CLD_TRAPPED):
+                break
+            stopped = True
+            # WNOWAIT leaves the stop reportable: wait for the exit alone from now on.
+            flags = os.WEXITED | os.WNOWAIT
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGKILL)
+    return stopped
 
 
 def _feed(stream: Any, data: bytes) -> None:
@@ -652,12 +720,13 @@ def run_spec(
             raise RuntimeError("an llm_review expectation needs a review runner")
         return review(exp, tracker)
 
-    checks = concurrently(one, spec.expectations, tracker)
-    metrics = concurrently(
-        lambda m: run_metric(m, cwd=cwd, timeout_s=timeout_s, tracker=tracker, env=env),
-        spec.metrics,
-        tracker,
-    )
+    with reaper.supervising() if uses_shepherd() else contextlib.nullcontext():
+        checks = concurrently(one, spec.expectations, tracker)
+        metrics = concurrently(
+            lambda m: run_metric(m, cwd=cwd, timeout_s=timeout_s, tracker=tracker, env=env),
+            spec.metrics,
+            tracker,
+        )
     return checks, metrics
 
 
@@ -666,65 +735,54 @@ def concurrently(
 ) -> list[Any]:
     """``fn`` over ``items`` on at most ``tracker.workers`` threads, results in order.
 
-    The whole pool is started before any item runs, and nothing runs if a thread
-    of it cannot start: a pool too large for the process limit then stops here,
-    with :class:`~pmos.errors.ResourcesExhausted` and no command run. A pool that
-    grows on demand (``ThreadPoolExecutor``) reuses idle threads instead, so how
-    many threads, and commands, were ever live at once depended on how fast the
-    commands finished, and a pool too large for the limit passed or failed by luck.
+    The threads are a :class:`~concurrent.futures.ThreadPoolExecutor`'s, started
+    whole before any item runs. The executor starts a thread per task submitted
+    until it has ``max_workers`` and reuses idle ones after, so how many threads,
+    and commands, were ever live at once would depend on how fast the commands
+    finish, and a pool too large for the process limit would pass or fail by
+    luck. So it is filled first with tasks that hold their thread until every
+    thread has started: a pool that cannot start stops here, with
+    :class:`~pmos.errors.ResourcesExhausted` and no command run.
 
-    The first item to fail stops the others (every live command is stopped) and
-    its error is raised; the :class:`Cancelled` of the items it stopped is not.
+    The first item to fail stops the others (every live command is stopped, the
+    items not started are cancelled) and its error is raised; the
+    :class:`Cancelled` of the items it stopped is not.
     """
     if not items:
         return []
-    results: list[Any] = [None] * len(items)
-    failures: list[BaseException] = []
-    lock = threading.Lock()
-    todo = iter(range(len(items)))
-    go = threading.Event()
-    stop = threading.Event()
-
-    def work() -> None:
-        go.wait()
-        while not stop.is_set():
-            with lock:
-                index = next(todo, None)
-            if index is None:
-                return
-            try:
-                results[index] = fn(items[index])
-            except BaseException as exc:
-                with lock:
-                    failures.append(exc)
-                stop.set()
-                tracker.kill_all()
-                return
-
     size = min(len(items), tracker.workers)
-    threads: list[threading.Thread] = []
+    filled = threading.Event()
+    executor = ThreadPoolExecutor(max_workers=size, thread_name_prefix="pmos-assess")
+    futures: list[Future[Any]] = []
     try:
+        started = 0
         try:
             for _ in range(size):
-                threads.append(_start_thread(work))
-        except BaseException as exc:
-            stop.set()  # before go: the threads that started run nothing
-            if isinstance(exc, ResourcesExhausted) and not tracker.commands:
-                what = f"start a pool of {size} threads for assess.workers ({len(threads)} started)"
-                raise ResourcesExhausted(_resource_message(what, ran=False)) from None
-            raise
+                executor.submit(filled.wait)
+                started += 1
+        except RuntimeError as exc:  # "can't start new thread"
+            if tracker.commands:
+                raise ResourcesExhausted(_resource_message(f"start a thread ({exc})")) from None
+            what = f"start a pool of {size} threads for assess.workers ({started} started)"
+            raise ResourcesExhausted(_resource_message(what, ran=False)) from None
         finally:
-            go.set()
-        for thread in threads:
-            thread.join()
+            filled.set()
+        futures = [executor.submit(fn, item) for item in items]
+        # Wait in slices: Ctrl-C may be delivered to a thread other than this
+        # one, and its handler runs here only when this thread wakes.
+        while wait(futures, timeout=_WAKE_S, return_when=FIRST_EXCEPTION).not_done:
+            if any(f.done() and f.exception() is not None for f in futures):
+                break
+        failures = [f.exception() for f in futures if f.done() and not f.cancelled()]
+        failed = [e for e in failures if e is not None]
+        if failed:
+            raise next((e for e in failed if not isinstance(e, Cancelled)), failed[0])
+        return [f.result() for f in futures]
     except BaseException:
         # Stop first: the threads wait for their commands.
-        stop.set()
         tracker.kill_all()
+        for future in futures:
+            future.cancel()
         raise
     finally:
-        for thread in threads:
-            thread.join()
-    if failures:
-        raise next((e for e in failures if not isinstance(e, Cancelled)), failures[0])
-    return results
+        executor.shutdown(wait=True, cancel_futures=True)

@@ -12,7 +12,9 @@ silent pass or a confusing failure, so every rule here says where the problem
 is (``expectations[2]``) and how to fix it. By default any problem stops the
 assessment before anything runs; ``lenient`` instead drops the malformed
 entries with the same messages as warnings and runs the rest, as the original
-runtime does. All spec rules live in this module.
+runtime does. The spec's shape, and the words for each violation of it, are
+in ``schemas/assessment-spec.schema.json``; this module fills the words in and
+adds what a schema cannot say.
 """
 
 from __future__ import annotations
@@ -20,37 +22,35 @@ from __future__ import annotations
 import math
 import posixpath
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from pmos import schemas
 from pmos.errors import BadInput
 from pmos.inputs import read_input_text
+from pmos.yamlio import load_yaml
 
-EXPECTATION_TYPES = ("test", "script", "file_exists", "llm_review")
-DEFAULT_REVIEW_THRESHOLD = 3.0
-DEFAULT_MAX_FIX_ATTEMPTS = 2
-DEFAULT_MAX_ASSESSMENT_RETRIES = 1
-#: Upper bound of maxFixAttempts and maxAssessmentRetries. Far above any real
-#: budget, and small enough that the stored record and the retry loop stay sane.
-MAX_COUNT = 100
-SCORE_MIN, SCORE_MAX = 1, 5
-CONFIDENCE_VALUES = ("firm", "estimated")
+#: The spec's schema: every rule of its shape, and the words for each violation.
+SCHEMA = "assessment-spec"
 
-#: Fields each expectation type takes. ``files`` is a pmos addition: files whose
-#: content is put in front of the reviewers as evidence.
-_FIELDS: dict[str, frozenset[str]] = {
-    "test": frozenset({"type", "command", "confidence"}),
-    "script": frozenset({"type", "command", "confidence"}),
-    "file_exists": frozenset({"type", "paths", "confidence"}),
-    "llm_review": frozenset({"type", "criteria", "dimensions", "threshold", "files", "confidence"}),
-}
-_METRIC_FIELDS = frozenset({"name", "command", "threshold"})
-_DIMENSION_FIELDS = frozenset({"name", "description", "weight", "rubric"})
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-#: Control characters a command or path may not hold: everything _CONTROL
-#: matches except tab and newline (a script is several lines). NUL cannot even
-#: reach a process, and the others are invisible in a terminal or a review.
+_SPEC = schemas.load_schema(SCHEMA)
+_REVIEW = _SPEC["$defs"]["expectation"]["allOf"][3]["then"]["properties"]["threshold"]
+EXPECTATION_TYPES: tuple[str, ...] = tuple(
+    _SPEC["$defs"]["expectation"]["properties"]["type"]["enum"]
+)
+#: The reviewers' score scale, which an llm_review threshold must lie on.
+SCORE_MIN, SCORE_MAX = int(_REVIEW["minimum"]), int(_REVIEW["maximum"])
+DEFAULT_REVIEW_THRESHOLD = float(_REVIEW["default"])
+DEFAULT_MAX_FIX_ATTEMPTS = int(_SPEC["properties"]["maxFixAttempts"]["default"])
+DEFAULT_MAX_ASSESSMENT_RETRIES = int(_SPEC["properties"]["maxAssessmentRetries"]["default"])
+#: Control characters a command or path may not hold (the schema's pattern
+#: refuses them; this finds the one to name): all but tab and newline (a script
+#: is several lines). NUL cannot even reach a process, and the others are
+#: invisible in a terminal or a review.
 _UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
@@ -211,10 +211,6 @@ class NothingToAssess(BadInput):
 
 def load_spec(path: Path, *, lenient: bool = False) -> Spec:
     """Read a YAML or JSON spec file and sanitise it (see module docstring)."""
-    import yaml
-
-    from pmos.yamlio import load_yaml
-
     path = Path(path)
     text = read_input_text(path, what="spec", stdin_ok=False)
     try:
@@ -226,48 +222,28 @@ def load_spec(path: Path, *, lenient: bool = False) -> Spec:
 
 def parse_spec(data: Any, *, source: str, lenient: bool = False) -> Spec:
     """Sanitise a parsed spec mapping; raises :class:`InvalidSpec` unless ``lenient``."""
-    if not isinstance(data, dict):
-        raise BadInput(
-            f"spec {source} must be a mapping with 'expectations' and/or 'metrics', "
-            f"got {type(data).__name__}"
-        )
-    fatal: list[str] = []
+    found = _Problems(data)
+    if found.root:
+        raise BadInput(f"spec {source} {found.root}")
     problems: list[str] = []
     expectations: list[Expectation] = []
-    metrics: list[Metric] = []
-
-    raw_expectations = data.get("expectations", [])
-    if raw_expectations is None:
-        raw_expectations = []
-    if not isinstance(raw_expectations, list):
-        fatal.append("expectations: must be a list of expectation objects")
-        raw_expectations = []
-    for i, entry in enumerate(raw_expectations):
-        exp, entry_problems = _expectation(entry, i, f"expectations[{i}]")
+    for i, entry in enumerate(_listed(data, "expectations")):
+        exp, entry_problems = _expectation(entry, i, f"expectations[{i}]", found)
         problems += entry_problems
         if exp is not None:
             expectations.append(exp)
-
-    raw_metrics = data.get("metrics", [])
-    if raw_metrics is None:
-        raw_metrics = []
-    if not isinstance(raw_metrics, list):
-        fatal.append("metrics: must be a list of {name, command, threshold} objects")
-        raw_metrics = []
+    metrics: list[Metric] = []
     seen_names: set[str] = set()
-    for i, entry in enumerate(raw_metrics):
-        metric, entry_problems = _metric(entry, i, seen_names)
+    for i, entry in enumerate(_listed(data, "metrics")):
+        metric, entry_problems = _metric(entry, i, seen_names, found)
         problems += entry_problems
         if metric is not None:
             metrics.append(metric)
             seen_names.add(metric.name)
-
-    max_fix, p1 = _count(data, "maxFixAttempts", DEFAULT_MAX_FIX_ATTEMPTS)
-    max_retries, p2 = _count(data, "maxAssessmentRetries", DEFAULT_MAX_ASSESSMENT_RETRIES)
-    problems += p1 + p2
-
-    if fatal:
-        raise InvalidSpec(source, fatal + problems)
+    max_fix = _count(data, "maxFixAttempts", found, problems)
+    max_retries = _count(data, "maxAssessmentRetries", found, problems)
+    if found.fatal:
+        raise InvalidSpec(source, found.fatal + problems)
     if problems and not lenient:
         raise InvalidSpec(source, problems)
     warnings = [f"dropped {p}" if _is_entry(p) else p for p in problems]
@@ -284,23 +260,37 @@ def parse_spec(data: Any, *, source: str, lenient: bool = False) -> Spec:
     )
 
 
+def _listed(data: dict[str, Any], key: str) -> list[Any]:
+    """The entries of a list field (none when it is not a list: a fatal problem)."""
+    value = data.get(key)
+    return value if isinstance(value, list) else []
+
+
 def from_contract(run: dict[str, Any], *, lenient: bool = False) -> Spec:
     """The spec a run's contract implies: every done-criterion whose test_method is
     an expectation object, each tied to its criterion id."""
     run_id = run["run_id"]
     source = f"contract:{run_id}"
     criteria = (run.get("contract") or {}).get("done_criteria", [])
-    expectations: list[Expectation] = []
-    problems: list[str] = []
+    methods: list[tuple[int, dict[str, Any]]] = []
     for i, criterion in enumerate(criteria):
         method = criterion.get("test_method")
         if not isinstance(method, dict):
             continue
-        where = f"done_criteria[{i}] ({criterion['id']}) test_method"
         if method.get("type") == "llm_review" and not _has_any(method, ("criteria", "dimensions")):
             # A review with no criteria of its own judges the criterion's text.
             method = {**method, "criteria": criterion["text"]}
-        exp, entry_problems = _expectation(method, i, where, criterion_id=criterion["id"])
+        methods.append((i, method))
+    # The methods are checked as a spec's expectations, in the order listed.
+    found = _Problems({"expectations": [m for _, m in methods]})
+    expectations: list[Expectation] = []
+    problems: list[str] = []
+    for n, (i, method) in enumerate(methods):
+        criterion = criteria[i]
+        where = f"done_criteria[{i}] ({criterion['id']}) test_method"
+        exp, entry_problems = _expectation(
+            method, i, where, found, at=n, criterion_id=criterion["id"]
+        )
         problems += entry_problems
         if exp is not None:
             expectations.append(exp)
@@ -315,7 +305,127 @@ def from_contract(run: dict[str, Any], *, lenient: bool = False) -> Spec:
     )
 
 
-# ---------------------------------------------------------------- entries
+# ---------------------------------------------------------------- the schema's words
+
+
+class _Problems:
+    """A spec's violations of ``schemas/assessment-spec.schema.json``, worded.
+
+    Each schema node may carry ``x-messages``: the words for a violation of a
+    keyword (``*`` for any; ``required`` on a property for its absence), with
+    placeholders filled in here. Problems are grouped by where they belong: the
+    whole spec (``root``, ``fatal``), one entry of a list (``entries``, whose
+    words the caller prefixes with the entry's place), or a top-level field.
+    """
+
+    def __init__(self, data: Any) -> None:
+        self.root: str | None = None
+        self.fatal: list[str] = []
+        self.entries: dict[tuple[str, int], list[str]] = {}
+        self.fields: dict[str, list[str]] = {}
+        for err in schemas.schema_errors(SCHEMA, _finite(data)):
+            path = list(err.absolute_path)
+            if err.validator == "required":
+                path.append(_missing(err))
+            text = _word(err, data)
+            if not path:
+                self.root = text
+            elif len(path) == 1 and path[0] in ("expectations", "metrics"):
+                self.fatal.append(f"{path[0]}: {text}")
+            elif path[0] in ("expectations", "metrics"):
+                _add(self.entries.setdefault((path[0], path[1]), []), text)
+            else:
+                _add(self.fields.setdefault(str(path[0]), []), f"{path[0]}: {text}")
+
+    def entry(self, section: str, index: int) -> list[str]:
+        return list(self.entries.get((section, index), []))
+
+
+def _add(found: list[str], text: str) -> None:
+    if text not in found:  # two keywords of one field can say the same thing
+        found.append(text)
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with NaN, infinities and integers too large for a float as null,
+    which no number field accepts: the schema's minimum and maximum let NaN
+    through (it compares false), and a threshold must be a float. The message
+    still shows the value as written."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > sys.float_info.max:
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _missing(err: Any) -> str:
+    """The property a ``required`` error is about."""
+    present = err.instance if isinstance(err.instance, dict) else {}
+    return next(str(n) for n in err.validator_value if n not in present)
+
+
+def _at(data: Any, path: list[Any]) -> Any:
+    for part in path:
+        try:
+            data = data[part]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return data
+
+
+def _place(path: list[Any]) -> str:
+    """A path inside an entry as an author reads it: ``dimensions[0].name``."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _word(err: Any, data: Any) -> str:
+    """The schema's words for ``err``, placeholders filled in."""
+    path = list(err.absolute_path)
+    schema = err.schema if isinstance(err.schema, dict) else {}
+    words = schema.get("x-messages", {})
+    owner = path
+    if err.validator == "required":
+        missing = _missing(err)
+        prop = schema.get("properties", {}).get(missing, {})
+        own = prop.get("x-messages", {}) if isinstance(prop, dict) else {}
+        template = own.get("required") or own.get("*") or words.get("required")
+        template = template or f"needs '{missing}'"
+        default = prop.get("default") if isinstance(prop, dict) else None
+        path = [*path, missing]
+        value: Any = None
+    else:
+        template = words.get(err.validator) or words.get("*") or err.message
+        default = schema.get("default")
+        value = _at(data, path)
+        owner = path[:-1]
+    inside = path[2:] if path and path[0] in ("expectations", "metrics") else path
+    fills = {
+        "{value}": _shown(value),
+        "{kind}": type(value).__name__,
+        "{default}": str(default),
+        "{path}": _place(inside),
+        "{owner}": _place(owner[2:] if len(owner) >= 2 else []),
+    }
+    if err.validator == "additionalProperties" and isinstance(value, dict):
+        known = schema.get("properties", {})
+        fills["{unknown}"] = ", ".join(sorted(str(k) for k in value if k not in known))
+    unsafe = _UNSAFE.search(value) if isinstance(value, str) else None
+    if unsafe is not None:
+        fills["{control}"] = repr(unsafe.group())
+        fills["{position}"] = str(unsafe.start())
+    for name, text in fills.items():
+        template = template.replace(name, text)
+    return template
+
+
+# ---------------------------------------------------------------- what a schema cannot say
 
 
 def _is_entry(problem: str) -> bool:
@@ -330,138 +440,67 @@ def _text_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) and value.strip() else None
 
 
-def _is_text(value: Any) -> bool:
-    return isinstance(value, str) and bool(value.strip())
-
-
-def _is_number(value: Any) -> bool:
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        return False
-    try:
-        return math.isfinite(value)
-    except OverflowError:  # an integer too large for a float: no threshold or weight
-        return False
-
-
 def _shown(value: Any) -> str:
     """A value as a message quotes it: a 400-digit number is not read, only cut."""
     text = repr(value)
     return text if len(text) <= 40 else text[:40] + "..."
 
 
-def _unsafe_text(value: str, what: str) -> list[str]:
-    """A command or path holding a control character other than tab or newline."""
-    found = _UNSAFE.search(value)
-    if found is None:
+def _inside_cwd(paths: Any, what: str) -> list[str]:
+    """Paths must not climb out of --cwd with '..' (absolute paths and control
+    characters are the schema's). Checked on the text alone; symbolic links are
+    checked where the files are read, since only then is the working directory
+    known."""
+    if not isinstance(paths, list):
         return []
     return [
-        f"{what} contains the control character {found.group()!r} at position "
-        f"{found.start()}; fix: remove it (only tab and newline are allowed)"
+        f"{what}[{j}] {path[:200]!r} climbs out of --cwd with '..'; fix: name a path inside "
+        "the assessed working directory"
+        for j, path in enumerate(paths)
+        if isinstance(path, str) and posixpath.normpath(path).split("/")[0] == ".."
     ]
 
 
-def _relative_paths(paths: list[str], what: str) -> list[str]:
-    """Paths must name something inside --cwd: relative, and not climbing out of it
-    with '..'. Checked on the text alone; symbolic links are checked where the
-    files are read, since only then is the working directory known."""
-    problems: list[str] = []
-    for j, path in enumerate(paths):
-        at = f"{what}[{j}] {path[:200]!r}"
-        unsafe = _unsafe_text(path, at)
-        if unsafe:
-            problems += unsafe
-        elif posixpath.isabs(path):
-            problems.append(
-                f"{at} is absolute; fix: give it relative to --cwd (the assessed working "
-                "directory), e.g. dist/index.js"
-            )
-        elif posixpath.normpath(path).split("/")[0] == "..":
-            problems.append(
-                f"{at} climbs out of --cwd with '..'; fix: name a path inside the assessed "
-                "working directory"
-            )
-    return problems
-
-
 def _expectation(
-    entry: Any, index: int, where: str, *, criterion_id: str | None = None
+    entry: Any,
+    index: int,
+    where: str,
+    found: _Problems,
+    *,
+    at: int | None = None,
+    criterion_id: str | None = None,
 ) -> tuple[Expectation | None, list[str]]:
-    """Check one expectation; returns it (or None when it cannot run) and its problems."""
-    if not isinstance(entry, dict):
-        return None, [
-            f"{where}: must be an object such as {{type: test, command: ...}}, "
-            f"got {type(entry).__name__}"
-        ]
-    kind = entry.get("type")
-    if kind not in EXPECTATION_TYPES:
-        shown = "missing" if kind is None else repr(kind)
-        return None, [f"{where}: type is {shown}; fix: use one of {', '.join(EXPECTATION_TYPES)}"]
-    where = f"{where} ({kind})"
-    problems: list[str] = []
-    # Named mistakes first: they are the ones authors actually make.
-    if "expectExitCode" in entry:
-        problems.append(
-            f"{where}: has expectExitCode; exit code 0 is the only success. Fix: remove "
-            "expectExitCode and make the command exit 0 when it succeeds"
-        )
-    if kind == "file_exists" and "path" in entry:
-        problems.append(
-            f"{where}: uses 'path'; fix: use 'paths' with a non-empty list, "
-            "e.g. paths: [dist/index.js]"
-        )
-    if kind == "llm_review" and "prompt" in entry:
-        problems.append(
-            f"{where}: uses 'prompt'; fix: put the review question in 'criteria' instead"
-        )
-    named = {"expectExitCode", "path", "prompt"}
-    unknown = sorted(set(entry) - _FIELDS[kind] - named)
-    if unknown:
-        problems.append(
-            f"{where}: unknown field(s) {', '.join(unknown)}; fix: remove them "
-            f"({kind} takes {', '.join(sorted(_FIELDS[kind]))})"
-        )
-    confidence = entry.get("confidence")
-    if confidence is not None and confidence not in CONFIDENCE_VALUES:
-        problems.append(f"{where}: confidence {confidence!r}; fix: use firm or estimated")
-
+    """One expectation (None when it cannot run) and its problems, each prefixed
+    with ``where`` (and the type, when it is one)."""
+    kind = entry.get("type") if isinstance(entry, dict) else None
+    if kind in EXPECTATION_TYPES:
+        where = f"{where} ({kind})"
+    problems = found.entry("expectations", index if at is None else at)
     fields: dict[str, Any] = {}
-    if kind in ("test", "script"):
-        command = entry.get("command")
-        if not _is_text(command):
-            problems.append(
-                f"{where}: needs 'command', a non-empty shell command (one line, or a "
-                "multi-line Bash script for script)"
-            )
-        else:
-            problems += _unsafe_text(command, f"{where}: 'command'")
-        fields["command"] = command
-    elif kind == "file_exists":
-        paths = entry.get("paths")
-        if "paths" not in entry and "path" not in entry:
-            problems.append(
-                f"{where}: needs 'paths', a non-empty list, e.g. paths: [dist/index.js]"
-            )
-        elif "paths" in entry and (not isinstance(paths, list) or not paths):
-            problems.append(
-                f"{where}: 'paths' must be a non-empty list of paths; fix: list at least one "
-                "path, e.g. paths: [dist/index.js]"
-            )
-        elif isinstance(paths, list) and not all(_is_text(p) for p in paths):
-            problems.append(f"{where}: every entry of 'paths' must be a non-empty string")
-        elif isinstance(paths, list):
-            problems += _relative_paths(paths, f"{where}: paths")
-        fields["paths"] = tuple(paths) if isinstance(paths, list) else ()
-    else:
-        fields.update(_review_fields(entry, where, problems))
-
+    if not problems and kind == "file_exists":
+        problems += _inside_cwd(entry["paths"], "paths")
+        fields["paths"] = tuple(entry["paths"])
+    elif not problems and kind == "llm_review":
+        problems += _inside_cwd(entry.get("files", []), "files")
+        dimensions = DEFAULT_DIMENSIONS
+        if entry.get("dimensions") is not None:
+            dimensions = _dimensions(entry["dimensions"], problems)
+        fields.update(
+            criteria=_text_or_none(entry.get("criteria")),
+            dimensions=dimensions,
+            threshold=float(entry.get("threshold", DEFAULT_REVIEW_THRESHOLD)),
+            files=tuple(entry.get("files", [])),
+        )
+    elif not problems:
+        fields["command"] = entry["command"]
     if problems:
-        return None, problems
+        return None, [f"{where}: {p}" for p in problems]
     return (
         Expectation(
             index=index,
             type=kind,
             where=where,
-            confidence=confidence,
+            confidence=entry.get("confidence"),
             criterion_id=criterion_id,
             **fields,
         ),
@@ -469,83 +508,30 @@ def _expectation(
     )
 
 
-def _review_fields(entry: dict[str, Any], where: str, problems: list[str]) -> dict[str, Any]:
-    criteria = entry.get("criteria")
-    has_dimensions = entry.get("dimensions") is not None
-    if criteria is not None and not _is_text(criteria):
-        problems.append(f"{where}: 'criteria' must be non-empty text")
-    if criteria is None and not has_dimensions and "prompt" not in entry:
-        problems.append(f"{where}: needs 'criteria' (what the reviewers judge) and/or 'dimensions'")
-    threshold = entry.get("threshold", DEFAULT_REVIEW_THRESHOLD)
-    if not _is_number(threshold) or not SCORE_MIN <= threshold <= SCORE_MAX:
-        problems.append(
-            f"{where}: threshold {_shown(threshold)}; fix: give a number from {SCORE_MIN} to "
-            f"{SCORE_MAX} (default {DEFAULT_REVIEW_THRESHOLD})"
-        )
-    dimensions: tuple[ReviewDimension, ...] = DEFAULT_DIMENSIONS
-    if has_dimensions:
-        dimensions = _dimensions(entry["dimensions"], where, problems)
-    files = entry.get("files", [])
-    if not isinstance(files, list) or not all(_is_text(f) for f in files):
-        problems.append(f"{where}: 'files' must be a list of paths to show the reviewers")
-        files = []
-    else:
-        problems += _relative_paths(files, f"{where}: files")
-    return {
-        "criteria": criteria if _is_text(criteria) else None,
-        "dimensions": dimensions,
-        "threshold": float(threshold) if _is_number(threshold) else DEFAULT_REVIEW_THRESHOLD,
-        "files": tuple(files),
-    }
-
-
-def _dimensions(raw: Any, where: str, problems: list[str]) -> tuple[ReviewDimension, ...]:
-    if not isinstance(raw, list) or not raw:
-        problems.append(
-            f"{where}: 'dimensions' must be a non-empty list of {{name, description, weight}}; "
-            "fix: list them, or leave 'dimensions' out to use the default four"
-        )
-        return ()
+def _dimensions(raw: list[dict[str, Any]], problems: list[str]) -> tuple[ReviewDimension, ...]:
+    """Dimensions the schema accepted: names unique, a rubric keyed by scores, a
+    positive weight somewhere."""
     out: list[ReviewDimension] = []
-    names: set[str] = set()
     for j, dim in enumerate(raw):
-        at = f"{where}: dimensions[{j}]"
-        if not isinstance(dim, dict):
-            problems.append(f"{at} must be an object {{name, description, weight}}")
-            continue
+        at = f"dimensions[{j}]"
         before = len(problems)
-        name, description, weight = dim.get("name"), dim.get("description"), dim.get("weight")
-        if not _is_text(name) or _CONTROL.search(name) or len(name) > 100:
-            problems.append(f"{at} needs a 'name' (1-100 characters, no control characters)")
-        elif name in names:
-            problems.append(f"{at}: name {name!r} repeats; fix: give each dimension its own name")
-        if not _is_text(description):
-            problems.append(f"{at} needs a 'description' saying what the reviewers score")
-        if not _is_number(weight) or not 0 <= weight <= 1:
-            problems.append(f"{at}: weight {_shown(weight)}; fix: give a number from 0 to 1")
-        unknown = sorted(set(dim) - _DIMENSION_FIELDS)
-        if unknown:
+        if any(d.name == dim["name"] for d in out):
             problems.append(
-                f"{at}: unknown field(s) {', '.join(unknown)}; fix: remove them "
-                "(a dimension takes name, description, weight, rubric)"
+                f"{at}: name {dim['name']!r} repeats; fix: give each dimension its own name"
             )
         rubric = _rubric(dim.get("rubric"), at, problems)
         if len(problems) == before:
-            names.add(name)
-            out.append(ReviewDimension(name, description, float(weight), rubric))
-    if out and len(out) == len(raw) and math.fsum(d.weight for d in out) <= 0:
-        problems.append(
-            f"{where}: the dimension weights sum to 0; fix: give at least one a positive weight"
-        )
+            out.append(
+                ReviewDimension(dim["name"], dim["description"], float(dim["weight"]), rubric)
+            )
+    if len(out) == len(raw) and math.fsum(d.weight for d in out) <= 0:
+        problems.append("the dimension weights sum to 0; fix: give at least one a positive weight")
     return tuple(out)
 
 
 def _rubric(raw: Any, at: str, problems: list[str]) -> tuple[tuple[int, str], ...]:
+    """A rubric's keys are scores, which YAML reads as integers and JSON as text."""
     if raw is None:
-        return ()
-    fix = f"{at}: 'rubric' must map scores {SCORE_MIN}-{SCORE_MAX} to descriptions"
-    if not isinstance(raw, dict) or not raw:
-        problems.append(fix)
         return ()
     anchors: list[tuple[int, str]] = []
     for key, text in raw.items():
@@ -553,53 +539,35 @@ def _rubric(raw: Any, at: str, problems: list[str]) -> tuple[tuple[int, str], ..
             score = int(str(key))
         except ValueError:
             score = 0
-        if not SCORE_MIN <= score <= SCORE_MAX or not _is_text(text):
-            problems.append(f"{fix}; entry {key!r} is not")
+        if not SCORE_MIN <= score <= SCORE_MAX or not isinstance(text, str) or not text.strip():
+            problems.append(
+                f"{at}: 'rubric' must map scores {SCORE_MIN}-{SCORE_MAX} to descriptions; "
+                f"entry {key!r} is not"
+            )
             return ()
         anchors.append((score, text))
     return tuple(sorted(anchors))
 
 
-def _metric(entry: Any, index: int, seen: set[str]) -> tuple[Metric | None, list[str]]:
+def _metric(
+    entry: Any, index: int, seen: set[str], found: _Problems
+) -> tuple[Metric | None, list[str]]:
     where = f"metrics[{index}]"
-    if not isinstance(entry, dict):
-        return None, [f"{where}: must be an object {{name, command, threshold}}"]
-    name = entry.get("name")
-    if _is_text(name):
+    name = entry.get("name") if isinstance(entry, dict) else None
+    if isinstance(name, str) and name.strip():
         where = f"metrics[{index}] ({name})"
-    problems: list[str] = []
-    if not _is_text(name) or _CONTROL.search(name) or len(name) > 200:
-        problems.append(f"{where}: needs a 'name' (1-200 characters, no control characters)")
-    elif name in seen:
-        problems.append(f"{where}: name {name!r} repeats; fix: give each metric its own name")
-    if not _is_text(entry.get("command")):
-        problems.append(
-            f"{where}: needs 'command', a shell command that prints one number on stdout"
-        )
-    else:
-        problems += _unsafe_text(entry["command"], f"{where}: 'command'")
-    threshold = entry.get("threshold")
-    if not _is_number(threshold):
-        problems.append(
-            f"{where}: threshold {_shown(threshold)}; fix: give the number the value must reach "
-            "(value >= threshold passes)"
-        )
-    unknown = sorted(set(entry) - _METRIC_FIELDS)
-    if unknown:
-        problems.append(
-            f"{where}: unknown field(s) {', '.join(unknown)}; fix: remove them "
-            "(a metric takes name, command, threshold)"
-        )
+    problems = found.entry("metrics", index)
+    if not problems and name in seen:
+        problems.append(f"name {name!r} repeats; fix: give each metric its own name")
     if problems:
-        return None, problems
-    return Metric(index, name, entry["command"], float(threshold)), []
+        return None, [f"{where}: {p}" for p in problems]
+    return Metric(index, name, entry["command"], float(entry["threshold"])), []
 
 
-def _count(data: dict[str, Any], key: str, default: int) -> tuple[int, list[str]]:
-    value = data.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
-        return default, [
-            f"{key}: {_shown(value)} is not a whole number from 0 to {MAX_COUNT}; fix: give one "
-            f"(default {default}); using {default}"
-        ]
-    return value, []
+def _count(data: dict[str, Any], key: str, found: _Problems, problems: list[str]) -> int:
+    """A budget; a bad one is a problem, and its default is used when lenient."""
+    default = int(_SPEC["properties"][key]["default"])
+    if key in found.fields:
+        problems += found.fields[key]
+        return default
+    return int(data.get(key, default))

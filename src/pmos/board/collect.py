@@ -30,7 +30,7 @@ from pmos.errors import BadInput, PmosError
 from pmos.kit import Kit
 from pmos.store.digest import record_digest
 from pmos.store.read import newest_first
-from pmos.timestamps import parse_instant
+from pmos.timestamps import parse_instant, seconds_rfc3339
 
 #: How many records each list shows by default (latest verdicts, each queue, overrides).
 DEFAULT_LIMIT = 50
@@ -118,7 +118,7 @@ class BoardData:
 
 
 def _stamp(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return seconds_rfc3339(moment)
 
 
 def checkpoint(kit: Kit) -> list[dict[str, Any]]:

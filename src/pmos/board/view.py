@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pmos.board.collect import BoardData
+from pmos.timestamps import seconds_rfc3339
 
 NOT_AVAILABLE = "not available"
 UNDEFINED = "undefined"
@@ -215,7 +216,7 @@ def scope(data: BoardData) -> list[tuple[str, str]]:
     return [
         ("initiative", o.initiative or "all"),
         ("evaluator model", o.model or "all"),
-        ("verdicts since", o.since.isoformat() if o.since else "the beginning"),
+        ("verdicts since", seconds_rfc3339(o.since) if o.since else "the beginning"),
         ("period", o.period_unit),
         ("records listed per section", str(o.limit)),
     ]

@@ -45,7 +45,7 @@ from pmos.calibration.judged import (
     latest_verdicts,
 )
 from pmos.calibration.periods import By, assign_periods
-from pmos.gate.latest import instant_key, judged_choice
+from pmos.gate.latest import judged_choice
 from pmos.gate.pass_fraction import PassFraction
 from pmos.gate.screen import KitScreen
 from pmos.kit import Kit
@@ -53,6 +53,7 @@ from pmos.store.layout import Store
 from pmos.store.read import batches, loose_values, stored_bytes
 from pmos.store.rows import row_type
 from pmos.store.screening import Excluded, Exclusion, Screen
+from pmos.timestamps import rfc3339
 
 
 class ScoredPair(NamedTuple):
@@ -88,7 +89,7 @@ def _wanted(scope: Scope) -> InScope | None:
     """Predicate (model, initiative, recorded_at key) for a scope; None when it takes all."""
     if scope.everything:
         return None
-    since = None if scope.since is None else instant_key(scope.since.isoformat())
+    since = None if scope.since is None else rfc3339(scope.since)
 
     def wanted(model: str | None, initiative: str | None, at: str) -> bool:
         if scope.model is not None and model != scope.model:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from datetime import date, timedelta
 from typing import NamedTuple
 
+from pmos.timestamps import midnight
+
 #: "week", "month" or a number of pairs per period.
 By = str | int
 
@@ -40,20 +42,16 @@ def parse_by(text: str) -> By:
     raise ValueError(f"expected week, month or a whole number of pairs (at least 1); got {text!r}")
 
 
-def _midnight(day: date) -> str:
-    return f"{day.isoformat()}T00:00:00Z"
-
-
 def _week(day_text: str) -> tuple[str, str, str]:
     year, week, _ = date.fromisoformat(day_text).isocalendar()
     monday = date.fromisocalendar(year, week, 1)
-    return f"{year}-W{week:02d}", _midnight(monday), _midnight(monday + timedelta(days=7))
+    return f"{year}-W{week:02d}", midnight(monday), midnight(monday + timedelta(days=7))
 
 
 def _month(month_text: str) -> tuple[str, str, str]:
     year, month = int(month_text[:4]), int(month_text[5:7])
     following = date(year + month // 12, month % 12 + 1, 1)
-    return month_text, _midnight(date(year, month, 1)), _midnight(following)
+    return month_text, midnight(date(year, month, 1)), midnight(following)
 
 
 def assign_periods(ats: list[str], ids: list[str], by: By) -> tuple[list[int], list[Period]]:

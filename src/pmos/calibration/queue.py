@@ -33,7 +33,7 @@ from pmos.kit import Kit
 from pmos.store.read import records
 from pmos.store.rows import row_type
 from pmos.store.screening import Excluded
-from pmos.timestamps import parse_instant
+from pmos.timestamps import parse_instant, seconds_rfc3339
 
 
 @dataclass
@@ -62,7 +62,7 @@ class Queue:
 
 
 def _stamp(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return seconds_rfc3339(moment)
 
 
 def human_age(seconds: int) -> str:

@@ -15,7 +15,7 @@ from pmos.calibration.queue import LABEL_FIELDS, RUN_FIELDS, VERDICT_FIELDS, que
 from pmos.db.connect import connection
 from pmos.db.migrate import require_current
 from pmos.db.readings import rows_of, select_kits
-from pmos.timestamps import parse_instant
+from pmos.timestamps import parse_instant, seconds_rfc3339
 
 
 def db_queue(dsn: str, *, kits: list[str] | None = None, now: datetime | None = None) -> dict:
@@ -46,7 +46,7 @@ def db_queue(dsn: str, *, kits: list[str] | None = None, now: datetime | None = 
     for items in debts.values():
         items.sort(key=order)
     return {
-        "now": now.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "now": seconds_rfc3339(now),
         "kits": [k.kit_id for k in selected],
         **debts,
     }

@@ -56,7 +56,7 @@ from pmos.store import lookup
 from pmos.store.read import records
 from pmos.store.rows import row_type
 from pmos.store.screening import Excluded
-from pmos.timestamps import parse_instant
+from pmos.timestamps import compact, parse_instant
 from pmos.yamlio import load_yaml
 
 DEFAULT_LOG = "planning/evals/eval-calibration.md"
@@ -121,15 +121,14 @@ def parse_log(text: str, source: str = "the text") -> list[dict[str, Any]]:
                 (pending[0], f"entry {pending[1]!r} must be followed by a fenced ```yaml block")
             )
 
-    for part in markdown.segments(text):
-        if isinstance(part, markdown.Prose):
-            heading = markdown.HEADING.match(part.text)
-            if heading and len(heading.group(1)) == 3:
-                expect_block()
-                pending = (part.number, heading.group(2))
-            elif part.text.strip():
-                expect_block()
-                pending = None
+    for part in markdown.parse(text).blocks:
+        if isinstance(part, markdown.Heading) and part.level == 3:
+            expect_block()
+            pending = (part.number, part.text)
+            continue
+        if not isinstance(part, markdown.CodeBlock):
+            expect_block()
+            pending = None
             continue
         if pending is None:
             if not part.closed:
@@ -259,7 +258,7 @@ def case_id_for(run_id: str, stamp: datetime, label_record_id: str = "") -> str:
     since the suffix is the random part of the label's record id."""
     suffix = label_record_id.rsplit("-", 1)[-1] if label_record_id else ""
     tail = f"-{_UNSAFE_ID.sub('', suffix)[:8]}" if suffix else ""
-    return f"{_case_base(run_id)}-override-{stamp.strftime('%Y%m%dT%H%M%SZ')}{tail}"
+    return f"{_case_base(run_id)}-override-{compact(stamp)}{tail}"
 
 
 def overridden_verdict(

@@ -27,11 +27,10 @@ judges (calibration-method.md, "Pairs").
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from datetime import UTC
 from typing import Any, NamedTuple
 
 from pmos.gate.vocabulary import SKIPPED
-from pmos.timestamps import parse_instant
+from pmos.timestamps import parse_instant, rfc3339
 
 # ---------------------------------------------------------------- any kind
 
@@ -95,8 +94,7 @@ def verdicts_per_run(rows: Iterable[Any]) -> dict[str, RunVerdicts]:
 def instant_key(stamp: str) -> str:
     """A stored timestamp as the writers store it, ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` in
     UTC: in that one layout, comparing strings compares instants."""
-    moment = parse_instant(stamp).astimezone(UTC)
-    return moment.isoformat(timespec="microseconds").replace("+00:00", "Z")
+    return rfc3339(parse_instant(stamp))
 
 
 def judged_choice(names_latest: Any, names_earlier: Any, latest_before: Any) -> tuple[Any, Any]:

@@ -36,6 +36,7 @@ from pmos.kit import Kit
 from pmos.kit.config import CONFIG_NAME
 from pmos.store.packing import pack_store
 from pmos.store.verify import verify_store
+from pmos.timestamps import rfc3339
 
 #: The version of the writer rules; change it whenever a rule changes.
 RULES_VERSION = "pmos-rules-3"
@@ -76,7 +77,7 @@ class KitScreen:
         basis = {"rules": RULES_VERSION, **{f"file:{p}": self._digest(p) for p in files}}
         until = self._until()
         if until is not None:
-            basis[UNTIL] = until.isoformat()
+            basis[UNTIL] = rfc3339(until)
         return basis
 
     def _until(self) -> datetime | None:

@@ -370,7 +370,9 @@ class LabelSignatures:
         if signature is None:
             if self.rules.requires(_recorded_at(record)) and not exempt(record):
                 since = self.rules.required_since
-                when = "" if since is None else f" for labels recorded since {since.isoformat()}"
+                when = (
+                    "" if since is None else f" for labels recorded since {seconds_rfc3339(since)}"
+                )
                 return (
                     "unsigned label: this kit requires the PM's signature on every PM label"
                     f"{when} (pmos.yaml signing); {HAND_OVER}"

@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from pmos.errors import BadInput, Violation
-from pmos.timestamps import parse_instant
+from pmos.timestamps import parse_instant, seconds_rfc3339
 
 #: The schema version each writer writes today; a record of an older version is
 #: read as long as it is not dated after the kit's first record of this one.
@@ -65,7 +65,7 @@ def older_than_the_kit(
         RULE,
         "schema_version",
         f"schema_version {version}, recorded at {record.get('recorded_at')}, after the kit's "
-        f"first record of version {v} ({when.isoformat()}): pmos writers write only the "
+        f"first record of version {v} ({seconds_rfc3339(when)}): pmos writers write only the "
         "newest version, so this record did not come from one; record it again through "
         "the writer",
     )

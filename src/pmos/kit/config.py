@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 from pmos.errors import ConfigError
 from pmos.store.registry import LEDGER_KINDS
+from pmos.timestamps import day_text, rfc3339
 
 CONFIG_NAME = "pmos.yaml"
 
@@ -92,8 +93,7 @@ def _dates_as_text(data: dict[str, Any]) -> None:
     section = data.get("signing")
     if isinstance(section, dict):
         since = section.get("required_since")
-        if isinstance(since, datetime):
-            text = since.isoformat() + ("" if since.tzinfo else "Z")  # YAML: no offset is UTC
-            section["required_since"] = text.replace("+00:00", "Z")
+        if isinstance(since, datetime):  # YAML: no offset is UTC, as rfc3339 takes it
+            section["required_since"] = rfc3339(since)
         elif isinstance(since, date):
-            section["required_since"] = since.isoformat()
+            section["required_since"] = day_text(since)

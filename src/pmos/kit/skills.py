@@ -50,10 +50,6 @@ SHELL_LANGUAGES = frozenset({"", "sh", "bash", "shell", "console", "zsh", "shell
 KIT_SCRIPT = "scripts/pmos-log.sh"
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
-_INLINE_LINK = re.compile(
-    r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]*)>?(?:\s+\"[^\"]*\")?\s*\)"
-)
-_REF_LINK = re.compile(r"^ {0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)")
 _OPERATORS = re.compile(r"\s(?:&&|\|\||;|\|)\s")
 _SCRIPT_CASE = re.compile(
     r'^\s*([a-z][a-z-]*)\)\s*exec\s+"\$\{pmos\[@\]\}"\s+--root\s+"\$kit_root"\s+(.+?)\s+"\$@"'
@@ -390,15 +386,7 @@ def links(text: str) -> Iterator[tuple[int, str]]:
     Links inside code (fenced blocks, inline spans) are examples, not links. The
     MCP server lists the documents a skill links with this same reading.
     """
-    for part in markdown.segments(text):
-        if isinstance(part, markdown.CodeBlock):
-            continue
-        prose = markdown.without_code_spans(part.text)
-        for match in _INLINE_LINK.finditer(prose):
-            yield part.number, match.group(1)
-        ref = _REF_LINK.match(prose)
-        if ref:
-            yield part.number, ref.group(1)
+    yield from markdown.parse(text).prose.links
 
 
 def _check_file(
@@ -420,41 +408,44 @@ def _check_file(
         report.skills.append(shown)
         report.problems += _skill_problems(path, shown, text, names)
 
-    def command_problems(number: int, snippet: str) -> None:
+    def command_problems(number: int, snippet: str) -> list[Problem]:
+        found = []
         for kind, args in _invocations(snippet):
             report.commands += 1
             problem = tree.check(args) if kind == "pmos" else tree.check_script(args)
             if problem:
-                report.problems.append(Problem(shown, number, "command", problem))
+                found.append(Problem(shown, number, "command", problem))
+        return found
 
-    def tool_problem(number: int, span: str) -> None:
+    def tool_problems(number: int, span: str) -> list[Problem]:
         cited = _MCP_TOOL.match(span)
         if cited is None:
-            return
+            return []
         report.tools += 1
         if tools is None:
             message = "MCP tools cannot be checked: no tool list was given"
         elif cited.group(1) in tools:
-            return
+            return []
         else:
             known = ", ".join(sorted(tools))
             message = f"`{cited.group(1)}` is not a tool of `pmos mcp` (known: {known})"
-        report.problems.append(Problem(shown, number, "mcp-tool", message))
+        return [Problem(shown, number, "mcp-tool", message)]
 
-    for part in markdown.segments(text):
-        if isinstance(part, markdown.CodeBlock):
-            if part.language in SHELL_LANGUAGES:
-                for number, line in _shell_lines(part):
-                    command_problems(number, line)
-            continue
-        for span in markdown.code_spans(part.text):
-            command_problems(part.number, span)
-            tool_problem(part.number, span)
-    for number, target in links(text):
+    found: list[Problem] = []
+    document = markdown.parse(text)
+    for block in document.blocks:
+        if isinstance(block, markdown.CodeBlock) and block.language in SHELL_LANGUAGES:
+            for number, line in _shell_lines(block):
+                found += command_problems(number, line)
+    for number, span in document.prose.spans:
+        found += command_problems(number, span)
+        found += tool_problems(number, span)
+    for number, target in document.prose.links:
         report.links += 1
         problem = _link_problem(path, target, cache)
         if problem:
-            report.problems.append(Problem(shown, number, "link", problem))
+            found.append(Problem(shown, number, "link", problem))
+    report.problems += sorted(found, key=lambda p: p.line)
 
 
 def _markdown_files(paths: Iterable[Path]) -> list[Path]:

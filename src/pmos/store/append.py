@@ -31,7 +31,7 @@ from pmos.store import lines
 from pmos.store.files import kind_lock
 from pmos.store.layout import Store
 from pmos.store.registry import LEDGER_KINDS, kind_of
-from pmos.timestamps import now_rfc3339
+from pmos.timestamps import compact, now_rfc3339
 
 #: Fields the writer sets on every record; input may not supply them.
 WRITER_FIELDS = (
@@ -93,7 +93,7 @@ class Draft(NamedTuple):
 
 def new_record_id(prefix: str) -> str:
     """Time-ordered, collision-resistant id: ``ev-20261130T081500123456Z-5f2c9a1b``."""
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    stamp = compact(datetime.now(UTC), microseconds=True)
     return f"{prefix}-{stamp}-{os.urandom(4).hex()}"
 
 

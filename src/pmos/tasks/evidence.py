@@ -40,13 +40,13 @@ import hashlib
 import json
 import os
 import re
-import secrets
 import subprocess
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pmos._util import untrusted
 from pmos.errors import BadInput
 from pmos.gate.runfacts import RunFacts, gather_known
 from pmos.inputs import check_regular_file
@@ -792,17 +792,10 @@ def _first_line(text: str) -> str:
 # ---------------------------------------------------------------- markdown
 
 
-def _new_nonce() -> str:
-    return secrets.token_hex(16)
-
-
 def render_markdown(bundle: Bundle) -> str:
     """The ``## Evidence`` prompt section; untrusted excerpts sit inside nonce envelopes."""
-    excerpts = [e.excerpt for g in bundle.groups for e in g.entries]
-    nonce = _new_nonce()
-    while any(nonce in text for text in excerpts):
-        nonce = _new_nonce()
-    opening, closing = f"<<<EVIDENCE {nonce}", f"EVIDENCE {nonce}>>>"
+    markers = untrusted.envelope(e.excerpt for g in bundle.groups for e in g.entries)
+    opening, closing = markers.begin, markers.end
     lines = [
         "## Evidence",
         "",
@@ -819,5 +812,5 @@ def render_markdown(bundle: Bundle) -> str:
         lines += ["", f"### {number}. {group.name} ({len(group.entries)} of {group.total})"]
         lines += [f"_{note}_" for note in group.notes]
         for entry in group.entries:
-            lines += ["", f"- id: `{entry.id}`", opening, entry.excerpt, closing]
+            lines += ["", f"- id: `{entry.id}`", *markers.wrap(entry.excerpt)]
     return "\n".join(lines) + "\n"
