@@ -18,7 +18,18 @@ import pytest
 from pmos.store.registry import RECORD_SCHEMAS
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "pmos"
-PACKAGES = ("store", "kit", "gate", "calibration", "assess", "tasks", "board", "db", "cli")
+PACKAGES = (
+    "store",
+    "kit",
+    "gate",
+    "calibration",
+    "assess",
+    "tasks",
+    "board",
+    "db",
+    "merge",
+    "cli",
+)
 #: What each package may import besides pmos's foundation modules and itself.
 ALLOWED: dict[str, set[str]] = {
     "foundation": set(),
@@ -30,6 +41,7 @@ ALLOWED: dict[str, set[str]] = {
     "tasks": {"store", "kit", "gate", "assess"},
     "board": {"store", "kit", "gate", "calibration"},
     "db": {"store", "kit", "gate", "calibration"},
+    "merge": {"store", "kit", "gate", "calibration", "assess"},
     "cli": set(PACKAGES) - {"cli"},
 }
 

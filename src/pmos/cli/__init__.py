@@ -46,6 +46,8 @@ COMMAND_MODULES: dict[str, str] = {
     "exemplars": "skillcmds",
     "known-bad": "skillcmds",
     "skill": "skillcmds",
+    "gate": "mergecmds",
+    "policy": "mergecmds",
 }
 
 

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from pmos.errors import BadInput, Violation
 from pmos.gate import rules as verdict_rules
+from pmos.gate.approvals import approval_problems
 from pmos.gate.rubric import Rubric, load_rubric
 from pmos.gate.vocabulary import SKIPPED
 from pmos.kit import Kit
@@ -299,8 +300,13 @@ def _label_problems(context: Context, record: dict[str, Any]) -> list[Violation]
     return problems
 
 
+def _approval_problems(context: Context, record: dict[str, Any]) -> list[Violation]:
+    return approval_problems(context.kit, record)
+
+
 _CHECKS = {
     "evals": _verdict_problems,
     "runs": _run_problems,
     "acceptances": _label_problems,
+    "policy": _approval_problems,
 }

@@ -65,6 +65,7 @@ LEDGER_KINDS: dict[str, LedgerKind] = {
             ("run_id", "title", "severity", "state", "suppressedReason"),
         ),
         LedgerKind("tasks", "task", "state/tasks", "tk", ("task_id", "event", "state", "title")),
+        LedgerKind("policy", "policy-approval", "state/policy", "pa", ("by", "note")),
     )
 }
 

@@ -1,0 +1,188 @@
+"""A kit's ledgers as committed at a git revision, read from git's objects.
+
+``pmos gate`` compares the records of two revisions (the base a change merges
+into, and its head) without checking either out: the files under each ledger
+folder are listed with ``git ls-tree`` (recursively, whatever the folder's
+depth of time buckets) and read with ``git cat-file`` through the hardened
+runner (:mod:`pmos._util.git`). A file is named by the store's own patterns
+(:data:`~pmos.store.layout.LOOSE`, :data:`~pmos.store.layout.PACK`); every
+line is checked as a reader checks it (:mod:`pmos.store.lines`): its digest
+matches its content, it is canonical, its record id names its ledger. Records
+are keyed by content digest, so the same record loose on one side and packed
+on the other is one record.
+
+A file is parsed once per blob (:class:`BlobCache`): a ledger file unchanged
+between the two revisions is one object, read once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
+
+from pmos._util.git import Repository, TreeEntry
+from pmos.store import lines
+from pmos.store.layout import LOOSE, PACK
+from pmos.store.registry import LEDGER_KINDS
+
+
+class StoredRecord(NamedTuple):
+    """One record as committed: its kind, digest, id, parsed content and line."""
+
+    kind: str
+    digest: str
+    record_id: str
+    record: dict[str, Any]
+    raw: bytes
+    path: str
+
+
+class FileProblem(NamedTuple):
+    """A ledger file (or one of its lines) that is not what pmos writes."""
+
+    kind: str
+    path: str
+    line: int | None
+    problem: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return self._asdict()
+
+
+class Parsed(NamedTuple):
+    records: list[StoredRecord]
+    problems: list[FileProblem]
+
+
+def parse_file(kind: str, path: str, content: bytes) -> Parsed:
+    """The records of one committed ledger file, and what is wrong with it."""
+    name = posixpath.basename(path)
+    out: list[StoredRecord] = []
+    problems: list[FileProblem] = []
+    loose = LOOSE.match(name)
+    pack = PACK.match(name)
+    if loose is None and pack is None:
+        if name.startswith("."):
+            return Parsed(out, problems)  # the folder's marker, .gitignore
+        problems.append(
+            FileProblem(kind, path, None, "a file pmos did not write sits in the ledger folder")
+        )
+        return Parsed(out, problems)
+    if pack is not None and hashlib.sha256(content).hexdigest() != pack.group(1):
+        problems.append(FileProblem(kind, path, None, "the pack's content does not match its name"))
+    if not content.endswith(b"\n"):
+        problems.append(FileProblem(kind, path, None, "the file does not end with a whole line"))
+    rows = content.split(b"\n")
+    if rows and rows[-1] == b"":
+        rows.pop()
+    start = 1 if pack is not None else 0  # a pack's first line is its header: never trusted
+    if loose is not None and len(rows) != 1:
+        problems.append(FileProblem(kind, path, None, "a loose record file holds one line"))
+    prefix = LEDGER_KINDS[kind].id_prefix + "-"
+    for number, raw in enumerate(rows[start:], start=start + 1):
+        try:
+            body, digest = lines.check(raw)
+            record = lines.check_canonical(body)
+        except lines.LineError as exc:
+            problems.append(FileProblem(kind, path, number, f"the record {exc}"))
+            continue
+        if loose is not None and digest != loose.group(2):
+            problems.append(
+                FileProblem(kind, path, number, "the file's name does not match its record")
+            )
+        record_id = record.get("record_id")
+        if not (isinstance(record_id, str) and record_id.startswith(prefix)):
+            problems.append(
+                FileProblem(
+                    kind,
+                    path,
+                    number,
+                    f"the record id {record_id!r} is not one of the {kind} ledger ({prefix}...)",
+                )
+            )
+            continue
+        out.append(StoredRecord(kind, digest, record_id, record, raw, path))
+    return Parsed(out, problems)
+
+
+class BlobCache:
+    """Ledger files parsed once per git object (the same blob at two revisions)."""
+
+    def __init__(self, repo: Repository) -> None:
+        self.repo = repo
+        self._parsed: dict[tuple[str, str], Parsed] = {}
+        #: Every blob read, by id, for a caller that writes the files out again.
+        self.contents: dict[str, bytes] = {}
+
+    def parse(self, kind: str, entries: Iterable[TreeEntry]) -> dict[str, Parsed]:
+        """Each entry's parse, by path (blobs read in one batch)."""
+        entries = [e for e in entries if e.kind == "blob"]
+        wanted = [e.sha for e in entries if (kind, e.sha) not in self._parsed]
+        contents = self.repo.blobs(sha for sha in wanted if sha not in self.contents)
+        self.contents.update(contents)
+        contents = self.contents
+        out: dict[str, Parsed] = {}
+        for entry in entries:
+            key = (kind, entry.sha)
+            if key not in self._parsed:
+                self._parsed[key] = parse_file(kind, entry.path, contents[entry.sha])
+            parsed = self._parsed[key]
+            if parsed.records and parsed.records[0].path != entry.path:
+                parsed = Parsed(
+                    [r._replace(path=entry.path) for r in parsed.records],
+                    [p._replace(path=entry.path) for p in parsed.problems],
+                )
+            out[entry.path] = parsed
+        return out
+
+
+def ledger_files(
+    repo: Repository, commit: str, folders: Mapping[str, str]
+) -> dict[str, list[TreeEntry]]:
+    """Every file under each kind's folder (repository-relative) at ``commit``,
+    at any depth. One ``ls-tree`` for all kinds."""
+    wanted = {kind: folder.rstrip("/") for kind, folder in folders.items()}
+    listing = repo.tree(commit, [f + "/" for f in wanted.values()]) if wanted else []
+    out: dict[str, list[TreeEntry]] = {kind: [] for kind in wanted}
+    for entry in listing:
+        for kind, folder in wanted.items():
+            if entry.path.startswith(folder + "/"):
+                out[kind].append(entry)
+                break
+    return out
+
+
+class Ledgers(NamedTuple):
+    """A revision's ledgers: per kind the files by path, and the records by digest."""
+
+    files: dict[str, dict[str, TreeEntry]]
+    records: dict[str, dict[str, StoredRecord]]
+    problems: list[FileProblem]
+
+    def ids(self, kind: str) -> set[str]:
+        return {r.record_id for r in self.records.get(kind, {}).values()}
+
+
+def read_ledgers(cache: BlobCache, commit: str, folders: Mapping[str, str]) -> Ledgers:
+    """Every record of each kind at ``commit`` (see the module docstring)."""
+    listed = ledger_files(cache.repo, commit, folders)
+    files: dict[str, dict[str, TreeEntry]] = {}
+    records: dict[str, dict[str, StoredRecord]] = {}
+    problems: list[FileProblem] = []
+    for kind, entries in listed.items():
+        files[kind] = {e.path: e for e in entries}
+        found: dict[str, StoredRecord] = {}
+        plain = [e for e in entries if e.kind == "blob" and e.mode in ("100644", "100755")]
+        problems += [
+            FileProblem(kind, e.path, None, "not a regular file (a link or a submodule)")
+            for e in entries
+            if e not in plain
+        ]
+        for parsed in cache.parse(kind, plain).values():
+            problems += parsed.problems
+            for record in parsed.records:
+                found.setdefault(record.digest, record)
+        records[kind] = found
+    return Ledgers(files, records, problems)

@@ -1,0 +1,275 @@
+"""`pmos gate`: whether a change may merge, judged by the rules of the branch it merges into.
+
+Every test works in a product repository with a bare origin, a kit at
+product/pmos, a PM signing with a real ssh-keygen key and feature branches,
+with git's default settings; records are made through the real CLI writers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import RUBRIC
+from gate_support import PM, Product, git, keygen, make_product
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("keys")
+    return {name: keygen(folder, name) for name in ("pm", "evaluator")}
+
+
+@pytest.fixture
+def product(tmp_path, keys, cli, monkeypatch) -> Product:
+    made = make_product(tmp_path, keys, cli)
+    monkeypatch.setenv("PMOS_ROOT", str(made.kit))
+    monkeypatch.chdir(made.repo)
+    made.branch("feature")
+    return made
+
+
+def honest_run(product: Product, run: str = "r1") -> None:
+    product.register(run)
+    product.verdict(run)
+    product.label(run)
+
+
+def test_a_passing_verdict_with_a_signed_pm_pass_label_may_merge(product):
+    honest_run(product)
+    product.commit()
+    code, report = product.gate("--base", "origin/main")
+    assert code == 0, report["reasons"]
+    assert report["decision"] == "may-merge"
+    [run] = report["runs"]
+    assert run["run_id"] == "r1" and run["decision"] == "pass" and run["mode"] == "advisory"
+    assert run["verdict"] == "PASS" and run["label"] == "pass"
+
+
+def reasons(report) -> str:
+    return "\n".join(report["reasons"])
+
+
+def test_a_fail_verdict_may_not_merge(product):
+    product.register("r1")
+    product.verdict("r1", "FAIL")
+    product.commit()
+    code, report = product.gate("--base", "origin/main")
+    assert code == 1
+    assert "its latest judged verdict" in reasons(report) and "is FAIL" in reasons(report)
+    assert report["runs"][0]["decision"] == "fail"
+
+
+def test_a_pm_fail_label_may_not_merge(product):
+    product.register("r1")
+    product.verdict("r1")
+    product.label("r1", "fail")
+    product.commit()
+    code, report = product.gate("--base", "origin/main")
+    assert code == 1
+    assert "the PM labelled it fail" in reasons(report)
+
+
+def test_an_unlabelled_run_needs_a_pm_label_while_the_gate_is_advisory(product):
+    product.register("r1")
+    product.verdict("r1")
+    product.commit()
+    code, report = product.gate("--base", "origin/main")
+    assert code == 1
+    assert "needs a PM pass label" in reasons(report)
+    assert "advisory for 'gpt-5'" in reasons(report)
+
+
+def test_an_unregistered_run_and_a_skipped_verdict_may_not_merge(product):
+    product.verdict("r1")
+    product.label("r1")
+    product.register("r2")
+    product.verdict("r2")
+    product.label("r2")
+    product.ok("eval", "log", "r2", "shop", "SKIPPED", "no time to judge", RUBRIC, "gpt-5")
+    product.commit()
+    code, report = product.gate("--base", "origin/main")
+    assert code == 1
+    text = reasons(report)
+    assert "run r1: not registered" in text
+    assert "run r2: its latest verdict" in text and "is SKIPPED" in text
+
+
+def test_the_evaluators_key_added_to_allowed_signers_is_a_policy_change(product, keys):
+    """The evaluator adds its own key for the PM's principal and labels its run."""
+    product.edit(".pmos/allowed_signers", f"{PM} {public_key(keys['evaluator'])}\n", append=True)
+    product.register("r1")
+    product.verdict("r1")
+    product.label("r1", key="evaluator")
+    product.commit()
+    code, report = product.gate("--base", "origin/main")
+    assert code == 1
+    assert [c["path"] for c in report["policy_changes"]["changed"]] == [".pmos/allowed_signers"]
+    assert report["policy_changes"]["approved"] is False
+    text = reasons(report)
+    assert "policy change not approved: .pmos/allowed_signers" in text
+    # The label is checked against the base's allowed signers, which never listed the key.
+    assert "does not allow to sign as 'ana@example.com'" in text
+
+
+def public_key(key: Path) -> str:
+    return " ".join(key.with_suffix(".pub").read_text().split()[:2])
+
+
+def test_signing_required_turned_off_is_a_policy_change_and_unsigned_labels_still_fail(product):
+    config = product.kit / "pmos.yaml"
+    config.write_text(config.read_text().replace("required: true", "required: false"))
+    product.register("r1")
+    product.verdict("r1")
+    product.label("r1", key=None)
+    product.commit()
+    code, report = product.gate("--base", "origin/main")
+    assert code == 1
+    text = reasons(report)
+    assert "policy change not approved: pmos.yaml" in text
+    assert "unsigned label" in text
+
+
+def test_lowered_thresholds_are_a_policy_change(product):
+    config = product.kit / "pmos.yaml"
+    text = config.read_text().replace("kappa_threshold: 0.60", "kappa_threshold: 0.0")
+    config.write_text(text.replace("min_pairs: 20", "min_pairs: 1"))
+    honest_run(product)
+    product.commit()
+    code, report = product.gate("--base", "origin/main")
+    assert code == 1
+    assert "policy change not approved: pmos.yaml" in reasons(report)
+
+
+def test_a_rubric_with_threshold_zero_added_is_a_policy_change(product):
+    rubric = product.kit / "planning/evals/agent-run-eval-rubric.md"
+    lenient = rubric.read_text().replace("threshold: 0.", "threshold: 0.0 #", 1)
+    product.edit("planning/evals/lenient-rubric.md", lenient)
+    honest_run(product)
+    product.commit()
+    code, report = product.gate("--base", "origin/main")
+    assert code == 1
+    changed = report["policy_changes"]["changed"]
+    assert changed == [
+        {
+            "path": "planning/evals/lenient-rubric.md",
+            "change": "added",
+            "sha256": changed[0]["sha256"],
+        }
+    ]
+    assert "policy change not approved" in reasons(report)
+
+
+def test_a_hand_written_override_anchor_is_a_policy_change(product):
+    product.edit("planning/evals/overrides/r9.md", "# an override nobody made\n")
+    honest_run(product)
+    product.commit()
+    code, report = product.gate("--base", "origin/main")
+    assert code == 1
+    assert [c["path"] for c in report["policy_changes"]["changed"]] == [
+        "planning/evals/overrides/r9.md"
+    ]
+
+
+def test_a_pm_approved_policy_change_may_merge(product):
+    config = product.kit / "pmos.yaml"
+    config.write_text(config.read_text().replace("min_pairs: 20", "min_pairs: 30"))
+    honest_run(product)
+    product.ok(
+        "policy", "approve", "--by", PM, "--sign-key", str(product.keys["pm"]),
+        "--base", "origin/main", "--note", "more pairs before calibration",
+    )  # fmt: skip
+    product.commit()
+    code, report = product.gate("--base", "origin/main")
+    assert code == 0, report["reasons"]
+    assert report["policy_changes"]["approved"] is True
+    [approval] = report["policy_changes"]["approvals"]
+    assert approval["valid"] and approval["by"] == PM
+
+
+def test_a_policy_approval_signed_by_another_key_does_not_count(product, keys):
+    config = product.kit / "pmos.yaml"
+    config.write_text(config.read_text().replace("min_pairs: 20", "min_pairs: 1"))
+    product.edit(".pmos/allowed_signers", f"{PM} {public_key(keys['evaluator'])}\n", append=True)
+    honest_run(product)
+    product.ok("policy", "approve", "--by", PM, "--sign-key", str(keys["evaluator"]))
+    product.commit()
+    code, report = product.gate("--base", "origin/main")
+    assert code == 1
+    assert report["policy_changes"]["approved"] is False
+    # Checked in full under the base's policy, the approval breaks its signature rule.
+    assert "[policy-signature]" in reasons(report) and "does not allow" in reasons(report)
+
+
+def test_an_approval_of_other_content_does_not_count(product):
+    config = product.kit / "pmos.yaml"
+    config.write_text(config.read_text().replace("min_pairs: 20", "min_pairs: 30"))
+    product.ok("policy", "approve", "--by", PM, "--sign-key", str(product.keys["pm"]))
+    config.write_text(config.read_text().replace("min_pairs: 30", "min_pairs: 1"))
+    honest_run(product)
+    product.commit()
+    code, report = product.gate("--base", "origin/main")
+    assert code == 1
+    [approval] = report["policy_changes"]["approvals"]
+    assert "does not state the content at head of pmos.yaml" in approval["problem"]
+
+
+def test_moving_the_acceptances_ledger_is_a_policy_change_and_loses_records(product):
+    honest_run(product, "r0")
+    product.commit()
+    git(product.repo, "push", "-q", "origin", "HEAD:main")
+    git(product.repo, "fetch", "-q", "origin")
+    git(product.repo, "checkout", "-q", "-b", "move", "origin/main")
+    git(product.repo, "mv", "pmos/state/acceptances", "pmos/state/labels")
+    config = product.kit / "pmos.yaml"
+    config.write_text(
+        config.read_text().replace("acceptances: state/acceptances", "acceptances: state/labels")
+    )
+    product.commit()
+    code, report = product.gate("--base", "origin/main")
+    assert code == 1
+    text = reasons(report)
+    assert "policy change not approved: pmos.yaml" in text
+    assert "present at base is missing at head" in text
+
+
+def test_moving_the_kit_with_git_mv_may_not_merge(product):
+    honest_run(product, "r0")
+    product.commit()
+    git(product.repo, "push", "-q", "origin", "HEAD:main")
+    git(product.repo, "fetch", "-q", "origin")
+    git(product.repo, "checkout", "-q", "-b", "move", "origin/main")
+    (product.repo / "tools").mkdir()
+    git(product.repo, "mv", "pmos", "tools/pmos")
+    product.commit()
+    code, report = product.gate("--base", "origin/main")
+    assert code == 1
+    text = reasons(report)
+    assert "the kit moved from pmos to (nowhere)" in text
+    assert "present at base is missing at head" in text
+
+
+def test_a_first_adoption_may_merge_and_says_so(tmp_path, keys, cli, monkeypatch):
+    repo = tmp_path / "shop"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "d@example.com")
+    git(repo, "config", "user.name", "D")
+    (repo / "app.py").write_text("x = 1\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "app")
+    from pmos.kit import init_kit
+
+    init_kit(repo / "pmos")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "adopt pmos")
+    monkeypatch.setenv("PMOS_ROOT", str(repo / "pmos"))
+    monkeypatch.chdir(repo)
+    import json
+
+    result = cli("gate", "--base", "HEAD~1", "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["first_adoption"] is True
+    assert "first adoption" in report["notes"][0]
