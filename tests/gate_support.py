@@ -85,10 +85,12 @@ class Product:
             *extra,
         )
 
-    def verdict(self, run: str, verdict: str = "PASS", model: str = "gpt-5") -> str:
+    def verdict(
+        self, run: str, verdict: str = "PASS", model: str = "gpt-5", initiative: str = "shop"
+    ) -> str:
         score, axis = ("0.9", "pass") if verdict != "FAIL" else ("0.3", "fail")
         result = self.ok(
-            "eval", "log", run, "shop", score, verdict, RUBRIC, model,
+            "eval", "log", run, initiative, score, verdict, RUBRIC, model,
             "--spec", axis, "--standards", axis, "--json",
         )  # fmt: skip
         return json.loads(result.stdout)["record_id"]

@@ -7,6 +7,7 @@ with git's default settings; records are made through the real CLI writers.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -273,3 +274,261 @@ def test_a_first_adoption_may_merge_and_says_so(tmp_path, keys, cli, monkeypatch
     report = json.loads(result.stdout)
     assert report["first_adoption"] is True
     assert "first adoption" in report["notes"][0]
+
+
+# ---------------------------------------------------------------- hand-made records
+
+
+def hand_made_label(product: Product) -> tuple[dict, bytes, str]:
+    """An unsigned PM pass label, made without a writer but with a correct digest."""
+    from pmos.store import lines
+    from pmos.store.append import record_meta
+
+    record = {
+        **record_meta("acceptances"),
+        "run_id": "r1",
+        "initiative_id": "shop",
+        "label": "pass",
+        "by": PM,
+        "gate_verdict": "PASS",
+        "gate_record_id": product.verdict_id,
+    }
+    line, digest = lines.encode(record)
+    return record, line, digest
+
+
+@pytest.mark.parametrize("how", ["loose", "pack-claiming-it-passed"])
+def test_a_hand_made_record_is_checked_in_full_whatever_it_claims(product, how):
+    import hashlib
+
+    from pmos.store.append import loose_name
+
+    product.register("r1")
+    product.verdict_id = product.verdict("r1")
+    record, line, digest = hand_made_label(product)
+    folder = product.kit / "state/acceptances"
+    if how == "loose":
+        (folder / loose_name(record, digest)).write_bytes(line)
+    else:
+        key = [record["recorded_at"], record["record_id"]]
+        header = (
+            f'{{"pmos_pack":1,"kind":"acceptances","records":1,"first":{json.dumps(key)},"last":{json.dumps(key)},'
+            '"checked":{"basis":{"rules":"pmos-rules-2"},"failed":[]}}\n'
+        )
+        data = header.encode() + line
+        (folder / f"pack-{hashlib.sha256(data).hexdigest()}.jsonl").write_bytes(data)
+    product.commit()
+    code, report = product.gate("--base", "origin/main")
+    assert code == 1
+    text = reasons(report)
+    assert f"the added acceptances record {record['record_id']} breaks a rule" in text
+    assert "unsigned label" in text
+    assert "run r1: needs a PM pass label" in text  # the hand-made label does not count
+
+
+def test_an_added_record_may_not_reuse_a_record_id_of_the_base(product):
+    honest_run(product, "r0")
+    product.commit()
+    git(product.repo, "push", "-q", "origin", "HEAD:main")
+    git(product.repo, "fetch", "-q", "origin")
+    git(product.repo, "checkout", "-q", "-b", "edit", "origin/main")
+    [path] = [p for p in (product.kit / "state/runs").rglob("*.json")]
+    run = json.loads(path.read_bytes())
+    del run["digest"]
+    run["builder_model"] = "someone-else"
+    from pmos.store import lines
+    from pmos.store.append import loose_name
+
+    line, digest = lines.encode(run)
+    path.unlink()
+    (path.parent / loose_name(run, digest)).write_bytes(line)
+    product.commit()
+    code, report = product.gate("--base", "origin/main")
+    assert code == 1
+    text = reasons(report)
+    assert f"the runs record {run['record_id']} present at base was changed at head" in text
+    assert "reuses a record id present at base" in text
+
+
+# ---------------------------------------------------------------- known-bad runs
+
+
+def test_seeded_runs_of_the_base_cases_are_reported_as_seeded(product):
+    product.ok("known-bad", "seed")
+    product.commit()
+    code, report = product.gate("--base", "origin/main")
+    assert code == 0, report["reasons"]
+    assert report["runs"] and all(r["decision"] == "seeded" for r in report["runs"])
+
+
+def test_a_known_bad_name_that_matches_no_base_case_is_an_ordinary_run(product):
+    product.ok(
+        "run",
+        "register",
+        "--run-id",
+        "known-bad-real-work",
+        "--initiative-id",
+        "known-bad",
+        "--builder-model",
+        "claude-x",
+    )
+    product.verdict("known-bad-real-work", "FAIL", initiative="known-bad")
+    # A run named after a base case but registered otherwise is ordinary too.
+    product.ok(
+        "run",
+        "register",
+        "--run-id",
+        "known-bad-session-ttl-documented-only",
+        "--initiative-id",
+        "known-bad",
+        "--builder-model",
+        "claude-x",
+    )
+    product.commit()
+    code, report = product.gate("--base", "origin/main")
+    assert code == 1
+    runs = {r["run_id"]: r for r in report["runs"]}
+    assert not runs["known-bad-real-work"]["seeded"]
+    assert "is FAIL" in " ".join(runs["known-bad-real-work"]["reasons"])
+    assert not runs["known-bad-session-ttl-documented-only"]["seeded"]
+    assert "has no verdict" in runs["known-bad-session-ttl-documented-only"]["reasons"]
+
+
+LENIENT = (
+    "kappa_threshold: 0.5\nmin_pairs: 4\nmin_per_class: 2\nmin_tnr: 0\ncalibration_rule: point\n"
+)
+
+
+def lenient_base(product: Product) -> None:
+    """The base's policy calibrates on a handful of pairs (committed on main)."""
+    config = product.kit / "pmos.yaml"
+    text = config.read_text()
+    for key in ("kappa_threshold", "min_pairs", "min_per_class", "min_tnr", "calibration_rule"):
+        text = (
+            "\n".join(line for line in text.splitlines() if not line.startswith(key + ":")) + "\n"
+        )
+    config.write_text(text + LENIENT)
+
+
+def to_main(product: Product, branch: str = "next") -> None:
+    product.commit("on main")
+    git(product.repo, "push", "-q", "origin", "HEAD:main")
+    git(product.repo, "fetch", "-q", "origin")
+    git(product.repo, "checkout", "-q", "-b", branch, "origin/main")
+
+
+def test_seeded_labels_never_count_toward_calibration(product, cli):
+    lenient_base(product)
+    for run in ("p1", "p2"):
+        honest_run(product, run)
+    for run in ("known-bad-x1", "known-bad-x2"):
+        product.ok(
+            "run",
+            "register",
+            "--run-id",
+            run,
+            "--initiative-id",
+            "known-bad",
+            "--builder-model",
+            "seeded",
+        )
+        product.verdict(run, "FAIL", initiative="known-bad")
+        product.ok("accept", run, "--label", "fail", "--by", "seeded")
+    # Read as pmos metrics reads it, the seeded labels make gpt-5 calibrated...
+    metrics = json.loads(product.ok("metrics", "--json").stdout)
+    assert metrics["by_model"]["gpt-5"]["calibrated"] is True
+    to_main(product)
+    product.register("r1")
+    product.verdict("r1")
+    product.commit()
+    code, report = product.gate("--base", "origin/main")
+    # ... but not for the gate, so the run still needs the PM's label.
+    assert code == 1
+    assert report["calibration"]["by_model"]["gpt-5"]["calibrated"] is False
+    assert report["calibration"]["seeded_labels_excluded"] == 2
+    assert report["runs"][0]["mode"] == "advisory"
+    assert "needs a PM pass label" in reasons(report)
+
+
+def calibrated_base(product: Product) -> None:
+    lenient_base(product)
+    for run in ("p1", "p2"):
+        honest_run(product, run)
+    for run in ("f1", "f2"):
+        product.register(run)
+        product.verdict(run, "FAIL")
+        product.label(run, "fail")
+    to_main(product)
+
+
+def test_while_calibrated_a_passing_verdict_is_enough(product):
+    calibrated_base(product)
+    product.register("r1")
+    product.verdict("r1")
+    product.commit()
+    code, report = product.gate("--base", "origin/main")
+    assert code == 0, report["reasons"]
+    assert report["calibration"]["by_model"]["gpt-5"]["calibrated"] is True
+    assert report["runs"][0]["mode"] == "calibrated"
+
+
+def test_the_policy_can_always_require_the_label(product):
+    product.edit("pmos.yaml", "gate:\n  require_label: true\n", append=True)
+    calibrated_base(product)
+    product.register("r1")
+    product.verdict("r1")
+    product.commit()
+    code, report = product.gate("--base", "origin/main")
+    assert code == 1
+    assert "the policy requires one (gate.require_label)" in reasons(report)
+
+
+def test_the_policy_can_require_a_contract(product, tmp_path):
+    product.edit("pmos.yaml", "gate:\n  require_contract: true\n", append=True)
+    to_main(product)
+    honest_run(product)
+    product.commit()
+    code, report = product.gate("--base", "origin/main")
+    assert code == 1
+    assert "registered without a contract" in reasons(report)
+
+
+# ---------------------------------------------------------------- usage and output
+
+
+def test_base_defaults_to_the_merge_base_with_origins_default_branch(product, cli):
+    honest_run(product)
+    product.commit()
+    code, report = product.gate()
+    assert code == 0, report["reasons"]
+    assert report["base"]["commit"] == git(product.repo, "rev-parse", "origin/main")
+    git(product.repo, "remote", "set-head", "origin", "-d")
+    result = cli("gate", "--json")
+    assert result.exit_code == 2
+    assert "--base is needed" in result.output
+
+
+@pytest.mark.parametrize("revision", ["no-such-branch", "--output=x"])
+def test_an_unknown_revision_is_a_usage_error(product, cli, revision):
+    result = cli("gate", "--base", revision)
+    assert result.exit_code == 2
+    assert "names no commit" in result.output or "is not a git revision" in result.output
+
+
+def test_the_summary_is_written_and_appended_to_the_job_summary(
+    product, cli, tmp_path, monkeypatch
+):
+    product.register("r1")
+    product.verdict("r1", "FAIL")
+    product.commit()
+    step = tmp_path / "step-summary.md"
+    step.write_text("earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
+    out = tmp_path / "gate.md"
+    result = cli("gate", "--base", "origin/main", "--summary", str(out))
+    assert result.exit_code == 1
+    text = out.read_text()
+    assert text.startswith("## pmos gate: may not merge")
+    assert "| r1 | fail | advisory | gpt-5 | FAIL | - |" in text
+    assert step.read_text() == "earlier step\n" + text
+    assert "MAY NOT MERGE" in result.stdout and "r1" in result.stdout
