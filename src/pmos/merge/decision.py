@@ -252,6 +252,8 @@ class _Judge:
         self.base_root = folder / "base"
         self.head_root = folder / "head"
         self.cache = BlobCache(repo)
+        #: Approvals added by the change that break a rule, with the first one.
+        self.refused_approvals: list[tuple[StoredRecord, str]] = []
 
     def run(self) -> None:
         report, repo, kit_dir = self.report, self.repo, self.kit_dir
@@ -367,6 +369,8 @@ class _Judge:
                     continue
                 seen[record.record_id] = digest
                 violations = stored_record_problems(head_kit, kind, record.record, context=context)
+                if violations and kind == "policy":
+                    self.refused_approvals.append((record, str(violations[0])))
                 if violations:
                     for violation in violations:
                         self._finding(
@@ -426,6 +430,15 @@ class _Judge:
                 }
             )
             ok = ok or problem is None
+        for approval, problem in self.refused_approvals:
+            report.approvals.append(
+                {
+                    "record_id": approval.record_id,
+                    "by": approval.record.get("by"),
+                    "valid": False,
+                    "problem": problem,
+                }
+            )
         report.policy_approved = ok if changed else None
 
     # ------------------------------------------------------------ calibration
