@@ -532,3 +532,50 @@ def test_the_summary_is_written_and_appended_to_the_job_summary(
     assert "| r1 | fail | advisory | gpt-5 | FAIL | - |" in text
     assert step.read_text() == "earlier step\n" + text
     assert "MAY NOT MERGE" in result.stdout and "r1" in result.stdout
+
+
+def _shape(value, prefix=""):
+    """Every key path of a JSON value (list items merged), for comparing shapes."""
+    found = set()
+    if isinstance(value, dict):
+        for key, item in value.items():
+            path = f"{prefix}.{key}"
+            found.add(path)
+            found |= _shape(item, path if prefix != ".calibration.by_model" else prefix + ".*")
+    elif isinstance(value, list):
+        for item in value:
+            found |= _shape(item, prefix + "[]")
+    return found
+
+
+def test_the_reference_page_shows_what_the_gate_prints(product, tmp_path):
+    """docs/reference/gate.md's examples come from this scenario: a passing run, a
+    failing one, and an unapproved change to pmos.yaml."""
+    import re
+
+    page = (Path(__file__).parents[1] / "docs/reference/gate.md").read_text()
+    shown = json.loads(re.search(r"```json\n(.*?)\n```", page, re.S).group(1))
+    shown_md = re.search(r"```markdown\n(.*?)\n```", page, re.S).group(1)
+    product.register("checkout-42")
+    product.verdict("checkout-42")
+    product.label("checkout-42")
+    product.register("checkout-43")
+    product.verdict("checkout-43", "FAIL")
+    config = product.kit / "pmos.yaml"
+    config.write_text(config.read_text().replace("min_pairs: 20", "min_pairs: 5"))
+    product.commit()
+    out = tmp_path / "gate.md"
+    code, report = product.gate("--base", "origin/main", "--summary", str(out))
+    assert code == 1
+    assert _shape(report) == _shape(shown)
+    assert [r["reasons"] != [] for r in report["runs"]] == [
+        r["reasons"] != [] for r in shown["runs"]
+    ]
+    assert len(report["reasons"]) == len(shown["reasons"])
+
+    def headings(text):
+        return [line for line in text.splitlines() if line.startswith(("#", "|"))]
+
+    assert [h.split("|")[1:3] for h in headings(out.read_text())] == [
+        h.split("|")[1:3] for h in headings(shown_md)
+    ]

@@ -593,8 +593,8 @@ class _Judge:
             "calibrated", False
         )
         decision.mode = CALIBRATED if calibrated else ADVISORY
-        if latest_judged is None or (label is not None and decision.label == "fail"):
-            return
+        if latest_judged is None or decision.label == "fail" or decision.verdict not in PASS_SIDE:
+            return  # already refused: a label could not make it pass
         if decision.mode == ADVISORY or require_label:
             why = (
                 "the policy requires one (gate.require_label)"

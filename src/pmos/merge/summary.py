@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-_ESCAPE = str.maketrans({c: f"\\{c}" for c in "\\`*_{}[]<>()#+!|"} | {"\n": " ", "\r": " "})
+_ESCAPE = str.maketrans({c: f"\\{c}" for c in "\\`*_{}[]<>#+!|"} | {"\n": " ", "\r": " "})
 
 
 def _cell(value: Any) -> str:
