@@ -28,7 +28,6 @@ from pmos.calibration.periods import MONTH, WEEK, By
 from pmos.calibration.scores import SCORE_KEYS, score_report
 from pmos.errors import BadInput
 from pmos.gate.pass_fraction import MAX_WINDOW, PassFraction
-from pmos.gate.screen import KitScreen
 from pmos.kit import Config, Kit
 
 __all__ = [
@@ -144,19 +143,16 @@ def compute_metrics(
     model: str | None = None,
     since: datetime | None = None,
     by: By | None = None,
-    screen: KitScreen | None = None,
 ) -> dict[str, Any]:
     """The calibration report (see the README's "Calibration metrics" for every key).
 
     ``by`` (``"week"``, ``"month"`` or a number of pairs N) adds ``periods``,
     oldest first; without it ``periods`` is None and ``drift`` compares months.
-    ``screen`` replaces the kit's own writer rules (:class:`KitScreen`) as what
-    leaves a record out (``pmos gate`` also leaves out seeded labels).
     """
     config = kit.config
     window = _check_window(config, window)
     by = _check_by(by)
-    paired = read_and_pair(kit, Scope(initiative, model, since), window, by, screen=screen)
+    paired = read_and_pair(kit, Scope(initiative, model, since), window, by)
     return _report(paired, config, window, by, _rubric_threshold(kit))
 
 

@@ -352,20 +352,13 @@ PARALLEL_MIN_BYTES = 16 << 20
 
 
 def read_and_pair(
-    kit: Kit,
-    scope: Scope,
-    window: int,
-    by: By | None,
-    *,
-    with_runs: bool = False,
-    screen: KitScreen | None = None,
+    kit: Kit, scope: Scope, window: int, by: By | None, *, with_runs: bool = False
 ) -> Paired:
-    """Read both ledgers, leaving out records that break a writer rule (``screen``,
-    by default the kit's :class:`KitScreen`), and pair them (in two processes on a
-    large kit)."""
+    """Read both ledgers, leaving out records that break a writer rule, and pair
+    them (in two processes on a large kit)."""
     store = kit.store
     detailed = not scope.everything
-    screen = screen or KitScreen(kit)
+    screen = KitScreen(kit)
     excluded = Excluded()
     size = stored_bytes(store, "evals")
     if size < PARALLEL_MIN_BYTES or not hasattr(os, "fork"):

@@ -36,20 +36,24 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import tempfile
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
+from pmos._util.forked import ForkedCall
 from pmos._util.git import Repository
-from pmos.calibration.metrics import compute_metrics
-from pmos.errors import BadInput, PmosError, Violation
+from pmos.calibration.judged import LABEL_FIELDS, VERDICT_FIELDS
+from pmos.calibration.metrics import metrics_from_rows
+from pmos.errors import BadInput, PmosError
 from pmos.gate.approvals import signature_problem
 from pmos.gate.known_bad import INITIATIVE, LABELLER, RUN_PREFIX, load_case
 from pmos.gate.latest import instant_key
 from pmos.gate.recheck import Context, stored_record_problems
-from pmos.gate.screen import KitScreen
 from pmos.gate.vocabulary import PASS_SIDE, SKIPPED
 from pmos.kit import Kit
 from pmos.kit.config import CONFIG_NAME
@@ -65,6 +69,7 @@ from pmos.merge.kitfiles import (
 from pmos.store.layout import MARKER, write_marker
 from pmos.store.registry import LEDGER_KINDS
 from pmos.store.revision import BlobCache, Ledgers, StoredRecord, read_ledgers
+from pmos.store.rows import row_type
 from pmos.timestamps import now_rfc3339
 
 #: The remote's default branch, whose merge base with head is the default --base.
@@ -167,18 +172,44 @@ class Report:
         }
 
 
-class _SeededOut(KitScreen):
-    """The base kit's writer rules, every record checked whatever a pack recorded,
-    and seeded labels left out: they are answer keys, not a PM's judgment, and
-    never count toward the PM's classes."""
+#: The ledgers the writers' rules read besides the record checked (a verdict its
+#: run, a label its verdict): written into the temporary kit.
+RULES_READ = ("runs", "evals")
 
-    def problems(self, kind: str, record: Any) -> list[Violation]:
-        if kind == "acceptances" and isinstance(record, dict) and record.get("by") == LABELLER:
-            return [Violation("seeded-label", "by", "a seeded label is not a PM's judgment")]
-        return super().problems(kind, record)
 
-    def holds(self, basis: dict[str, str]) -> bool:
-        return False
+#: Below this many base verdicts and labels, calibration is computed in this process:
+#: a fork costs more than it saves.
+FORK_MIN_RECORDS = 20_000
+
+
+def calibration_at_base(base: Ledgers, config: Any) -> tuple[dict[str, dict[str, Any]], int]:
+    """Per evaluator model, whether the review gate is calibrated (and why), under
+    the base's policy from the records present at base, by the calibration's own
+    code (from rows); and how many seeded labels were left out. Seeded labels are
+    answer keys, not a PM's judgment: they never count toward the PM's classes.
+    The base's records are its history, each checked in full when a change added
+    it; they are not checked again here."""
+    verdict_row = row_type("evals", VERDICT_FIELDS)
+    label_row = row_type("acceptances", LABEL_FIELDS)
+    # The calibration readers keep the right answer whatever order rows come in.
+    verdicts = base.records.get("evals", {}).values()
+    labels = base.records.get("acceptances", {}).values()
+    seeded = sum(1 for r in labels if r.by == LABELLER)
+    decode_verdict = msgspec.json.Decoder(verdict_row).decode
+    decode_label = msgspec.json.Decoder(label_row).decode
+    metrics = metrics_from_rows(
+        (decode_verdict(r.raw) for r in verdicts),
+        (decode_label(r.raw) for r in labels if r.by != LABELLER),
+        config,
+    )
+    by_model = {
+        model: {
+            "calibrated": bool(entry.get("calibrated")),
+            "reason": entry.get("calibration_reason"),
+        }
+        for model, entry in metrics["by_model"].items()
+    }
+    return by_model, seeded
 
 
 def default_base(repo: Repository, head: str) -> str:
@@ -273,23 +304,30 @@ class _Judge:
         for root in (self.base_root, self.head_root):
             write_tree(repo, base_trust.values(), kit_dir, root)
         folders = ledger_folders(base_config, kit_dir)
-        base = read_ledgers(self.cache, report.base_commit, folders)
-        head = read_ledgers(self.cache, report.head_commit, folders)
-        for root, ledgers in ((self.base_root, base), (self.head_root, head)):
-            self._write_ledgers(root, ledgers, folders)
-        head_kit = Kit.open(self.head_root)
-        if report.kit_head != report.kit_base:
-            self._finding(
-                None,
-                None,
-                None,
-                f"the kit moved from {report.kit_base or '.'} to {report.kit_head or '(nowhere)'}; "
-                "the base's records and policy are judged where the base keeps them",
-            )
-        added = self._integrity(base, head, head_kit)
-        self._policy(base_trust, head_trust, added, head_kit)
-        self._calibration()
-        self._runs(head, added, base_trust, base_config)
+        # The base's files are its history (checked when a change added them): their
+        # lines' digests are checked; head's other files are checked in full.
+        base = read_ledgers(self.cache, report.base_commit, folders, strict=False)
+        calibration = self._calibration(base, base_config)
+        try:
+            head = read_ledgers(self.cache, report.head_commit, folders)
+            self._write_ledgers(self.head_root, head, folders)
+            head_kit = Kit.open(self.head_root)
+            if report.kit_head != report.kit_base:
+                self._finding(
+                    None,
+                    None,
+                    None,
+                    f"the kit moved from {report.kit_base or '.'} to "
+                    f"{report.kit_head or '(nowhere)'}; the base's records and policy are "
+                    "judged where the base keeps them",
+                )
+            added = self._integrity(base, head, head_kit)
+            self._policy(base_trust, head_trust, added, head_kit)
+            self._take_calibration(calibration)
+            self._runs(head, added, base_trust, base_config)
+        finally:
+            if calibration is not None:
+                calibration.cancel()  # an error before its result was taken
 
     # ------------------------------------------------------------ materialising
 
@@ -298,6 +336,8 @@ class _Judge:
         for kind, files in ledgers.files.items():
             target = root / folders[kind][cut:]
             target.mkdir(parents=True, exist_ok=True)
+            if kind not in RULES_READ:
+                files = {}  # no writer rule reads this ledger: its records are in memory
             for path, entry in files.items():
                 content = self.cache.contents.get(entry.sha)
                 if content is None:
@@ -335,18 +375,18 @@ class _Judge:
         for kind in LEDGER_KINDS:
             before = base.records.get(kind, {})
             after = head.records.get(kind, {})
-            ids_after = {r.record_id for r in after.values()}
-            for digest, record in sorted(before.items(), key=lambda item: item[1].record_id):
-                if digest not in after:
-                    how = "was changed" if record.record_id in ids_after else "is missing"
-                    self._finding(
-                        kind,
-                        record.record_id,
-                        record.path,
-                        f"the {kind} record {record.record_id} present at base {how} at head",
-                    )
-            ids_before = {r.record_id for r in before.values()}
+            gone = [r for d, r in before.items() if d not in after]
+            ids_after = {r.record_id for r in after.values()} if gone else set()
+            for record in sorted(gone, key=lambda r: r.record_id):
+                how = "was changed" if record.record_id in ids_after else "is missing"
+                self._finding(
+                    kind,
+                    record.record_id,
+                    record.path,
+                    f"the {kind} record {record.record_id} present at base {how} at head",
+                )
             new = {d: r for d, r in after.items() if d not in before}
+            ids_before = {r.record_id for r in before.values()} if new else set()
             counted: dict[str, StoredRecord] = {}
             seen: dict[str, str] = {}
             for digest, record in sorted(new.items(), key=lambda item: _key(item[1].record)):
@@ -443,18 +483,20 @@ class _Judge:
 
     # ------------------------------------------------------------ calibration
 
-    def _calibration(self) -> None:
-        base_kit = Kit.open(self.base_root)
-        screen = _SeededOut(base_kit)
-        metrics = compute_metrics(base_kit, screen=screen)
-        for model, entry in metrics["by_model"].items():
-            self.report.calibration[model] = {
-                "calibrated": bool(entry.get("calibrated")),
-                "reason": entry.get("calibration_reason"),
-            }
-        self.report.seeded_labels_excluded = sum(
-            1 for e in metrics["excluded_records"] if e["rule"] == "seeded-label"
-        )
+    def _calibration(self, base: Ledgers, config: Any) -> ForkedCall | None:
+        """Start computing whether the review gate is calibrated (see
+        :func:`calibration_at_base`): in a child process on a large kit, while this
+        one checks the change; its result is taken by :meth:`_take_calibration`."""
+        records = sum(len(base.records.get(k, {})) for k in ("evals", "acceptances"))
+        if records < FORK_MIN_RECORDS or not hasattr(os, "fork"):
+            self._calibrated = calibration_at_base(base, config)
+            return None
+        return ForkedCall(calibration_at_base, base, config)
+
+    def _take_calibration(self, child: ForkedCall | None) -> None:
+        if child is not None:
+            self._calibrated = child.result()
+        self.report.calibration, self.report.seeded_labels_excluded = self._calibrated
 
     # ------------------------------------------------------------ runs
 
@@ -468,14 +510,6 @@ class _Judge:
         bad = {
             (f["kind"], f["record_id"]) for f in self.report.integrity if f["record_id"] is not None
         }
-        by_run: dict[str, dict[str, list[dict[str, Any]]]] = {}
-        for kind in ("runs", "evals", "acceptances"):
-            for record in head.records.get(kind, {}).values():
-                if (kind, record.record_id) in bad:
-                    continue
-                run_id = record.record.get("run_id")
-                if isinstance(run_id, str):
-                    by_run.setdefault(run_id, {}).setdefault(kind, []).append(record.record)
         changed_runs: dict[str, list[tuple[str, dict[str, Any]]]] = {}
         for kind, records in added.items():
             for record in records.values():
@@ -484,8 +518,14 @@ class _Judge:
                     changed_runs.setdefault(run_id, []).append((kind, record.record))
         for kind, records in head.records.items():  # runs whose only added records were refused
             for record in records.values():
-                if (kind, record.record_id) in bad and isinstance(record.record.get("run_id"), str):
-                    changed_runs.setdefault(record.record["run_id"], [])
+                if (kind, record.record_id) in bad and record.run_id is not None:
+                    changed_runs.setdefault(record.run_id, [])
+        by_run: dict[str, dict[str, list[dict[str, Any]]]] = {}
+        for kind in ("runs", "evals", "acceptances"):
+            for record in head.records.get(kind, {}).values():
+                run_id = record.run_id
+                if run_id in changed_runs and (kind, record.record_id) not in bad:
+                    by_run.setdefault(run_id, {}).setdefault(kind, []).append(record.record)
         section = base_config.raw.get("gate") or {}
         require_label = bool(section.get("require_label", False))
         require_contract = bool(section.get("require_contract", False))

@@ -22,21 +22,61 @@ import posixpath
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
+import msgspec
+import orjson
+
 from pmos._util.git import Repository, TreeEntry
 from pmos.store import lines
 from pmos.store.layout import LOOSE, PACK
 from pmos.store.registry import LEDGER_KINDS
 
 
-class StoredRecord(NamedTuple):
-    """One record as committed: its kind, digest, id, parsed content and line."""
+class StoredRecord:
+    """One record as committed: its kind, digest, id, line and file. ``run_id`` and
+    ``by`` are read with the id (``None`` when absent or not text); the whole
+    record is parsed on first use of :attr:`record`."""
 
-    kind: str
-    digest: str
-    record_id: str
-    record: dict[str, Any]
-    raw: bytes
-    path: str
+    __slots__ = ("_record", "by", "digest", "kind", "path", "raw", "record_id", "run_id")
+
+    def __init__(
+        self,
+        kind: str,
+        digest: str,
+        ids: Any,
+        raw: bytes,
+        path: str,
+        record: dict[str, Any] | None = None,
+    ) -> None:
+        self.kind, self.digest, self.raw, self.path = kind, digest, raw, path
+        self.record_id: str = ids.record_id
+        self.run_id = ids.run_id if isinstance(ids.run_id, str) else None
+        self.by = ids.by if isinstance(ids.by, str) else None
+        self._record = record
+
+    @property
+    def record(self) -> dict[str, Any]:
+        if self._record is None:
+            self._record = orjson.loads(lines.split(self.raw)[0])
+        return self._record
+
+    def moved(self, path: str) -> StoredRecord:
+        """The same record, found in a file at ``path``."""
+        copy = StoredRecord.__new__(StoredRecord)
+        for name in self.__slots__:
+            setattr(copy, name, getattr(self, name))
+        copy.path = path
+        return copy
+
+
+class _Ids(msgspec.Struct, gc=False):
+    """What is read of every line at once: the fields a reader looks records up by."""
+
+    record_id: Any = None
+    run_id: Any = None
+    by: Any = None
+
+
+_decode_ids = msgspec.json.Decoder(_Ids).decode
 
 
 class FileProblem(NamedTuple):
@@ -56,8 +96,13 @@ class Parsed(NamedTuple):
     problems: list[FileProblem]
 
 
-def parse_file(kind: str, path: str, content: bytes) -> Parsed:
-    """The records of one committed ledger file, and what is wrong with it."""
+def parse_file(kind: str, path: str, content: bytes, *, strict: bool = True) -> Parsed:
+    """The records of one committed ledger file, and what is wrong with it.
+
+    Every line's digest is checked against its content; ``strict`` also requires
+    each record in canonical form, as a writer makes it (what a record added by a
+    change must show; a file the other revision holds as it is was checked when
+    it was added)."""
     name = posixpath.basename(path)
     out: list[StoredRecord] = []
     problems: list[FileProblem] = []
@@ -84,15 +129,16 @@ def parse_file(kind: str, path: str, content: bytes) -> Parsed:
     for number, raw in enumerate(rows[start:], start=start + 1):
         try:
             body, digest = lines.check(raw)
-            record = lines.check_canonical(body)
-        except lines.LineError as exc:
+            record = lines.check_canonical(body) if strict else None
+            ids = _decode_ids(raw)
+        except (lines.LineError, msgspec.DecodeError) as exc:
             problems.append(FileProblem(kind, path, number, f"the record {exc}"))
             continue
         if loose is not None and digest != loose.group(2):
             problems.append(
                 FileProblem(kind, path, number, "the file's name does not match its record")
             )
-        record_id = record.get("record_id")
+        record_id = ids.record_id
         if not (isinstance(record_id, str) and record_id.startswith(prefix)):
             problems.append(
                 FileProblem(
@@ -103,7 +149,7 @@ def parse_file(kind: str, path: str, content: bytes) -> Parsed:
                 )
             )
             continue
-        out.append(StoredRecord(kind, digest, record_id, record, raw, path))
+        out.append(StoredRecord(kind, digest, ids, raw, path, record))
     return Parsed(out, problems)
 
 
@@ -116,8 +162,11 @@ class BlobCache:
         #: Every blob read, by id, for a caller that writes the files out again.
         self.contents: dict[str, bytes] = {}
 
-    def parse(self, kind: str, entries: Iterable[TreeEntry]) -> dict[str, Parsed]:
-        """Each entry's parse, by path (blobs read in one batch)."""
+    def parse(
+        self, kind: str, entries: Iterable[TreeEntry], *, strict: bool = True
+    ) -> dict[str, Parsed]:
+        """Each entry's parse, by path (blobs read in one batch). A blob parsed
+        before is not parsed again (the same object is the same content)."""
         entries = [e for e in entries if e.kind == "blob"]
         wanted = [e.sha for e in entries if (kind, e.sha) not in self._parsed]
         contents = self.repo.blobs(sha for sha in wanted if sha not in self.contents)
@@ -127,11 +176,11 @@ class BlobCache:
         for entry in entries:
             key = (kind, entry.sha)
             if key not in self._parsed:
-                self._parsed[key] = parse_file(kind, entry.path, contents[entry.sha])
+                self._parsed[key] = parse_file(kind, entry.path, contents[entry.sha], strict=strict)
             parsed = self._parsed[key]
             if parsed.records and parsed.records[0].path != entry.path:
                 parsed = Parsed(
-                    [r._replace(path=entry.path) for r in parsed.records],
+                    [r.moved(entry.path) for r in parsed.records],
                     [p._replace(path=entry.path) for p in parsed.problems],
                 )
             out[entry.path] = parsed
@@ -165,8 +214,12 @@ class Ledgers(NamedTuple):
         return {r.record_id for r in self.records.get(kind, {}).values()}
 
 
-def read_ledgers(cache: BlobCache, commit: str, folders: Mapping[str, str]) -> Ledgers:
-    """Every record of each kind at ``commit`` (see the module docstring)."""
+def read_ledgers(
+    cache: BlobCache, commit: str, folders: Mapping[str, str], *, strict: bool = True
+) -> Ledgers:
+    """Every record of each kind at ``commit`` (see the module docstring); ``strict``
+    as :func:`parse_file` (a file parsed before, for another revision, is not
+    parsed again)."""
     listed = ledger_files(cache.repo, commit, folders)
     files: dict[str, dict[str, TreeEntry]] = {}
     records: dict[str, dict[str, StoredRecord]] = {}
@@ -180,7 +233,7 @@ def read_ledgers(cache: BlobCache, commit: str, folders: Mapping[str, str]) -> L
             for e in entries
             if e not in plain
         ]
-        for parsed in cache.parse(kind, plain).values():
+        for parsed in cache.parse(kind, plain, strict=strict).values():
             problems += parsed.problems
             for record in parsed.records:
                 found.setdefault(record.digest, record)
