@@ -66,6 +66,7 @@ from pmos.merge.kitfiles import (
     under,
     write_tree,
 )
+from pmos.store.append import Draft, append, schema_problems
 from pmos.store.layout import MARKER, write_marker
 from pmos.store.registry import LEDGER_KINDS
 from pmos.store.revision import BlobCache, Ledgers, StoredRecord, read_ledgers
@@ -310,8 +311,8 @@ class _Judge:
         calibration = self._calibration(base, base_config)
         try:
             head = read_ledgers(self.cache, report.head_commit, folders)
-            self._write_ledgers(self.head_root, head, folders)
             head_kit = Kit.open(self.head_root)
+            self._materialise(head_kit, base, head, folders)
             if report.kit_head != report.kit_base:
                 self._finding(
                     None,
@@ -331,22 +332,33 @@ class _Judge:
 
     # ------------------------------------------------------------ materialising
 
-    def _write_ledgers(self, root: Path, ledgers: Ledgers, folders: dict[str, str]) -> None:
+    def _materialise(self, kit: Kit, base: Ledgers, head: Ledgers, folders: dict[str, str]) -> None:
+        """Give the temporary kit (the base's policy) what the writers' rules read
+        besides the record they check: the registrations and verdicts, at head, of
+        every run with a record the base does not hold (a verdict's rules read its
+        run, a label's the verdict it names, which must be its own run's). They go
+        in through the store's append, so the kit is laid out as the store lays
+        it out; a record its schema refuses is left out (it is a finding)."""
         cut = len(self.kit_dir) + 1 if self.kit_dir else 0
-        for kind, files in ledgers.files.items():
-            target = root / folders[kind][cut:]
-            target.mkdir(parents=True, exist_ok=True)
-            if kind not in RULES_READ:
-                files = {}  # no writer rule reads this ledger: its records are in memory
-            for path, entry in files.items():
-                content = self.cache.contents.get(entry.sha)
-                if content is None:
-                    continue  # a link or submodule: reported, never written
-                out = root / path[cut:]
-                out.parent.mkdir(parents=True, exist_ok=True)
-                out.write_bytes(content)
-            if not (target / MARKER).is_file():
-                write_marker(target, kind)
+        for kind in LEDGER_KINDS:
+            folder = self.head_root / folders[kind][cut:]
+            folder.mkdir(parents=True, exist_ok=True)
+            if not (folder / MARKER).is_file():
+                write_marker(folder, kind)
+        changed = {
+            r.run_id
+            for k, records in head.records.items()
+            for d, r in records.items()
+            if r.run_id is not None and d not in base.records.get(k, {})
+        }
+        for kind in RULES_READ:
+            wanted = [
+                r.record
+                for r in head.records.get(kind, {}).values()
+                if r.run_id in changed and not schema_problems(kind, r.record, parsed=True)
+            ]
+            if wanted:
+                append(kit.store, kind, lambda w=wanted: Draft(w))
 
     # ------------------------------------------------------------ integrity
 
