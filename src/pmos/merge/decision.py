@@ -46,7 +46,7 @@ from typing import Any
 import msgspec
 
 from pmos._util.forked import ForkedCall
-from pmos._util.git import Repository
+from pmos._util.git import Repository, TreeEntry
 from pmos.calibration.judged import LABEL_FIELDS, VERDICT_FIELDS
 from pmos.calibration.metrics import metrics_from_rows
 from pmos.errors import BadInput, PmosError
@@ -296,15 +296,19 @@ class _Judge:
         write_tree(repo, config_entries, kit_dir, self.base_root)
         base_config = Kit.open(self.base_root).config
         trust = [join(kit_dir, p) for p in trust_paths(base_config)]
-        base_trust = {
-            e.path: e for e in repo.tree(report.base_commit, trust) if under(e.path, trust)
-        }
-        head_trust = {
-            e.path: e for e in repo.tree(report.head_commit, trust) if under(e.path, trust)
-        }
+        folders = ledger_folders(base_config, kit_dir)
+
+        def trusted(commit: str) -> dict[str, TreeEntry]:
+            """The trust files at ``commit`` (a ledger is never one, wherever it is)."""
+            return {
+                e.path: e
+                for e in repo.tree(commit, trust)
+                if under(e.path, trust) and not under(e.path, folders.values())
+            }
+
+        base_trust, head_trust = trusted(report.base_commit), trusted(report.head_commit)
         for root in (self.base_root, self.head_root):
             write_tree(repo, base_trust.values(), kit_dir, root)
-        folders = ledger_folders(base_config, kit_dir)
         # The base's files are its history (checked when a change added them): their
         # lines' digests are checked; head's other files are checked in full.
         base = read_ledgers(self.cache, report.base_commit, folders, strict=False)
