@@ -579,3 +579,15 @@ def test_the_reference_page_shows_what_the_gate_prints(product, tmp_path):
     assert [h.split("|")[1:3] for h in headings(out.read_text())] == [
         h.split("|")[1:3] for h in headings(shown_md)
     ]
+
+
+def test_a_kit_made_before_the_policy_ledger_still_verifies(kit_root, cli):
+    """The policy ledger is newer than existing kits: its missing folder is an empty
+    ledger, where a missing folder of an older kind is a loss (still refused)."""
+    import shutil
+
+    shutil.rmtree(kit_root / "state/policy")
+    assert cli("ledger", "verify").exit_code == 0
+    shutil.rmtree(kit_root / "state/evals")
+    result = cli("ledger", "verify")
+    assert result.exit_code == 1 and "the evals ledger folder is missing" in result.output
