@@ -47,8 +47,6 @@ import msgspec
 
 from pmos._util.forked import ForkedCall
 from pmos._util.git import Repository, TreeEntry
-from pmos.calibration.judged import LABEL_FIELDS, VERDICT_FIELDS
-from pmos.calibration.metrics import metrics_from_rows
 from pmos.errors import BadInput, PmosError
 from pmos.gate.approvals import signature_problem
 from pmos.gate.known_bad import INITIATIVE, LABELLER, RUN_PREFIX, load_case
@@ -190,6 +188,11 @@ def calibration_at_base(base: Ledgers, config: Any) -> tuple[dict[str, dict[str,
     answer keys, not a PM's judgment: they never count toward the PM's classes.
     The base's records are its history, each checked in full when a change added
     it; they are not checked again here."""
+    # numpy and the statistics load in the process that computes this: on a large
+    # kit a forked child, while the parent checks the change.
+    from pmos.calibration.judged import LABEL_FIELDS, VERDICT_FIELDS
+    from pmos.calibration.metrics import metrics_from_rows
+
     verdict_row = row_type("evals", VERDICT_FIELDS)
     label_row = row_type("acceptances", LABEL_FIELDS)
     # The calibration readers keep the right answer whatever order rows come in.
