@@ -216,6 +216,17 @@ def calibration_at_base(base: Ledgers, config: Any) -> tuple[dict[str, dict[str,
     return by_model, seeded
 
 
+#: A RAM-backed folder, where the machine has one.
+RAM_FOLDER = "/dev/shm"
+
+
+def _scratch() -> str | None:
+    """Where the temporary kit goes: a RAM-backed folder when there is one (the kit
+    is small, thrown away at the end, and the store fsyncs every record it
+    appends: on tmpfs that returns at once), else the system's temp folder."""
+    return RAM_FOLDER if os.path.isdir(RAM_FOLDER) and os.access(RAM_FOLDER, os.W_OK) else None
+
+
 def default_base(repo: Repository, head: str) -> str:
     """The merge base of ``head`` with the remote's default branch."""
     if not repo.ref_exists(DEFAULT_REMOTE_HEAD):
@@ -271,7 +282,7 @@ def decide(
             f"to judge by; the kit at {report.kit_head or '.'} is adopted as it is"
         )
         return report
-    with tempfile.TemporaryDirectory(prefix="pmos-gate-") as folder:
+    with tempfile.TemporaryDirectory(prefix="pmos-gate-", dir=_scratch()) as folder:
         _Judge(repo, report, Path(folder), moment).run()
     return report
 
