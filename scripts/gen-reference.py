@@ -167,6 +167,12 @@ def sample_session(work: Path) -> list[tuple[str | None, list[str]]]:
         ("stats agreement", f"stats agreement --tables {q(str(work / 'tables.jsonl'))}"),
         ("board", f"board --out {q(str(work / 'board.html'))}"),
         ("skill check", "skill check"),
+        (
+            "policy approve",
+            f"policy approve --by pm@example.com --sign-key {q(str(work / 'pm_key'))} "
+            "--base BASE --note 'signing turned on'",
+        ),
+        ("gate", "gate --base BASE"),
     ]
     (work / "tables.jsonl").write_text('{"tp": 8, "fn": 2, "fp": 1, "tn": 9}\n', encoding="utf-8")
     return [(name, [*shlex.split(line), "--json"]) for name, line in steps]
@@ -207,10 +213,61 @@ def sample_outputs() -> dict[str, Any]:
                 args[2] = suggested[0]["suggestionId"]
             if name == "tasks close":
                 args[2] = outputs["followups promote"]["task_id"]
+            if name == "accept":  # runs and verdicts recorded: the base of the change
+                base = _commit_all(work)
+            if name == "policy approve":
+                _turn_signing_on(work)
+            if name in ("policy approve", "gate"):
+                args[args.index("BASE")] = base
+            if name == "gate":
+                _commit_all(work)
             output = run_json(args, env)
             if name is not None:
                 outputs[name] = output
     return outputs
+
+
+def _git(work: Path, *args: str) -> str:
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    done = subprocess.run(
+        ["git", "-C", str(work), *args], capture_output=True, text=True, env=env, check=True
+    )
+    return done.stdout.strip()
+
+
+def _commit_all(work: Path) -> str:
+    """Commit the sample repository (made on first use); the commit's id."""
+    if not (work / ".git").is_dir():
+        _git(work, "init", "-q", "-b", "main")
+        _git(work, "config", "user.email", "dev@example.com")
+        _git(work, "config", "user.name", "Dev")
+    _git(work, "add", "-A")
+    _git(work, "commit", "-q", "--allow-empty", "-m", "sample")
+    return _git(work, "rev-parse", "HEAD")
+
+
+def _turn_signing_on(work: Path) -> None:
+    """A PM key (made in-process) and a kit that lists it: a policy change to approve."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    key = Ed25519PrivateKey.generate()
+    private = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.OpenSSH,
+        serialization.NoEncryption(),
+    )
+    public = key.public_key().public_bytes(
+        serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
+    )
+    (work / "pm_key").write_bytes(private)
+    os.chmod(work / "pm_key", 0o600)
+    kit = work / "kit"
+    (kit / "allowed_signers").write_text(f"pm@example.com {public.decode()}\n", encoding="utf-8")
+    with (kit / "pmos.yaml").open("a", encoding="utf-8") as config:
+        config.write("signing:\n  allowed_signers: allowed_signers\n")
 
 
 @contextlib.contextmanager

@@ -18,7 +18,16 @@ from pmos.store import chain
 from pmos.store.digest import record_digest
 from pmos.store.layout import LOOSE, PACK
 
-KINDS = ("runs", "evals", "acceptances", "assessments", "task-evals", "followups", "tasks")
+KINDS = (
+    "runs",
+    "evals",
+    "acceptances",
+    "assessments",
+    "task-evals",
+    "followups",
+    "tasks",
+    "policy",
+)
 
 
 def folder(kit_root: Path, kind: str) -> Path:

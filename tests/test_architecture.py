@@ -19,7 +19,19 @@ from pmos.store.registry import RECORD_SCHEMAS
 SRC = Path(__file__).resolve().parents[1] / "src" / "pmos"
 #: pmos's packages. Which may import which is import-linter's contracts in
 #: pyproject.toml (tests/test_import_contracts.py); here only the store's own rules.
-PACKAGES = ("store", "kit", "gate", "calibration", "assess", "tasks", "board", "db", "mcp", "cli")
+PACKAGES = (
+    "store",
+    "kit",
+    "gate",
+    "calibration",
+    "assess",
+    "tasks",
+    "board",
+    "db",
+    "mcp",
+    "merge",
+    "cli",
+)
 
 
 def _layer(module: str) -> str:

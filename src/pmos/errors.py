@@ -44,6 +44,11 @@ class BadInput(PmosError):
     """Input that cannot be used: unreadable file, bad JSON or YAML, bad argument."""
 
 
+class GitError(BadInput):
+    """git could not answer: no repository, a revision or object that is not there,
+    a git directory pmos refuses (see :mod:`pmos._util.git`), or git missing."""
+
+
 class KitRootNotFound(PmosError):
     """No kit root could be resolved from --root, PMOS_ROOT or the working directory."""
 

@@ -29,6 +29,7 @@ SCHEMA_NAMES = (
     "task-eval",
     "followup",
     "task",
+    "policy-approval",
     "rubric",
     "config",
     "exemplar",

@@ -48,6 +48,8 @@ COMMAND_MODULES: dict[str, str] = {
     "known-bad": "skillcmds",
     "skill": "skillcmds",
     "mcp": "mcpcmds",
+    "gate": "mergecmds",
+    "policy": "mergecmds",
 }
 
 

@@ -76,6 +76,7 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
     + _text("band"),
     "followups": _COMMON + _text("run_id", "task_id", "severity", "state", "title"),
     "tasks": _COMMON + _text("task_id", "event", "state", "title", "parent_run_id"),
+    "policy": (*_COMMON, Column("approved_by", "by", "text")),
 }
 
 

@@ -49,6 +49,7 @@ from typing import Any
 
 from pmos.errors import BadInput, Violation
 from pmos.gate import rules as verdict_rules
+from pmos.gate.approvals import approval_problems
 from pmos.gate.clock import checking_time, future_dated
 from pmos.gate.rubric import Rubric, load_rubric
 from pmos.gate.run_ids import duplicate_registration
@@ -340,10 +341,14 @@ def _label_problems(context: Context, record: dict[str, Any]) -> list[Violation]
     return problems
 
 
-#: The newest layout each kind's writer writes: an older record is checked by
-#: :func:`~pmos.gate.versions.older_than_the_kit`.
+def _approval_problems(context: Context, record: dict[str, Any]) -> list[Violation]:
+    return approval_problems(context.kit, record)
+
+
+#: Each kind's writer rules that a stored record can be checked against.
 _CHECKS = {
     "evals": _verdict_problems,
     "runs": _run_problems,
     "acceptances": _label_problems,
+    "policy": _approval_problems,
 }

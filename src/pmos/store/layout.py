@@ -160,7 +160,7 @@ class Store:
         try:
             names = os.listdir(folder)
         except FileNotFoundError:
-            if legacy is None and self._was_created(kind):
+            if legacy is None and not kind_of(kind).late and self._was_created(kind):
                 raise LedgerCorrupt(
                     str(folder),
                     None,
@@ -200,7 +200,7 @@ class Store:
                 raise SinkRefused(
                     f"{folder.parent} does not exist; create the kit with 'pmos init'"
                 )
-            if self.legacy(kind) is None and self._was_created(kind):
+            if self.legacy(kind) is None and not kind_of(kind).late and self._was_created(kind):
                 raise LedgerCorrupt(
                     str(folder),
                     None,

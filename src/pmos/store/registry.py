@@ -21,6 +21,10 @@ class LedgerKind(NamedTuple):
     default_path: str
     id_prefix: str
     columns: tuple[str, ...] = ()
+    #: A kind added after kits were made: a kit without its folder simply has no
+    #: such record yet (its first writer creates the folder), where a missing
+    #: folder of any other kind is a loss to report.
+    late: bool = False
 
 
 LEDGER_KINDS: dict[str, LedgerKind] = {
@@ -65,6 +69,7 @@ LEDGER_KINDS: dict[str, LedgerKind] = {
             ("run_id", "title", "severity", "state", "suppressedReason"),
         ),
         LedgerKind("tasks", "task", "state/tasks", "tk", ("task_id", "event", "state", "title")),
+        LedgerKind("policy", "policy-approval", "state/policy", "pa", ("by", "note"), late=True),
     )
 }
 

@@ -1,0 +1,220 @@
+"""The one way pmos runs git: hardened, bounded in time, confined to one repository.
+
+Whatever pmos reads from git (a revision's ledgers, the trust files a merge is
+judged by) is read through :class:`Repository`, which:
+
+* passes a fixed safe configuration on every call, so nothing the repository
+  configures runs: no fsmonitor hook, no hooks, no external diff, no pager, no
+  ssh command, and no network protocol at all (``protocol.allow=never``), so a
+  partial clone's missing object is an error, never a lazy fetch;
+* runs with an environment without any ``GIT_*`` variable of the caller's
+  (``GIT_DIR`` cannot point it elsewhere), without the system configuration,
+  with prompts and lazy fetching off;
+* stops a command after a timeout;
+* refuses a git directory that lies outside the repository holding the path it
+  was given: a ``.git`` *file* pointing at another repository, or a linked
+  worktree whose objects live elsewhere. A subfolder of an ordinary repository
+  is fine;
+* turns a missing revision or object into :class:`pmos.errors.GitError`.
+
+It reads objects only (``rev-parse``, ``ls-tree``, ``cat-file``, ``merge-base``),
+never the working tree, so no filter or textconv is involved; commands that
+would diff get ``--no-ext-diff --no-textconv`` from :data:`NO_DRIVERS`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+from typing import NamedTuple
+
+from pmos.errors import GitError
+
+#: ``-c`` settings on every call: what a repository could otherwise make git run.
+SAFE_CONFIG = (
+    "core.fsmonitor=false",
+    "core.hooksPath=/dev/null",
+    "core.pager=cat",
+    "core.sshCommand=false",
+    "core.askPass=false",
+    "core.untrackedCache=false",
+    "diff.external=",
+    "protocol.allow=never",
+    "submodule.recurse=false",
+    "credential.helper=",
+)
+#: For any command that could show a diff: no external diff driver, no textconv.
+NO_DRIVERS = ("--no-ext-diff", "--no-textconv")
+#: Variables git reads that pmos sets; every other GIT_* of the caller's is dropped.
+SAFE_ENV = {
+    "GIT_NO_LAZY_FETCH": "1",
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_PROTOCOL_FROM_USER": "0",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_OPTIONAL_LOCKS": "0",
+    "GIT_ASKPASS": "false",
+    "SSH_ASKPASS": "false",
+    "LC_ALL": "C",
+}
+TIMEOUT_S = 120.0
+
+
+class TreeEntry(NamedTuple):
+    """One file of a revision's tree (``git ls-tree -r``)."""
+
+    mode: str
+    kind: str
+    sha: str
+    path: str
+
+
+def _environment() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(SAFE_ENV)
+    return env
+
+
+def _run(cwd: Path, args: list[str], data: bytes | None, timeout: float) -> bytes:
+    command = ["git", "--no-pager"]
+    for setting in SAFE_CONFIG:
+        command += ["-c", setting]
+    command += ["-C", str(cwd), *args]
+    try:
+        done = subprocess.run(
+            command,
+            input=data,
+            stdin=None if data is not None else subprocess.DEVNULL,
+            capture_output=True,
+            env=_environment(),
+            timeout=timeout,
+            check=False,
+        )
+    except FileNotFoundError:
+        raise GitError("git is not installed (pmos reads revisions with git)") from None
+    except subprocess.TimeoutExpired:
+        raise GitError(f"git {args[0]} took longer than {timeout:g} s and was stopped") from None
+    if done.returncode:
+        message = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise GitError(f"git {args[0]}: {message[-1] if message else 'failed'}")
+    return done.stdout
+
+
+class Repository:
+    """A git repository that holds a given path, checked to be its own.
+
+    ``top`` is the work tree's root; every command runs there.
+    """
+
+    __slots__ = ("git_dir", "timeout", "top")
+
+    def __init__(self, path: Path, *, timeout: float = TIMEOUT_S) -> None:
+        self.timeout = timeout
+        where = Path(os.path.realpath(path))
+        if not where.is_dir():
+            where = where.parent
+        try:
+            out = _run(where, ["rev-parse", "--show-toplevel", "--absolute-git-dir"], None, timeout)
+        except GitError as exc:
+            raise GitError(f"{path} is not inside a git work tree ({exc})") from None
+        top_text, git_dir_text = out.decode("utf-8", "surrogateescape").splitlines()[:2]
+        self.top = Path(os.path.realpath(top_text))
+        self.git_dir = Path(os.path.realpath(git_dir_text))
+        own = self.top / ".git"
+        if os.path.islink(own) or not own.is_dir() or self.git_dir != own:
+            raise GitError(
+                f"refusing the git directory {self.git_dir} of {path}: it is not the "
+                f"repository's own {own} folder (a .git file or a worktree pointing "
+                "elsewhere); run pmos in the repository itself"
+            )
+        if where != self.top and self.top not in where.parents:
+            raise GitError(f"{path} lies outside the work tree {self.top} git reports for it")
+
+    def __repr__(self) -> str:
+        return f"Repository({str(self.top)!r})"
+
+    def run(self, *args: str, data: bytes | None = None) -> bytes:
+        """Output of one git command (with the safe configuration)."""
+        return _run(self.top, list(args), data, self.timeout)
+
+    def relative(self, path: Path) -> str:
+        """``path`` relative to the work tree's root, as git names it ('' for the root)."""
+        real = Path(os.path.realpath(path))
+        if real == self.top:
+            return ""
+        try:
+            return real.relative_to(self.top).as_posix()
+        except ValueError:
+            raise GitError(f"{path} is outside the repository {self.top}") from None
+
+    def commit(self, revision: str, *, what: str = "revision") -> str:
+        """The commit id ``revision`` names; a clean error when it names none."""
+        if not revision.strip() or revision.startswith("-"):
+            raise GitError(f"{what} {revision!r} is not a git revision")
+        try:
+            out = self.run(
+                "rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}"
+            )
+        except GitError:
+            raise GitError(
+                f"{what} {revision!r} names no commit of the repository {self.top}"
+            ) from None
+        return out.decode().strip()
+
+    def ref_exists(self, ref: str) -> bool:
+        try:
+            self.run("rev-parse", "--verify", "--quiet", "--end-of-options", ref)
+        except GitError:
+            return False
+        return True
+
+    def merge_base(self, first: str, second: str) -> str | None:
+        try:
+            out = self.run("merge-base", "--end-of-options", first, second)
+        except GitError:
+            return None
+        return out.decode().strip() or None
+
+    def tree(self, commit: str, paths: Iterable[str] = ()) -> list[TreeEntry]:
+        """Every file at ``commit`` (recursively), under ``paths`` when given (each a
+        file or a folder, relative to the repository's root)."""
+        wanted = [p for p in paths]
+        args = ["ls-tree", "-r", "-z", "--full-tree", commit]
+        if wanted:
+            args += ["--", *wanted]
+        out: list[TreeEntry] = []
+        for item in self.run(*args).split(b"\0"):
+            if not item:
+                continue
+            meta, _, name = item.partition(b"\t")
+            mode, kind, sha = meta.decode().split()
+            out.append(TreeEntry(mode, kind, sha, name.decode("utf-8", "surrogateescape")))
+        return out
+
+    def blobs(self, shas: Iterable[str]) -> dict[str, bytes]:
+        """The content of each blob, by id; a missing one is a :class:`GitError`."""
+        wanted = list(dict.fromkeys(shas))
+        if not wanted:
+            return {}
+        try:
+            data = self.run("cat-file", "--batch", data="".join(f"{s}\n" for s in wanted).encode())
+        except GitError as exc:
+            raise GitError(
+                f"a git object is missing from {self.git_dir} ({exc}; a partial or shallow "
+                "clone? fetch it first: pmos never fetches)"
+            ) from None
+        out: dict[str, bytes] = {}
+        pos = 0
+        for sha in wanted:
+            end = data.index(b"\n", pos)
+            header = data[pos:end].split()
+            if len(header) != 3:
+                raise GitError(
+                    f"the git object {sha} is missing from {self.git_dir} (a partial or "
+                    "shallow clone? fetch it first; pmos never fetches)"
+                )
+            size = int(header[2])
+            out[sha] = data[end + 1 : end + 1 + size]
+            pos = end + 1 + size + 1
+        return out

@@ -1,0 +1,261 @@
+"""A kit's ledgers as committed at a git revision, read from git's objects.
+
+``pmos gate`` compares the records of two revisions (the base a change merges
+into, and its head) without checking either out: the files under each ledger
+folder are listed with ``git ls-tree`` (recursively, whatever the folder's
+depth of time buckets) and read with ``git cat-file`` through the hardened
+runner (:mod:`pmos._util.git`). A file is named by the store's own patterns
+(:data:`~pmos.store.layout.LOOSE`, :data:`~pmos.store.layout.PACK`); every
+line is checked as a reader checks it (:mod:`pmos.store.lines`): its digest
+matches its content, it is canonical, its record id names its ledger. Records
+are keyed by content digest, so the same record loose on one side and packed
+on the other is one record.
+
+A file is parsed once per blob (:class:`BlobCache`): a ledger file unchanged
+between the two revisions is one object, read once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
+
+import msgspec
+import orjson
+
+from pmos._util.git import Repository, TreeEntry
+from pmos.store import lines
+from pmos.store.layout import LOOSE, PACK
+from pmos.store.registry import LEDGER_KINDS
+
+
+class StoredRecord:
+    """One record as committed: its kind, digest, id, line and file. ``run_id`` and
+    ``by`` are read with the id (``None`` when absent or not text); the whole
+    record is parsed on first use of :attr:`record`."""
+
+    __slots__ = ("_record", "by", "digest", "kind", "path", "raw", "record_id", "run_id")
+
+    def __init__(
+        self,
+        kind: str,
+        digest: str,
+        ids: Any,
+        raw: bytes,
+        path: str,
+        record: dict[str, Any] | None = None,
+    ) -> None:
+        self.kind, self.digest, self.raw, self.path = kind, digest, raw, path
+        self.record_id: str = ids.record_id
+        self.run_id = ids.run_id if isinstance(ids.run_id, str) else None
+        self.by = ids.by if isinstance(ids.by, str) else None
+        self._record = record
+
+    @property
+    def record(self) -> dict[str, Any]:
+        if self._record is None:
+            self._record = orjson.loads(lines.split(self.raw)[0])
+        return self._record
+
+    def moved(self, path: str) -> StoredRecord:
+        """The same record, found in a file at ``path``."""
+        copy = StoredRecord.__new__(StoredRecord)
+        for name in self.__slots__:
+            setattr(copy, name, getattr(self, name))
+        copy.path = path
+        return copy
+
+
+class _Ids(msgspec.Struct, gc=False):
+    """What is read of every line at once: the fields a reader looks records up by."""
+
+    record_id: Any = None
+    run_id: Any = None
+    by: Any = None
+
+
+_decode_ids = msgspec.json.Decoder(_Ids).decode
+_decode_ids_lines = msgspec.json.Decoder(_Ids).decode_lines
+
+
+class FileProblem(NamedTuple):
+    """A ledger file (or one of its lines) that is not what pmos writes."""
+
+    kind: str
+    path: str
+    line: int | None
+    problem: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return self._asdict()
+
+
+class Parsed(NamedTuple):
+    records: list[StoredRecord]
+    problems: list[FileProblem]
+
+
+def parse_file(kind: str, path: str, content: bytes, *, strict: bool = True) -> Parsed:
+    """The records of one committed ledger file, and what is wrong with it.
+
+    ``strict`` (what a record added by a change must show): every line's digest
+    is checked against its content and the record must be in canonical form, as a
+    writer makes it. Otherwise (the base's files: its history, each checked in
+    full when a change added it) a record is known by the digest its line states,
+    and the lines are read in one pass."""
+    name = posixpath.basename(path)
+    out: list[StoredRecord] = []
+    problems: list[FileProblem] = []
+    loose = LOOSE.match(name)
+    pack = PACK.match(name)
+    if loose is None and pack is None:
+        if name.startswith("."):
+            return Parsed(out, problems)  # the folder's marker, .gitignore
+        problems.append(
+            FileProblem(kind, path, None, "a file pmos did not write sits in the ledger folder")
+        )
+        return Parsed(out, problems)
+    if strict and pack is not None and hashlib.sha256(content).hexdigest() != pack.group(1):
+        problems.append(FileProblem(kind, path, None, "the pack's content does not match its name"))
+    if not content.endswith(b"\n"):
+        problems.append(FileProblem(kind, path, None, "the file does not end with a whole line"))
+    rows = content.split(b"\n")
+    if rows and rows[-1] == b"":
+        rows.pop()
+    start = 1 if pack is not None else 0  # a pack's first line is its header: never trusted
+    if loose is not None and len(rows) != 1:
+        problems.append(FileProblem(kind, path, None, "a loose record file holds one line"))
+    prefix = LEDGER_KINDS[kind].id_prefix + "-"
+    body = rows[start:]
+    decoded = None if strict else _ids_at_once(body)
+    for number, raw in enumerate(body, start=start + 1):
+        try:
+            if decoded is None:
+                checked, digest = lines.check(raw)  # the digest is the content's
+                record = lines.check_canonical(checked) if strict else None
+                ids = _decode_ids(raw)
+            else:
+                _, digest = lines.split(raw)  # the digest the line states
+                record, ids = None, decoded[number - start - 1]
+        except (lines.LineError, msgspec.DecodeError) as exc:
+            problems.append(FileProblem(kind, path, number, f"the record {exc}"))
+            continue
+        if loose is not None and digest != loose.group(2):
+            problems.append(
+                FileProblem(kind, path, number, "the file's name does not match its record")
+            )
+        record_id = ids.record_id
+        if not (isinstance(record_id, str) and record_id.startswith(prefix)):
+            problems.append(
+                FileProblem(
+                    kind,
+                    path,
+                    number,
+                    f"the record id {record_id!r} is not one of the {kind} ledger ({prefix}...)",
+                )
+            )
+            continue
+        out.append(StoredRecord(kind, digest, ids, raw, path, record))
+    return Parsed(out, problems)
+
+
+def _ids_at_once(rows: list[bytes]) -> list[_Ids] | None:
+    """Every line's ids in one pass of msgspec's C loop; None when a line does not
+    decode (each is then read alone, and the bad one reported)."""
+    if not rows or any(not raw for raw in rows):
+        return None
+    try:
+        found = _decode_ids_lines(b"\n".join(rows))
+    except msgspec.DecodeError:
+        return None
+    return found if len(found) == len(rows) else None
+
+
+class BlobCache:
+    """Ledger files parsed once per git object (the same blob at two revisions)."""
+
+    def __init__(self, repo: Repository) -> None:
+        self.repo = repo
+        self._parsed: dict[tuple[str, str], Parsed] = {}
+        #: Every blob read, by id, for a caller that writes the files out again.
+        self.contents: dict[str, bytes] = {}
+
+    def parse(
+        self, kind: str, entries: Iterable[TreeEntry], *, strict: bool = True
+    ) -> dict[str, Parsed]:
+        """Each entry's parse, by path (blobs read in one batch). A blob parsed
+        before is not parsed again (the same object is the same content)."""
+        entries = [e for e in entries if e.kind == "blob"]
+        wanted = [e.sha for e in entries if (kind, e.sha) not in self._parsed]
+        contents = self.repo.blobs(sha for sha in wanted if sha not in self.contents)
+        self.contents.update(contents)
+        contents = self.contents
+        out: dict[str, Parsed] = {}
+        for entry in entries:
+            key = (kind, entry.sha)
+            if key not in self._parsed:
+                self._parsed[key] = parse_file(kind, entry.path, contents[entry.sha], strict=strict)
+            parsed = self._parsed[key]
+            if parsed.records and parsed.records[0].path != entry.path:
+                parsed = Parsed(
+                    [r.moved(entry.path) for r in parsed.records],
+                    [p._replace(path=entry.path) for p in parsed.problems],
+                )
+            out[entry.path] = parsed
+        return out
+
+
+def ledger_files(
+    repo: Repository, commit: str, folders: Mapping[str, str]
+) -> dict[str, list[TreeEntry]]:
+    """Every file under each kind's folder (repository-relative) at ``commit``,
+    at any depth. One ``ls-tree`` for all kinds."""
+    wanted = {kind: folder.rstrip("/") for kind, folder in folders.items()}
+    listing = repo.tree(commit, [f + "/" for f in wanted.values()]) if wanted else []
+    out: dict[str, list[TreeEntry]] = {kind: [] for kind in wanted}
+    for entry in listing:
+        for kind, folder in wanted.items():
+            if entry.path.startswith(folder + "/"):
+                out[kind].append(entry)
+                break
+    return out
+
+
+class Ledgers(NamedTuple):
+    """A revision's ledgers: per kind the files by path, and the records by digest."""
+
+    files: dict[str, dict[str, TreeEntry]]
+    records: dict[str, dict[str, StoredRecord]]
+    problems: list[FileProblem]
+
+    def ids(self, kind: str) -> set[str]:
+        return {r.record_id for r in self.records.get(kind, {}).values()}
+
+
+def read_ledgers(
+    cache: BlobCache, commit: str, folders: Mapping[str, str], *, strict: bool = True
+) -> Ledgers:
+    """Every record of each kind at ``commit`` (see the module docstring); ``strict``
+    as :func:`parse_file` (a file parsed before, for another revision, is not
+    parsed again)."""
+    listed = ledger_files(cache.repo, commit, folders)
+    files: dict[str, dict[str, TreeEntry]] = {}
+    records: dict[str, dict[str, StoredRecord]] = {}
+    problems: list[FileProblem] = []
+    for kind, entries in listed.items():
+        files[kind] = {e.path: e for e in entries}
+        found: dict[str, StoredRecord] = {}
+        plain = [e for e in entries if e.kind == "blob" and e.mode in ("100644", "100755")]
+        problems += [
+            FileProblem(kind, e.path, None, "not a regular file (a link or a submodule)")
+            for e in entries
+            if e not in plain
+        ]
+        for parsed in cache.parse(kind, plain, strict=strict).values():
+            problems += parsed.problems
+            for record in parsed.records:
+                found.setdefault(record.digest, record)
+        records[kind] = found
+    return Ledgers(files, records, problems)

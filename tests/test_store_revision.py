@@ -1,0 +1,78 @@
+"""Reading a kit's ledgers from git objects (pmos.store.revision), at any folder depth."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+
+from pmos._util.git import Repository
+from pmos.store import lines
+from pmos.store.append import loose_name, record_meta
+from pmos.store.revision import BlobCache, parse_file, read_ledgers
+
+
+def run_record(run_id: str) -> dict:
+    return {**record_meta("runs"), "run_id": run_id, "initiative_id": "i", "builder_model": "m"}
+
+
+def loose(record: dict) -> tuple[str, bytes]:
+    line, digest = lines.encode(record)
+    return loose_name(record, digest), line
+
+
+def test_records_are_found_at_any_depth_and_keyed_by_digest(tmp_path):
+    repo = tmp_path / "repo"
+    folder = repo / "kit/state/runs/2026-12/02"
+    folder.mkdir(parents=True)
+    names = {}
+    for run in ("a", "b"):
+        name, line = loose(run_record(run))
+        (folder / name).write_bytes(line)
+        names[run] = name
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+    subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=T", "-c", "user.email=t@e", "commit", "-qm", "x"],
+        check=True,
+    )
+    git = Repository(repo)
+    found = read_ledgers(BlobCache(git), git.commit("HEAD"), {"runs": "kit/state/runs"})
+    assert not found.problems
+    assert {r.run_id for r in found.records["runs"].values()} == {"a", "b"}
+    assert all(
+        r.path.startswith("kit/state/runs/2026-12/02/") for r in found.records["runs"].values()
+    )
+
+
+def test_what_a_writer_never_makes_is_named():
+    name, line = loose(run_record("a"))
+    assert parse_file("runs", f"x/{name}", line).problems == []
+    edited = line.replace(b'"run_id":"a"', b'"run_id":"b"')
+    [problem] = parse_file("runs", f"x/{name}", edited).problems
+    assert "does not match its digest" in problem.problem
+    [problem] = parse_file("runs", "x/notes.txt", b"hello\n").problems
+    assert "did not write" in problem.problem
+    [problem] = parse_file("evals", f"x/{name}", line).problems  # a run in the evals ledger
+    assert "is not one of the evals ledger" in problem.problem
+    header = b'{"pmos_pack":1}\n'
+    pack = header + line
+    good = f"x/pack-{hashlib.sha256(pack).hexdigest()}.jsonl"
+    assert parse_file("runs", good, pack).problems == []
+    [problem] = parse_file("runs", "x/pack-" + "0" * 64 + ".jsonl", pack).problems
+    assert "does not match its name" in problem.problem
+
+
+def test_a_record_not_in_canonical_form_is_refused_when_strict():
+    record = run_record("a")
+    line, _ = lines.encode(record)
+    body = line[: -lines.TAIL_LEN - 1]
+    spaced = body.replace(b'","', b'", "', 1)
+    forged = spaced + b',"digest":"' + _digest(spaced).encode() + b'"}\n'
+    [problem] = parse_file("runs", "x/" + loose_name(record, _digest(spaced)), forged).problems
+    assert "canonical" in problem.problem
+
+
+def _digest(body_without_brace: bytes) -> str:
+    from pmos.store.digest import digest_bytes
+
+    return digest_bytes(body_without_brace + b"}")
