@@ -58,19 +58,22 @@ from typing import Any, NamedTuple
 import orjson
 
 from pmos._util.forked import ForkedCall
-from pmos.db.columns import RowEncoder, encoder
+from pmos.calibration.metrics import compute_metrics, scored_pairs
+from pmos.calibration.pairs import ScoredPair
+from pmos.calibration.queue import compute_queue
+from pmos.db.columns import RowEncoder, UnstorableStamp, column_types, encoder, storable
 from pmos.db.connect import LOCK_CLASS, connection
-from pmos.db.errors import KitRefused, SchemaMismatch
+from pmos.db.errors import KitNotYours, KitRefused, SchemaMismatch
 from pmos.db.identity import KitIdentity, kit_identity
 from pmos.db.migrate import require_current
+from pmos.db.policy import policy_kit
 from pmos.db.settings import settings_of
 from pmos.db.tables import table_of
 from pmos.errors import LedgerCorrupt
+from pmos.gate.screen import KitScreen
 from pmos.kit import Kit
-from pmos.store.layout import Store
 from pmos.store.read import StoredLine, stored_lines
 from pmos.store.registry import LEDGER_KINDS
-from pmos.store.screening import Screen
 from pmos.store.verify import verify_store
 
 #: Records per chunk (one lookup of held digests, one COPY): large enough that a
@@ -118,46 +121,111 @@ class SyncReport(NamedTuple):
 def sync_kit(kit: Kit, dsn: str, *, kit_id: str | None = None) -> SyncReport:
     """Copy every record of ``kit`` the database lacks (see the module docstring)."""
     identity = kit_identity(kit.root, kit_id)
+    policy, _ = policy_kit(kit)
     pmos = _pmos_version()
     verification: _Verification | None = None
     try:
         with connection(dsn, purpose="sync") as conn:
             require_current(conn)
             _require_tables(conn)
-            kit_key, new_kit = _kit_key(conn, identity)
+            kit_key, new_kit = _own_kit_key(conn, identity)
             conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, kit_key))
             synced = {} if new_kit else _synced_packs(conn, kit_key)
             verification = _Verification(
-                kit, frozenset(pack for pack, by in synced.items() if pmos in by)
+                policy, frozenset(pack for pack, by in synced.items() if pmos in by)
             )
+            staged = conn.execute("SELECT row_security_active('evals')").fetchone()[0]
             try:
                 done = [
-                    _sync_kind(conn, kit, kit_key, kind, new_kit, synced.keys())
+                    _sync_kind(conn, policy, kit_key, kind, new_kit, synced.keys(), staged)
                     for kind in LEDGER_KINDS
                 ]
             except _ReadFailed as failed:
                 verification.refuse_if_failed()  # its full report, when it saw the damage too
                 raise KitRefused(_REFUSED.format(details=failed)) from None
-            checked = verification.refuse_if_failed()
+            checked, reports = verification.refuse_if_failed()
             results = [result for result, _ in done]
             copied = [pack for _, packs in done for pack in packs]
             _remember_packs(conn, kit_key, pmos, [pack for pack in copied if pack in checked])
-            conn.execute(
-                "INSERT INTO syncs (kit, pmos_version, settings, records, added) "
-                "VALUES (%s, %s, %s::jsonb, %s::jsonb, %s::jsonb)",
+            settings = _settings_with_rubric(policy)
+            changed = any(r.added for r in results) or _reported_settings(conn, kit_key) != settings
+            sync = conn.execute(
+                "INSERT INTO syncs (kit, pmos_version, settings, records, added, metrics, queue) "
+                "VALUES (%s, %s, %s::jsonb, %s::jsonb, %s::jsonb, %s::jsonb, %s::jsonb) "
+                "RETURNING sync",
                 (
                     kit_key,
                     pmos,
-                    orjson.dumps(_settings_with_rubric(kit)).decode(),
+                    orjson.dumps(settings).decode(),
                     orjson.dumps({r.kind: r.records for r in results}).decode(),
                     orjson.dumps({r.kind: r.added for r in results}).decode(),
+                    orjson.dumps(storable(reports.metrics)).decode() if changed else None,
+                    orjson.dumps(storable(reports.queue)).decode() if changed else None,
                 ),
-            )
+            ).fetchone()[0]
+            if changed:
+                _store_pairs(conn, sync, kit_key, reports.pairs)
             conn.commit()
     finally:
         if verification is not None:
             verification.cancel()
     return SyncReport(identity, new_kit, results)
+
+
+def _own_kit_key(conn: Any, identity: KitIdentity) -> tuple[int, bool]:
+    """The kit's key, and whether the database has nothing of it yet.
+
+    A role bound to a kit (``pmos db grant --kit ID``) syncs that kit only: a
+    repository cannot become another kit by copying its remote URL or passing
+    its id, because the role, not the id, decides. Any other role (the
+    database's owner) names the kit by its id, adding it when it is new.
+    """
+    bound = conn.execute("SELECT kit, kit_id FROM kits WHERE role = current_user").fetchone()
+    if bound is None:
+        return _kit_key(conn, identity)
+    key, bound_id = bound
+    if bound_id != identity.kit_id:
+        role = conn.execute("SELECT current_user").fetchone()[0]
+        raise KitNotYours(
+            f"the database role {role!r} writes kit {bound_id!r} only, and this kit is "
+            f"{identity.kit_id!r} (from --kit-id or the git remote): nothing was written. "
+            f"Sync each kit with the credentials 'pmos db grant --kit ID' made for it"
+        )
+    first = conn.execute("SELECT NOT EXISTS (SELECT 1 FROM syncs WHERE kit = %s)", (key,))
+    return key, first.fetchone()[0]
+
+
+def _reported_settings(conn: Any, kit_key: int) -> Any:
+    """The settings of the kit's latest sync that stored a report (None: none did)."""
+    row = conn.execute(
+        "SELECT settings FROM syncs WHERE kit = %s AND metrics IS NOT NULL "
+        "ORDER BY sync DESC LIMIT 1",
+        (kit_key,),
+    ).fetchone()
+    return row[0] if row else None
+
+
+def _store_pairs(conn: Any, sync: int, kit_key: int, pairs: list[ScoredPair]) -> None:
+    """The report's pairs, in one statement (row-level security refuses COPY to a kit's
+    role; an INSERT from arrays costs one round trip)."""
+    if not pairs:
+        return
+    conn.execute(
+        "INSERT INTO calibration_pairs "
+        "(sync, kit, run_id, evaluator_model, gate_pass, pm_pass, form, score) "
+        "SELECT %s, %s, * FROM unnest(%s::text[], %s::text[], %s::boolean[], %s::boolean[], "
+        "%s::text[], %s::double precision[])",
+        (
+            sync,
+            kit_key,
+            [p.run_id for p in pairs],
+            [p.evaluator_model for p in pairs],
+            [p.gate_pass for p in pairs],
+            [p.pm_pass for p in pairs],
+            [p.form for p in pairs],
+            [p.score for p in pairs],
+        ),
+    )
 
 
 _REFUSED = (
@@ -166,8 +234,18 @@ _REFUSED = (
 )
 
 
+class Reports(NamedTuple):
+    """What ``pmos metrics --json`` and ``pmos queue --json`` say of the kit, and the
+    pairs the report counts: computed by the file-mode code, stored by the sync."""
+
+    metrics: dict[str, Any]
+    queue: dict[str, Any]
+    pairs: list[ScoredPair]
+
+
 class _Verification:
-    """``pmos ledger verify`` of the kit, run in a forked child while the copy proceeds.
+    """``pmos ledger verify`` of the kit, then its reports, in a forked child while the
+    copy proceeds.
 
     Verifying reads every record, as copying does; running it on the other
     core while this process copies takes it off the sync's critical path.
@@ -175,28 +253,28 @@ class _Verification:
     commits, so a kit that fails is refused with nothing committed, exactly
     as if it had been checked first. Packs this pmos version verified in an
     earlier sync of the kit (``verified``) are only hashed against their
-    names (:func:`pmos.store.verify.verify_kind`).
+    names (:func:`pmos.store.verify.verify_kind`). A kit that passes then gets
+    its calibration report, pairs and queue (:class:`Reports`), computed by
+    :mod:`pmos.calibration` exactly as ``pmos metrics`` and ``pmos queue``
+    compute them: the database's views only select from these.
     """
 
     def __init__(self, kit: Kit, verified: frozenset[str]) -> None:
-        from pmos.gate.screen import KitScreen
-
-        # The writers' rules too: a record that breaks one is never copied, so the
-        # database's figures equal file mode's, which leaves such records out.
-        self._args = (kit.store, verified, KitScreen(kit))
+        self._args = (kit, verified)
         self._call = ForkedCall(_verify, *self._args) if hasattr(os, "fork") else None
 
-    def refuse_if_failed(self) -> frozenset[str]:
-        """Raise :class:`KitRefused` if the kit fails; else the packs checked line by line."""
+    def refuse_if_failed(self) -> tuple[frozenset[str], Reports]:
+        """Raise :class:`KitRefused` if the kit fails; else the packs checked line by
+        line, and the kit's reports."""
         call, self._call = self._call, None
-        failing, checked = call.result() if call is not None else _verify(*self._args)
+        failing, checked, reports = call.result() if call is not None else _verify(*self._args)
         if failing:
             details = "; ".join(
                 f"{kind}: {count} problem(s), first at line {line}: {problem}"
                 for kind, count, line, problem in failing
             )
             raise KitRefused(_REFUSED.format(details=details))
-        return checked
+        return checked, reports
 
     def cancel(self) -> None:
         if self._call is not None:
@@ -205,17 +283,24 @@ class _Verification:
 
 
 def _verify(
-    store: Store, verified: frozenset[str], screen: Screen
-) -> tuple[list[tuple[str, int, int, str]], frozenset[str]]:
+    kit: Kit, verified: frozenset[str]
+) -> tuple[list[tuple[str, int, int, str]], frozenset[str], Reports | None]:
     """(kind, problems, first line, first problem) of each ledger that fails
-    verification, and the packs verified line by line."""
-    reports = verify_store(store, verified_packs=verified, screen=screen)
+    verification, the packs verified line by line, and the kit's reports (None
+    when it fails)."""
+    # The writers' rules too: a record that breaks one is never copied, so the
+    # database's figures equal file mode's, which leaves such records out.
+    reports = verify_store(kit.store, verified_packs=verified, screen=KitScreen(kit))
     failing = [
         (r.kind, len(r.problems), r.problems[0].line, r.problems[0].problem)
         for r in reports
         if not r.ok
     ]
-    return failing, frozenset(pack for r in reports for pack in r.checked_packs)
+    checked = frozenset(pack for r in reports for pack in r.checked_packs)
+    if failing:
+        return failing, checked, None
+    found = Reports(compute_metrics(kit), compute_queue(kit).as_dict(), scored_pairs(kit))
+    return failing, checked, found
 
 
 def _require_tables(conn: Any) -> None:
@@ -265,17 +350,37 @@ def _remember_packs(conn: Any, kit_key: int, pmos: str, packs: list[str]) -> Non
 
 
 def _sync_kind(
-    conn: Any, kit: Kit, kit_key: int, kind: str, new_kit: bool, have: Collection[str]
+    conn: Any,
+    kit: Kit,
+    kit_key: int,
+    kind: str,
+    new_kit: bool,
+    have: Collection[str],
+    staged: bool,
 ) -> tuple[KindResult, list[str]]:
     """Copy what the database lacks of one kind; the result, and the packs whose
-    records the database now has (read whole, or left out as ``have``)."""
+    records the database now has (read whole, or left out as ``have``).
+
+    ``staged``: row-level security applies to this role (a kit's role), and
+    PostgreSQL refuses COPY into a table under it, so each chunk is COPYed into
+    a temporary table and moved in with one INSERT, which the policies check.
+    """
     table = table_of(kind)
     try:
         stored = stored_lines(kit.store, kind, have=have)  # lists the files, reads loose ones
     except LedgerCorrupt as exc:
         raise _ReadFailed(str(exc)) from None
     rows = encoder(kind)
-    copy_in = f"COPY {table} ({', '.join(rows.columns)}) FROM STDIN"
+    target = table
+    move_in = None
+    if staged:
+        target = f"pmos_incoming_{table}"
+        conn.execute(
+            f"CREATE TEMP TABLE IF NOT EXISTS {target} ({column_types(kind)}) ON COMMIT DROP"
+        )
+        columns = ", ".join(rows.columns)
+        move_in = f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {target}"
+    copy_in = f"COPY {target} ({', '.join(rows.columns)}) FROM STDIN"
     # A new kit has no records yet: nothing to look up.
     held_of = None if new_kit else f"SELECT digest FROM {table} WHERE kit = %s AND digest = ANY(%s)"
     added = 0
@@ -291,6 +396,9 @@ def _sync_kind(
                 with cursor.copy(copy_in) as copy:
                     for start in range(0, len(lines), _ROWS_PER_WRITE):
                         copy.write(b"".join(lines[start : start + _ROWS_PER_WRITE]))
+                if move_in is not None:
+                    cursor.execute(move_in)
+                    conn.execute(f"TRUNCATE {target}")
                 added += cursor.rowcount
         read = producer.read
     return KindResult(kind, stored.have_records + read, added), [*stored.packs, *stored.held]
@@ -367,7 +475,7 @@ class _Producer:
             self._put(_END)
         except _Stopped:
             return
-        except LedgerCorrupt as exc:
+        except (LedgerCorrupt, UnstorableStamp) as exc:
             self._hand_over(_ReadFailed(str(exc)))
         except BaseException as exc:  # handed to the caller, who raises it
             self._hand_over(exc)
