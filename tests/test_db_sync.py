@@ -729,3 +729,41 @@ def test_a_role_without_grants_is_refused_with_what_to_do(cli, db, roles, small_
     assert refused.exit_code == 2
     assert "pmos db grant" in refused.stderr
     assert counts(db)["kits"] == 0
+
+
+# ---------------------------------------------------------------- one validity
+
+
+OUT_OF_RANGE = (
+    "timestamp '0000-01-01T00:00:00Z' is out of range: a record's time must fall in the "
+    "years 1970 to 9999 (UTC)"
+)
+
+
+def test_a_record_of_the_year_0_is_refused_alike_by_verify_and_sync(cli, db, tmp_path):
+    kit = new_kit(tmp_path / "zero")
+    judge(kit, "ok", "PASS", model="gpt-5", initiative="i")
+    ledgerfiles.forge(
+        kit.root, "runs", ledgerfiles.run_record("r0", recorded_at="0000-01-01T00:00:00Z")
+    )
+    verify = cli("--root", str(kit.root), "ledger", "verify")
+    assert verify.exit_code == 1
+    assert OUT_OF_RANGE in verify.output
+    refused = cli("--root", str(kit.root), "sync", "--db", db, "--kit-id", "zero")
+    assert refused.exit_code == 1, refused.output
+    assert "nothing was copied" in refused.stderr and OUT_OF_RANGE in refused.stderr
+    assert set(counts(db).values()) == {0}
+
+
+def test_a_record_at_the_first_instant_of_the_range_passes_verify_and_is_stored(
+    cli, db, tmp_path
+):
+    kit = new_kit(tmp_path / "epoch")
+    ledgerfiles.forge(
+        kit.root, "runs", ledgerfiles.run_record("r0", recorded_at="1970-01-01T00:00:00Z")
+    )
+    assert cli("--root", str(kit.root), "ledger", "verify").exit_code == 0
+    assert sync(cli, kit, db, "--kit-id", "epoch")["added"] == 1
+    with psycopg.connect(db) as conn:
+        (at,) = conn.execute("SELECT extract(epoch FROM recorded_at) FROM runs").fetchone()
+    assert at == 0

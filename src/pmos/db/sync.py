@@ -58,7 +58,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from pmos._util.forked import ForkedCall
-from pmos.calibration.metrics import compute_metrics, scored_pairs
+from pmos.calibration.metrics import report_and_pairs
 from pmos.calibration.pairs import ScoredPair
 from pmos.calibration.queue import compute_queue
 from pmos.db.columns import RowEncoder, UnstorableStamp, column_types, encoder, storable
@@ -299,8 +299,8 @@ def _verify(
     checked = frozenset(pack for r in reports for pack in r.checked_packs)
     if failing:
         return failing, checked, None
-    found = Reports(compute_metrics(kit), compute_queue(kit).as_dict(), scored_pairs(kit))
-    return failing, checked, found
+    metrics, pairs = report_and_pairs(kit)
+    return failing, checked, Reports(metrics, compute_queue(kit).as_dict(), pairs)
 
 
 def _require_tables(conn: Any) -> None:
