@@ -755,9 +755,7 @@ def test_a_record_of_the_year_0_is_refused_alike_by_verify_and_sync(cli, db, tmp
     assert set(counts(db).values()) == {0}
 
 
-def test_a_record_at_the_first_instant_of_the_range_passes_verify_and_is_stored(
-    cli, db, tmp_path
-):
+def test_a_record_at_the_first_instant_of_the_range_passes_verify_and_is_stored(cli, db, tmp_path):
     kit = new_kit(tmp_path / "epoch")
     ledgerfiles.forge(
         kit.root, "runs", ledgerfiles.run_record("r0", recorded_at="1970-01-01T00:00:00Z")
