@@ -528,10 +528,12 @@ def test_four_concurrent_syncs_of_different_kits(db, tmp_path):
     assert counts(db)["kits"] == 4 and counts(db)["syncs"] == 4
 
 
-def test_concurrent_syncs_of_one_kit_store_each_record_once(db, small_kit):
+@pytest.mark.parametrize("as_kit_role", [False, True], ids=["owner", "kit-role"])
+def test_concurrent_syncs_of_one_kit_store_each_record_once(cli, db, small_kit, as_kit_role):
     bulk_labels(small_kit, 300)
+    dsn = as_role(db, grant_kit(cli, db, "one")["role"]) if as_kit_role else db
     procs = [
-        pmos_proc("--root", str(small_kit.root), "sync", "--db", db, "--kit-id", "one", "--json")
+        pmos_proc("--root", str(small_kit.root), "sync", "--db", dsn, "--kit-id", "one", "--json")
         for _ in range(3)
     ]
     reports = []

@@ -15,6 +15,11 @@ into a remote URL ever reaches the database. The remote is ``origin``, or the
 only remote when there is one. A kit outside git, or without a remote, is
 named explicitly (``pmos sync --kit-id ID``); the id chosen must then be used
 from every clone.
+
+An id names a kit; it does not prove that a repository is that kit (any
+repository can set its remote to another's URL). What may write a kit's rows
+is the database role bound to it by ``pmos db grant --kit ID``
+(:mod:`pmos.db.roles`): a sync with that role under any other id is refused.
 """
 
 from __future__ import annotations

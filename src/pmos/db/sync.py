@@ -130,6 +130,9 @@ def sync_kit(kit: Kit, dsn: str, *, kit_id: str | None = None) -> SyncReport:
             _require_tables(conn)
             kit_key, new_kit = _own_kit_key(conn, identity)
             conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, kit_key))
+            if new_kit is None:  # a bound kit: new until one of its syncs commits (ask now)
+                first = "SELECT NOT EXISTS (SELECT 1 FROM syncs WHERE kit = %s)"
+                new_kit = conn.execute(first, (kit_key,)).fetchone()[0]
             synced = {} if new_kit else _synced_packs(conn, kit_key)
             verification = _Verification(
                 policy, frozenset(pack for pack, by in synced.items() if pmos in by)
@@ -172,8 +175,9 @@ def sync_kit(kit: Kit, dsn: str, *, kit_id: str | None = None) -> SyncReport:
     return SyncReport(identity, new_kit, results)
 
 
-def _own_kit_key(conn: Any, identity: KitIdentity) -> tuple[int, bool]:
-    """The kit's key, and whether the database has nothing of it yet.
+def _own_kit_key(conn: Any, identity: KitIdentity) -> tuple[int, bool | None]:
+    """The kit's key, and whether the database has nothing of it yet (None for a kit
+    bound to the role: the caller asks once it holds the kit's lock).
 
     A role bound to a kit (``pmos db grant --kit ID``) syncs that kit only: a
     repository cannot become another kit by copying its remote URL or passing
@@ -191,8 +195,7 @@ def _own_kit_key(conn: Any, identity: KitIdentity) -> tuple[int, bool]:
             f"{identity.kit_id!r} (from --kit-id or the git remote): nothing was written. "
             f"Sync each kit with the credentials 'pmos db grant --kit ID' made for it"
         )
-    first = conn.execute("SELECT NOT EXISTS (SELECT 1 FROM syncs WHERE kit = %s)", (key,))
-    return key, first.fetchone()[0]
+    return key, None
 
 
 def _reported_settings(conn: Any, kit_key: int) -> Any:
