@@ -757,13 +757,23 @@ def test_a_record_of_the_year_0_is_refused_alike_by_verify_and_sync(cli, db, tmp
     assert set(counts(db).values()) == {0}
 
 
-def test_a_record_at_the_first_instant_of_the_range_passes_verify_and_is_stored(cli, db, tmp_path):
-    kit = new_kit(tmp_path / "epoch")
-    ledgerfiles.forge(
-        kit.root, "runs", ledgerfiles.run_record("r0", recorded_at="1970-01-01T00:00:00Z")
-    )
+@pytest.mark.parametrize(
+    ("stamp", "epoch"),
+    [
+        ("1970-01-01T00:00:00Z", 0),
+        ("9999-12-31T23:59:59Z", 253402300799),
+        ("2026-01-01t00:00:00z", 1767225600),
+        ("2026-01-01T00:00:00.123456789Z", 1767225600.123457),
+        ("2026-01-01T14:00:00+14:00", 1767225600),
+    ],
+)
+def test_a_record_at_any_stamp_verify_accepts_is_stored(cli, db, tmp_path, stamp, epoch):
+    kit = new_kit(tmp_path / "edge")
+    ledgerfiles.forge(kit.root, "runs", ledgerfiles.run_record("r0", recorded_at=stamp))
     assert cli("--root", str(kit.root), "ledger", "verify").exit_code == 0
-    assert sync(cli, kit, db, "--kit-id", "epoch")["added"] == 1
+    assert sync(cli, kit, db, "--kit-id", "edge")["added"] == 1
     with psycopg.connect(db) as conn:
-        (at,) = conn.execute("SELECT extract(epoch FROM recorded_at) FROM runs").fetchone()
-    assert at == 0
+        at, text = conn.execute(
+            "SELECT extract(epoch FROM recorded_at), recorded_at_text FROM runs"
+        ).fetchone()
+    assert float(at) == pytest.approx(epoch, abs=1e-6) and text == stamp
