@@ -676,12 +676,19 @@ def test_settings_reach_the_database_only_from_the_default_branch(cli, db, tmp_p
     in the working tree) syncs under the default branch's pmos.yaml."""
     kit = git_kit(tmp_path / "kit", "git@github.com:acme/kit.git")
     populate(kit, "r", ["gpt-5"], runs=20)
+    default = subprocess.run(
+        ["git", "-C", str(kit.root), "symbolic-ref", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     subprocess.run(["git", "-C", str(kit.root), "checkout", "-q", "-b", "feature"], check=True)
     config = kit.root / "pmos.yaml"
     config.write_text(config.read_text().replace("kappa_threshold: 0.60", "kappa_threshold: 0"))
     commit_all(kit.root, "lower the bar")
     config.write_text(config.read_text().replace("min_pairs: 20", "min_pairs: 2"))
-    assert sync(cli, kit, db)["added"] > 0
+    report = sync(cli, kit, db)
+    assert report["added"] > 0 and report["policy"] == f"{default}:pmos.yaml"
     with psycopg.connect(db) as conn:
         settings, reported = conn.execute(
             "SELECT settings, metrics->>'kappa_threshold' FROM v_kit_reports"

@@ -65,7 +65,7 @@ def sync(
         emit_json(report.as_dict())
         return
     state = "new in the database" if report.new_kit else "already in the database"
-    typer.echo(f"kit {report.identity.kit_id} ({state})")
+    typer.echo(f"kit {report.identity.kit_id} ({state}); settings from {report.policy}")
     rows = [[k.kind, k.records, k.added] for k in report.kinds]
     rows.append(["total", report.records, report.added])
     typer.echo(table(["ledger", "records in kit", "added"], rows))

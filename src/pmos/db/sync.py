@@ -97,6 +97,8 @@ class SyncReport(NamedTuple):
     identity: KitIdentity
     new_kit: bool
     kinds: list[KindResult]
+    #: Where the kit's settings came from (:func:`pmos.db.policy.policy_kit`).
+    policy: str
 
     @property
     def added(self) -> int:
@@ -112,6 +114,7 @@ class SyncReport(NamedTuple):
             "repository": self.identity.repository,
             "path": self.identity.path,
             "new_kit": self.new_kit,
+            "policy": self.policy,
             "records": self.records,
             "added": self.added,
             "kinds": {k.kind: {"records": k.records, "added": k.added} for k in self.kinds},
@@ -121,7 +124,7 @@ class SyncReport(NamedTuple):
 def sync_kit(kit: Kit, dsn: str, *, kit_id: str | None = None) -> SyncReport:
     """Copy every record of ``kit`` the database lacks (see the module docstring)."""
     identity = kit_identity(kit.root, kit_id)
-    policy, _ = policy_kit(kit)
+    policy, source = policy_kit(kit)
     pmos = _pmos_version()
     verification: _Verification | None = None
     try:
@@ -172,7 +175,7 @@ def sync_kit(kit: Kit, dsn: str, *, kit_id: str | None = None) -> SyncReport:
     finally:
         if verification is not None:
             verification.cancel()
-    return SyncReport(identity, new_kit, results)
+    return SyncReport(identity, new_kit, results, source)
 
 
 def _own_kit_key(conn: Any, identity: KitIdentity) -> tuple[int, bool | None]:
