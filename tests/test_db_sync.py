@@ -784,3 +784,27 @@ def test_a_record_at_any_stamp_verify_accepts_is_stored(cli, db, tmp_path, stamp
             "SELECT extract(epoch FROM recorded_at), recorded_at_text FROM runs"
         ).fetchone()
     assert float(at) == pytest.approx(epoch, abs=1e-6) and text == stamp
+
+
+def test_a_report_is_stored_when_records_or_settings_changed_and_only_then(cli, db, small_kit):
+    def reports() -> list[int]:
+        with psycopg.connect(db) as conn:
+            found = conn.execute(
+                "SELECT (metrics->>'pairs')::int FROM syncs WHERE metrics IS NOT NULL ORDER BY sync"
+            ).fetchall()
+        return [pairs for (pairs,) in found]
+
+    sync(cli, small_kit, db, "--kit-id", "k")
+    first = reports()
+    sync(cli, small_kit, db, "--kit-id", "k")
+    assert reports() == first  # nothing new: the report stands
+    judge(small_kit, "s-new", "FAIL", model="gpt-5", initiative="init-0")
+    sync(cli, small_kit, db, "--kit-id", "k")
+    assert len(reports()) == 2
+    config = small_kit.root / "pmos.yaml"
+    config.write_text(config.read_text().replace("min_pairs: 20", "min_pairs: 3"))
+    sync(cli, small_kit, db, "--kit-id", "k")
+    assert len(reports()) == 3
+    with psycopg.connect(db) as conn:
+        (settings,) = conn.execute("SELECT settings FROM v_kit_reports").fetchone()
+    assert settings["min_pairs"] == 3  # a kit outside git: its working tree is its policy

@@ -149,12 +149,14 @@ def sync_kit(kit: Kit, dsn: str, *, kit_id: str | None = None) -> SyncReport:
             except _ReadFailed as failed:
                 verification.refuse_if_failed()  # its full report, when it saw the damage too
                 raise KitRefused(_REFUSED.format(details=failed)) from None
-            checked, reports = verification.refuse_if_failed()
+            checked = verification.refuse_if_failed()
             results = [result for result, _ in done]
             copied = [pack for _, packs in done for pack in packs]
             _remember_packs(conn, kit_key, pmos, [pack for pack in copied if pack in checked])
             settings = _settings_with_rubric(policy)
             changed = any(r.added for r in results) or _reported_settings(conn, kit_key) != settings
+            # Unchanged records and settings: the last report stands, its child is stopped.
+            reports = verification.reports() if changed else verification.cancel()
             sync = conn.execute(
                 "INSERT INTO syncs (kit, pmos_version, settings, records, added, metrics, queue) "
                 "VALUES (%s, %s, %s::jsonb, %s::jsonb, %s::jsonb, %s::jsonb, %s::jsonb) "
@@ -165,11 +167,11 @@ def sync_kit(kit: Kit, dsn: str, *, kit_id: str | None = None) -> SyncReport:
                     orjson.dumps(settings).decode(),
                     orjson.dumps({r.kind: r.records for r in results}).decode(),
                     orjson.dumps({r.kind: r.added for r in results}).decode(),
-                    orjson.dumps(storable(reports.metrics)).decode() if changed else None,
-                    orjson.dumps(storable(reports.queue)).decode() if changed else None,
+                    orjson.dumps(storable(reports.metrics)).decode() if reports else None,
+                    orjson.dumps(storable(reports.queue)).decode() if reports else None,
                 ),
             ).fetchone()[0]
-            if changed:
+            if reports is not None:
                 _store_pairs(conn, sync, kit_key, reports.pairs)
             conn.commit()
     finally:
@@ -259,30 +261,47 @@ class _Verification:
     commits, so a kit that fails is refused with nothing committed, exactly
     as if it had been checked first. Packs this pmos version verified in an
     earlier sync of the kit (``verified``) are only hashed against their
-    names (:func:`pmos.store.verify.verify_kind`). A kit that passes then gets
-    its calibration report, pairs and queue (:class:`Reports`), computed by
-    :mod:`pmos.calibration` exactly as ``pmos metrics`` and ``pmos queue``
-    compute them: the database's views only select from these.
+    names (:func:`pmos.store.verify.verify_kind`). Once it has posted the
+    outcome, the child goes on to the kit's calibration report, pairs and
+    queue (:class:`Reports`), computed by :mod:`pmos.calibration` exactly as
+    ``pmos metrics`` and ``pmos queue`` compute them (the database's views
+    only select from these); a sync that added nothing and whose settings
+    are those of the last report stops it instead of waiting.
     """
 
     def __init__(self, kit: Kit, verified: frozenset[str]) -> None:
         self._args = (kit, verified)
-        self._call = ForkedCall(_verify, *self._args) if hasattr(os, "fork") else None
+        self._call = (
+            ForkedCall(_verify_then_report, *self._args, outbox=True)
+            if hasattr(os, "fork")
+            else None
+        )
+        self._outcome: Any = None
 
-    def refuse_if_failed(self) -> tuple[frozenset[str], Reports]:
-        """Raise :class:`KitRefused` if the kit fails; else the packs checked line by
-        line, and the kit's reports."""
-        call, self._call = self._call, None
-        failing, checked, reports = call.result() if call is not None else _verify(*self._args)
+    def refuse_if_failed(self) -> frozenset[str]:
+        """Raise :class:`KitRefused` if the kit fails; else the packs checked line by line."""
+        if self._outcome is None:
+            if self._call is not None:
+                self._outcome = self._call.early()
+            else:
+                self._outcome = _verify(*self._args)
+        failing, checked = self._outcome
         if failing:
+            self.cancel()
             details = "; ".join(
                 f"{kind}: {count} problem(s), first at line {line}: {problem}"
                 for kind, count, line, problem in failing
             )
             raise KitRefused(_REFUSED.format(details=details))
-        return checked, reports
+        return checked
+
+    def reports(self) -> Reports:
+        """The kit's reports (after :meth:`refuse_if_failed` passed)."""
+        call, self._call = self._call, None
+        return call.result() if call is not None else _reports(self._args[0])
 
     def cancel(self) -> None:
+        """Stop the child if it still runs."""
         if self._call is not None:
             self._call.cancel()
             self._call = None
@@ -290,10 +309,9 @@ class _Verification:
 
 def _verify(
     kit: Kit, verified: frozenset[str]
-) -> tuple[list[tuple[str, int, int, str]], frozenset[str], Reports | None]:
+) -> tuple[list[tuple[str, int, int, str]], frozenset[str]]:
     """(kind, problems, first line, first problem) of each ledger that fails
-    verification, the packs verified line by line, and the kit's reports (None
-    when it fails)."""
+    verification, and the packs verified line by line."""
     # The writers' rules too: a record that breaks one is never copied, so the
     # database's figures equal file mode's, which leaves such records out.
     reports = verify_store(kit.store, verified_packs=verified, screen=KitScreen(kit))
@@ -302,11 +320,20 @@ def _verify(
         for r in reports
         if not r.ok
     ]
-    checked = frozenset(pack for r in reports for pack in r.checked_packs)
-    if failing:
-        return failing, checked, None
+    return failing, frozenset(pack for r in reports for pack in r.checked_packs)
+
+
+def _reports(kit: Kit) -> Reports:
     metrics, pairs = report_and_pairs(kit)
-    return failing, checked, Reports(metrics, compute_queue(kit).as_dict(), pairs)
+    return Reports(metrics, compute_queue(kit).as_dict(), pairs)
+
+
+def _verify_then_report(post: Any, kit: Kit, verified: frozenset[str]) -> Reports | None:
+    """The child's work: post the verification's outcome, then (a kit that passed)
+    compute and return the reports."""
+    outcome = _verify(kit, verified)
+    post(outcome)
+    return None if outcome[0] else _reports(kit)
 
 
 def _require_tables(conn: Any) -> None:
