@@ -73,9 +73,11 @@ def _stat(pid: int | str) -> list[str]:
 
 def server_cpu(server: PgServer | None) -> float | None:
     """CPU seconds of the server so far: the postmaster with the backends it has
-    reaped (utime, stime, cutime, cstime), plus the live backends."""
+    reaped (utime, stime, cutime, cstime), plus the live backends. A backend whose
+    client just left may not be reaped yet (its CPU would be missed): wait for it."""
     if server is None:
         return None
+    time.sleep(2)
     postmaster = (server.data / "postmaster.pid").read_text().split()[0]
     total = sum(int(v) for v in _stat(postmaster)[11:15])
     for entry in Path("/proc").iterdir():
