@@ -252,39 +252,37 @@ class Reports(NamedTuple):
 
 
 class _Verification:
-    """``pmos ledger verify`` of the kit, then its reports, in a forked child while the
-    copy proceeds.
+    """``pmos ledger verify`` of the kit, and its reports, each in a forked child while
+    the copy proceeds.
 
-    Verifying reads every record, as copying does; running it on the other
-    core while this process copies takes it off the sync's critical path.
-    The sync asks for the outcome before it writes its ``syncs`` row and
-    commits, so a kit that fails is refused with nothing committed, exactly
-    as if it had been checked first. Packs this pmos version verified in an
-    earlier sync of the kit (``verified``) are only hashed against their
-    names (:func:`pmos.store.verify.verify_kind`). Once it has posted the
-    outcome, the child goes on to the kit's calibration report, pairs and
-    queue (:class:`Reports`), computed by :mod:`pmos.calibration` exactly as
-    ``pmos metrics`` and ``pmos queue`` compute them (the database's views
-    only select from these); a sync that added nothing and whose settings
-    are those of the last report stops it instead of waiting.
+    Verifying reads every record, as copying does; running it in a child while
+    this process copies takes it off the sync's critical path. The sync asks
+    for the outcome before it writes its ``syncs`` row and commits, so a kit
+    that fails is refused with nothing committed, exactly as if it had been
+    checked first. Packs this pmos version verified in an earlier sync of the
+    kit (``verified``) are only hashed against their names
+    (:func:`pmos.store.verify.verify_kind`). A second child computes the kit's
+    calibration report, pairs and queue (:class:`Reports`) with
+    :mod:`pmos.calibration`, exactly as ``pmos metrics`` and ``pmos queue``
+    compute them (the database's views only select from these); a sync that
+    added nothing and whose settings are those of the last report stops it
+    instead of waiting, and so does a kit that fails.
     """
 
     def __init__(self, kit: Kit, verified: frozenset[str]) -> None:
-        self._args = (kit, verified)
-        self._call = (
-            ForkedCall(_verify_then_report, *self._args, outbox=True)
-            if hasattr(os, "fork")
-            else None
-        )
+        self._kit, self._verified = kit, verified
+        forks = hasattr(os, "fork")
+        self._call = ForkedCall(_verify, kit, verified) if forks else None
+        self._reports = ForkedCall(_reports, kit) if forks else None
         self._outcome: Any = None
 
     def refuse_if_failed(self) -> frozenset[str]:
         """Raise :class:`KitRefused` if the kit fails; else the packs checked line by line."""
         if self._outcome is None:
-            if self._call is not None:
-                self._outcome = self._call.early()
-            else:
-                self._outcome = _verify(*self._args)
+            call, self._call = self._call, None
+            self._outcome = (
+                call.result() if call is not None else _verify(self._kit, self._verified)
+            )
         failing, checked = self._outcome
         if failing:
             self.cancel()
@@ -297,14 +295,15 @@ class _Verification:
 
     def reports(self) -> Reports:
         """The kit's reports (after :meth:`refuse_if_failed` passed)."""
-        call, self._call = self._call, None
-        return call.result() if call is not None else _reports(self._args[0])
+        call, self._reports = self._reports, None
+        return call.result() if call is not None else _reports(self._kit)
 
     def cancel(self) -> None:
-        """Stop the child if it still runs."""
-        if self._call is not None:
-            self._call.cancel()
-            self._call = None
+        """Stop the children that still run."""
+        for call in (self._call, self._reports):
+            if call is not None:
+                call.cancel()
+        self._call = self._reports = None
 
 
 def _verify(
@@ -326,14 +325,6 @@ def _verify(
 def _reports(kit: Kit) -> Reports:
     metrics, pairs = report_and_pairs(kit)
     return Reports(metrics, compute_queue(kit).as_dict(), pairs)
-
-
-def _verify_then_report(post: Any, kit: Kit, verified: frozenset[str]) -> Reports | None:
-    """The child's work: post the verification's outcome, then (a kit that passed)
-    compute and return the reports."""
-    outcome = _verify(kit, verified)
-    post(outcome)
-    return None if outcome[0] else _reports(kit)
 
 
 def _require_tables(conn: Any) -> None:
