@@ -3,10 +3,7 @@
 ``populate`` gives a kit a mix that exercises every rule the readers apply:
 judged and labelled runs of several evaluator models, re-judged runs,
 unlabelled runs, SKIPPED-only runs, a judged run skipped later, labels
-without a verdict and registered runs nobody judged. Every label is recorded
-after the verdict it judges and no verdict follows it, so the pairing rule of
-this branch's file readers (latest verdict, latest label) and the rule of the
-views (a label pairs with the verdict its gate_record_id names) agree.
+without a verdict and registered runs nobody judged.
 
 ``union_kit`` replays several kits' records, in (recorded_at, record_id)
 order, into one kit through the store's append path: file mode over the union
@@ -39,7 +36,21 @@ def git_kit(folder: Path, remote: str | None) -> Kit:
     subprocess.run(["git", "init", "-q", str(folder)], check=True)
     if remote is not None:
         subprocess.run(["git", "-C", str(folder), "remote", "add", "origin", remote], check=True)
+    commit_all(folder)
     return kit
+
+
+def commit_all(repo: Path, message: str = "kit") -> None:
+    """Commit everything in the repository at ``repo`` on its current branch: the
+    policy a sync applies is the default branch's committed pmos.yaml."""
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+    subprocess.run(
+        [
+            *("git", "-C", str(repo), "-c", "user.name=pm", "-c", "user.email=pm@example.com"),
+            *("commit", "-q", "-m", message),
+        ],
+        check=True,
+    )
 
 
 def judge(kit: Kit, run: str, verdict: str, *, model: str, initiative: str) -> dict:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import orjson
+import pytest
 
-from pmos.db.columns import COLUMNS, encoder
+from pmos.db.columns import COLUMNS, UnstorableStamp, encoder
+
+T = "2026-01-01T00:00:00.000000Z"
 
 
 def cells(kind: str, record: dict) -> dict[str, str]:
@@ -46,14 +49,26 @@ def test_each_column_takes_only_a_value_of_its_json_type():
 
 
 def test_a_missing_field_is_null_and_a_renamed_one_is_found():
-    row = cells("acceptances", {"record_id": "x", "recorded_at": "t", "by": "pm", "label": "pass"})
+    row = cells("acceptances", {"record_id": "x", "recorded_at": T, "by": "pm", "label": "pass"})
     assert row["labelled_by"] == "pm" and row["label"] == "pass"
     assert row["gate_record_id"] == row["run_id"] == "\\N"
 
 
 def test_a_score_keeps_every_digit_a_double_can():
-    row = cells("evals", {"record_id": "e", "recorded_at": "t", "score": 0.1 + 0.2})
+    row = cells("evals", {"record_id": "e", "recorded_at": T, "score": 0.1 + 0.2})
     assert float(row["score"]) == 0.1 + 0.2
-    huge = b'{"record_id":"e","recorded_at":"t","score":1' + b"0" * 400 + b"}"
+    huge = b'{"record_id":"e","recorded_at":"%s","score":1' % T.encode() + b"0" * 400 + b"}"
     row = encoder("evals").row(1, "ab" * 32, huge).decode()
     assert row.split("\t")[3 + [c.name for c in COLUMNS["evals"]].index("score")] == "\\N"
+
+
+@pytest.mark.parametrize(
+    "stamp", ["0000-01-01T00:00:00Z", "1969-12-31T23:59:59Z", "2026-02-30T00:00:00Z", "t"]
+)
+def test_a_timestamp_outside_the_stored_range_is_refused_before_the_server_sees_it(stamp):
+    body = orjson.dumps({"record_id": "e", "recorded_at": stamp})
+    with pytest.raises(UnstorableStamp):
+        encoder("evals").row(1, "ab" * 32, body)
+    with pytest.raises(UnstorableStamp):  # a record with a backslash takes the other path
+        encoder("evals").row(1, "ab" * 32, orjson.dumps({"recorded_at": stamp, "n": "\\"}))
+    assert cells("evals", {"record_id": "e", "recorded_at": "1970-01-01T00:00:00Z"})

@@ -3,11 +3,11 @@ the SQL views equal file mode on the same records.
 
 Two kits are written through pmos's writers, their records interleaved in
 time, and synced; file mode over a kit holding the union of their records is
-what the database must give over both. The data keeps every label after the
-verdict it judges (see tests/dbkits.py), where this branch's file readers and
-the views' pairing rule (a label pairs with the verdict its gate_record_id
-names) agree; the views' handling of a superseded label is checked by hand
-in its own test.
+what the database must give over both. The views only select what each
+sync computed with file mode's code; a label that judged an earlier verdict
+than its run's latest (where SQL pairing views once disagreed) has its own
+test, and tests/test_db_property.py holds ``pmos metrics --db`` equal to
+``pmos metrics`` over random kits.
 """
 
 from __future__ import annotations
@@ -164,36 +164,41 @@ def test_metrics_db_since_equals_file_mode(cli, db, two_kits, tmp_path):
 
 
 def test_the_views_equal_pmos_metrics(cli, shared):
+    """The views select what each kit's sync computed with file mode's code."""
     db, two_kits = shared
-    a, b, union = two_kits
-    by_kit = {"kit-a": file_metrics(cli, a), "kit-b": file_metrics(cli, b), None: None}
-    by_kit[None] = file_metrics(cli, union)
+    a, b, _ = two_kits
+    by_kit = {"kit-a": file_metrics(cli, a), "kit-b": file_metrics(cli, b)}
     calibration = rows(db, "SELECT * FROM v_calibration")
-    assert sorted(r["kit_id"] or "" for r in calibration) == ["", "kit-a", "kit-b"]
+    assert sorted(r["kit_id"] for r in calibration) == ["kit-a", "kit-b"]
     for row in calibration:
         report = by_kit[row["kit_id"]]
         assert_view_row_matches(row, report)
-        assert row["labels_without_verdict"] == report["labels_without_verdict"]
-        assert row["pass_fraction_window"] == report["pass_fraction_window"]
-        assert row["labels_superseded"] == 0
+        for key in ("labels_without_verdict", "pass_fraction_window", "labels_superseded"):
+            assert row[key] == report[key]
+        assert row["calibrated"] is report["calibrated"]
+        assert same(row["kappa_threshold"], report["kappa_threshold"])
+    assert {r["kit_id"]: r["pass_fraction_window"] for r in calibration} == {
+        "kit-a": 7,
+        "kit-b": 20,
+    }
     by_model = rows(db, "SELECT * FROM v_calibration_by_model")
     for kit_id, report in by_kit.items():
         mine = {r["evaluator_model"]: r for r in by_model if r["kit_id"] == kit_id}
         assert set(mine) == set(report["by_model"])
         for model, row in mine.items():
             assert_view_row_matches(row, report["by_model"][model])
-    tripwire = rows(db, "SELECT * FROM v_goodhart_tripwire")
-    for row in tripwire:
-        report = by_kit[row["kit_id"]]
-        assert same(row["pass_fraction"], report["pass_fraction"])
-        assert row["goodhart_alarm"] is report["goodhart_alarm"]
-        assert same(row["alarm_at"], 0.9)
-        assert row["verdicts_in_window"] == row["pass_fraction_window"]
-    assert {r["kit_id"]: r["pass_fraction_window"] for r in tripwire} == {
-        "kit-a": 7,
-        "kit-b": 20,
-        None: 20,
-    }
+    # The pairs the reports count, and their confusion tables counted by SQL.
+    counted = rows(
+        db,
+        "SELECT kit_id, sum(tp) AS tp, sum(fn) AS fn, sum(fp) AS fp, sum(tn) AS tn "
+        "FROM v_pair_counts GROUP BY kit_id",
+    )
+    for row in counted:
+        assert {k: int(row[k]) for k in ("tp", "fn", "fp", "tn")} == by_kit[row["kit_id"]][
+            "confusion"
+        ]
+    pairs = rows(db, "SELECT kit_id, count(*) AS n FROM v_pairs GROUP BY kit_id")
+    assert {r["kit_id"]: r["n"] for r in pairs} == {k: r["pairs"] for k, r in by_kit.items()}
 
 
 def test_the_goodhart_alarm_sounds_in_the_views_and_metrics_alike(cli, db, tmp_path):
@@ -204,15 +209,16 @@ def test_the_goodhart_alarm_sounds_in_the_views_and_metrics_alike(cli, db, tmp_p
     report = file_metrics(cli, kit)
     assert report["goodhart_alarm"] is True and report["pass_fraction"] == 1.0
     assert db_metrics(cli, db) == report
-    for row in rows(db, "SELECT * FROM v_goodhart_tripwire"):
-        assert row["goodhart_alarm"] is True and row["window_full"] is True
-        assert same(row["pass_fraction"], 1.0)
+    (row,) = rows(db, "SELECT * FROM v_calibration")
+    assert row["goodhart_alarm"] is True and same(row["pass_fraction"], 1.0)
 
 
-def test_a_superseded_label_is_not_paired_in_the_views(cli, db, tmp_path):
-    """The pairing rule of the views, counted by hand: run x was labelled fail
-    against its FAIL, then judged PASS: its label is superseded (not an fp) and
-    the run owes a label again; y pairs (tp); z was never labelled."""
+def test_a_label_that_does_not_name_the_latest_verdict_counts_as_in_file_mode(cli, db, tmp_path):
+    """The case where the SQL pairing views once disagreed with file mode: run x was
+    labelled fail against its FAIL, then judged PASS. File mode pairs the label
+    with the verdict it judged (a tn) and counts it superseded; y pairs (tp); z was
+    never labelled. The views, metrics --db and file mode all say: pairs 2, tn 1,
+    kappa 1.0, unlabelled 1."""
     kit = new_kit(tmp_path / "superseded")
     for run in ("x", "y", "z"):
         register(kit, run, "i")
@@ -223,12 +229,16 @@ def test_a_superseded_label_is_not_paired_in_the_views(cli, db, tmp_path):
     label(kit, "y", "pass")
     judge(kit, "z", "FAIL", model="gpt-5", initiative="i")
     sync(cli, kit, db, "s")
-    pairs = {r["run_id"]: r["pairing"] for r in rows(db, "SELECT * FROM v_pairs")}
-    assert pairs == {"x": "superseded", "y": "paired", "z": "unlabelled"}
+    report = file_metrics(cli, kit)
+    assert (report["pairs"], report["confusion"]["tn"], report["kappa"]) == (2, 1, 1.0)
+    assert (report["unlabeled_verdicts"], report["labels_superseded"]) == (1, 1)
+    assert db_metrics(cli, db) == report
+    assert db_metrics(cli, db, "--kit", "s") == report
     (row,) = rows(db, "SELECT * FROM v_calibration WHERE kit_id = 's'")
-    assert (row["pairs"], row["tp"], row["fn"], row["fp"], row["tn"]) == (1, 1, 0, 0, 0)
-    assert (row["labels_superseded"], row["unlabeled_verdicts"]) == (1, 2)
-    assert row["kappa"] is None and row["tpr"] == 1 and row["tnr"] is None
+    assert_view_row_matches(row, report)
+    assert (row["labels_superseded"], row["unlabeled_verdicts"]) == (1, 1)
+    pairs = {r["run_id"]: (r["gate_pass"], r["pm_pass"]) for r in rows(db, "SELECT * FROM v_pairs")}
+    assert pairs == {"x": (False, False), "y": (True, True)}
     debt = {r["run_id"]: r for r in rows(db, "SELECT * FROM v_acceptance_queue")}
     assert set(debt) == {"x", "z"}
     assert debt["x"]["label_superseded"] is True and debt["x"]["verdict"] == "PASS"
@@ -317,8 +327,7 @@ def test_an_empty_database_has_no_pairs_and_no_debt(cli, db):
     report = json.loads(result.stdout)
     assert report["kits"] == [] and report["pairs"] == 0 and report["kappa"] is None
     assert cli("queue", "--db", db).exit_code == 0
-    (row,) = rows(db, "SELECT * FROM v_calibration")
-    assert row["kit_id"] is None and row["pairs"] == 0 and row["pass_fraction"] is None
+    assert rows(db, "SELECT * FROM v_calibration") == []
 
 
 def test_an_unknown_kit_is_refused(cli, shared):

@@ -35,9 +35,9 @@ def relations(dsn: str) -> dict[str, str]:
     return dict(rows)
 
 
-def test_migrations_are_numbered_without_gaps_and_the_latest_is_two():
+def test_migrations_are_numbered_without_gaps_from_the_one_squashed_first_migration():
     assert [m.version for m in migrations()] == list(range(1, latest_version() + 1))
-    assert latest_version() >= 2
+    assert migrations()[0].file == "0001_schema.sql"
 
 
 def test_migrate_applies_every_file_in_order_and_records_it(cli, pg_dsn):
@@ -85,8 +85,7 @@ def test_status_of_an_empty_database_lists_everything_pending_and_exits_1(cli, p
     assert json.loads(result.stdout)["pending"] == [m.file for m in migrations()]
 
 
-def test_older_schema_is_refused_by_every_command_until_migrated(cli, pg_dsn, kit_root):
-    assert cli("db", "migrate", "--db", pg_dsn, "--to", "1").exit_code == 0
+def test_an_unmigrated_database_is_refused_by_every_command_until_migrated(cli, pg_dsn, kit_root):
     for args in (
         ("sync", "--db", pg_dsn, "--kit-id", "k"),
         ("metrics", "--db", pg_dsn),
@@ -94,12 +93,11 @@ def test_older_schema_is_refused_by_every_command_until_migrated(cli, pg_dsn, ki
     ):
         refused = cli(*args)
         assert refused.exit_code == 2, (args, refused.output)
-        assert "schema version 1" in refused.stderr
+        assert "schema version 0" in refused.stderr
         assert "run 'pmos db migrate'" in refused.stderr
-    with psycopg.connect(pg_dsn) as conn:
-        assert conn.execute("SELECT count(*) FROM kits").fetchone()[0] == 0
+    assert relations(pg_dsn) == {}
     migrated = cli("db", "migrate", "--db", pg_dsn, "--json")
-    assert json.loads(migrated.stdout)["applied"] == [m.file for m in migrations()[1:]]
+    assert json.loads(migrated.stdout)["applied"] == [m.file for m in migrations()]
     assert cli("sync", "--db", pg_dsn, "--kit-id", "k").exit_code == 0
 
 
@@ -121,7 +119,7 @@ def test_a_migration_changed_after_it_was_applied_is_refused(cli, db):
         conn.execute("UPDATE pmos_schema_migrations SET checksum = 'edited' WHERE version = 1")
     refused = cli("db", "migrate", "--db", db)
     assert refused.exit_code == 2
-    assert "0001_records.sql differs from the one applied" in refused.stderr
+    assert "0001_schema.sql differs from the one applied" in refused.stderr
 
 
 @pytest.mark.parametrize("to", ["0", "99", "-1"])
@@ -132,10 +130,9 @@ def test_migrate_to_a_version_pmos_does_not_have_is_refused(cli, pg_dsn, to):
     assert relations(pg_dsn) == {}
 
 
-def test_migrate_never_goes_down(cli, db):
-    refused = cli("db", "migrate", "--db", db, "--to", "1")
-    assert refused.exit_code == 2
-    assert "never migrates down" in refused.stderr
+def test_migrate_to_the_version_the_database_has_applies_nothing(cli, db):
+    again = cli("db", "migrate", "--db", db, "--to", "1", "--json")
+    assert again.exit_code == 0 and json.loads(again.stdout)["applied"] == []
 
 
 def test_two_concurrent_migrations_apply_each_file_once(pg_dsn):

@@ -17,7 +17,7 @@ import psycopg
 import pytest
 
 import ledgerfiles
-from dbkits import bulk_labels, git_kit, judge, label, new_kit, populate
+from dbkits import bulk_labels, commit_all, git_kit, judge, label, new_kit, populate
 from pmos.db.identity import normalise_remote
 from pmos.kit import open_kit
 from pmos.store.packs import name_digest
@@ -321,6 +321,7 @@ def test_a_vendored_kit_is_named_by_its_folder_in_the_repository(cli, db, tmp_pa
         check=True,
     )
     kit = new_kit(repo / "tools" / "pmos")
+    commit_all(repo)
     assert sync(cli, kit, db)["kit_id"] == "gitlab.example:2222/a/b#tools/pmos"
 
 
@@ -527,10 +528,12 @@ def test_four_concurrent_syncs_of_different_kits(db, tmp_path):
     assert counts(db)["kits"] == 4 and counts(db)["syncs"] == 4
 
 
-def test_concurrent_syncs_of_one_kit_store_each_record_once(db, small_kit):
+@pytest.mark.parametrize("as_kit_role", [False, True], ids=["owner", "kit-role"])
+def test_concurrent_syncs_of_one_kit_store_each_record_once(cli, db, small_kit, as_kit_role):
     bulk_labels(small_kit, 300)
+    dsn = as_role(db, grant_kit(cli, db, "one")["role"]) if as_kit_role else db
     procs = [
-        pmos_proc("--root", str(small_kit.root), "sync", "--db", db, "--kit-id", "one", "--json")
+        pmos_proc("--root", str(small_kit.root), "sync", "--db", dsn, "--kit-id", "one", "--json")
         for _ in range(3)
     ]
     reports = []
@@ -567,31 +570,148 @@ def as_role(dsn: str, role: str) -> str:
     return " ".join(part for part in dsn.split() if not part.startswith("user=")) + f" user={role}"
 
 
-def test_sync_works_under_an_insert_only_role_that_cannot_read_or_change_records(
-    cli, db, roles, small_kit
-):
-    sync_role = roles["sync"]
-    granted = cli("db", "grant", sync_role, "--as", "sync", "--db", db, "--json")
+def grant_kit(cli, db: str, kit_id: str, *extra: str) -> dict:
+    granted = cli("db", "grant", "--kit", kit_id, "--db", db, "--json", *extra)
     assert granted.exit_code == 0, granted.output
-    assert any("INSERT" in s for s in json.loads(granted.stdout)["statements"])
-    dsn = as_role(db, sync_role)
+    return json.loads(granted.stdout)
+
+
+def test_a_kits_role_syncs_its_kit_and_cannot_read_change_or_write_another(cli, db, small_kit):
+    granted = grant_kit(cli, db, "k")
+    assert granted["created"] is True and len(granted["password"]) >= 32
+    assert any("INSERT" in s for s in granted["statements"])
+    dsn = as_role(db, granted["role"])
     first = sync(cli, small_kit, dsn, "--kit-id", "k")
     label(small_kit, "s-001", "fail")
     second = sync(cli, small_kit, dsn, "--kit-id", "k")
     assert first["added"] > 0 and second["added"] == 1
+    assert first["new_kit"] is True and second["new_kit"] is False
     assert stored(db, "acceptances", "k") == in_kit(small_kit, "acceptances")
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("INSERT INTO kits (kit_id) VALUES ('other')")
+        other = conn.execute("SELECT kit FROM kits WHERE kit_id = 'other'").fetchone()[0]
     with psycopg.connect(dsn, autocommit=True) as conn:
         for statement in (
             "SELECT record FROM evals",
-            "SELECT * FROM v_calibration",
             "UPDATE evals SET record = '{}'",
             "DELETE FROM acceptances",
             "UPDATE kits SET kit_id = 'x'",
+            "UPDATE kits SET role = current_user WHERE kit_id = 'other'",
+            "INSERT INTO kits (kit_id) VALUES ('mine')",
             "DELETE FROM syncs",
             "TRUNCATE runs",
+            # Row-level security: a row of another kit is refused.
+            f"INSERT INTO runs (kit, digest, record) VALUES ({other}, '\\x{'ab' * 32}', '{{}}')",
+            f"INSERT INTO syncs (kit, pmos_version, settings, records, added) "
+            f"VALUES ({other}, 'x', '{{}}', '{{}}', '{{}}')",
         ):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(statement)
+
+
+def test_grant_kit_again_gives_the_same_role_a_new_password_in_a_file(cli, db, tmp_path):
+    first = grant_kit(cli, db, "k")
+    secret = tmp_path / "k.secret"
+    again = grant_kit(cli, db, "k", "--password-file", str(secret))
+    assert again["role"] == first["role"] and again["created"] is False
+    assert again["password"] is None and again["password_file"] == str(secret)
+    written = secret.read_text().strip()
+    assert len(written) >= 32 and written != first["password"]
+    assert secret.stat().st_mode & 0o777 == 0o600
+    human = cli("db", "grant", "--kit", "k", "--db", db)
+    assert human.exit_code == 0 and "password (shown once)" in human.stdout
+    refused = cli("db", "grant", "--kit", "k", "--password-file", str(secret), "--db", db)
+    assert refused.exit_code == 2 and "exists" in refused.stderr
+    both = cli("db", "grant", "someone", "--as", "read", "--kit", "k", "--db", db)
+    assert both.exit_code == 2 and "not both" in both.stderr
+
+
+def test_a_kit_syncing_as_another_kit_is_refused_and_nothing_is_written(cli, db, tmp_path):
+    """Repository B copies kit A's remote URL (so its computed id is A's), lowers the
+    thresholds in its pmos.yaml and syncs with its own role: refused, exit 2,
+    nothing written, and A's figures as they were. B naming A's id by hand too."""
+    a = git_kit(tmp_path / "a", "git@github.com:acme/a.git")
+    populate(a, "a", ["gpt-5"], runs=20)
+    b = git_kit(tmp_path / "b", "git@github.com:acme/b.git")
+    config = b.root / "pmos.yaml"
+    text = config.read_text()
+    text = text.replace("kappa_threshold: 0.60", "kappa_threshold: 0").replace(
+        "min_pairs: 20", "min_pairs: 2"
+    )
+    config.write_text(text)
+    commit_all(b.root, "lenient")
+    b = open_kit(b.root)
+    populate(b, "b", ["gpt-5"], runs=12, seed=7)
+    role_a = grant_kit(cli, db, "github.com/acme/a#.")["role"]
+    role_b = grant_kit(cli, db, "github.com/acme/b#.")["role"]
+    sync(cli, a, as_role(db, role_a))
+    before = counts(db)
+    with psycopg.connect(db) as conn:
+        view_before = conn.execute("SELECT * FROM v_calibration").fetchall()
+    metrics_before = cli("metrics", "--db", db, "--json", "--kit", "github.com/acme/a#.")
+    subprocess.run(
+        ["git", "-C", str(b.root), "remote", "set-url", "origin", "git@github.com:acme/a.git"],
+        check=True,
+    )
+    for extra in ((), ("--kit-id", "github.com/acme/a#.")):
+        refused = cli("--root", str(b.root), "sync", "--db", as_role(db, role_b), *extra)
+        assert refused.exit_code == 2, refused.output
+        assert "writes kit 'github.com/acme/b#.' only" in refused.stderr
+        assert "'github.com/acme/a#.'" in refused.stderr and "nothing was written" in refused.stderr
+    assert counts(db) == before
+    with psycopg.connect(db) as conn:
+        assert conn.execute("SELECT * FROM v_calibration").fetchall() == view_before
+    after = cli("metrics", "--db", db, "--json", "--kit", "github.com/acme/a#.")
+    assert after.stdout == metrics_before.stdout
+    # B's own role under B's own id works (its remote named again).
+    subprocess.run(
+        ["git", "-C", str(b.root), "remote", "set-url", "origin", "git@github.com:acme/b.git"],
+        check=True,
+    )
+    assert sync(cli, b, as_role(db, role_b))["added"] > 0
+
+
+def test_settings_reach_the_database_only_from_the_default_branch(cli, db, tmp_path):
+    """A feature branch that lowers the thresholds (committed on the branch, and more
+    in the working tree) syncs under the default branch's pmos.yaml."""
+    kit = git_kit(tmp_path / "kit", "git@github.com:acme/kit.git")
+    populate(kit, "r", ["gpt-5"], runs=20)
+    default = subprocess.run(
+        ["git", "-C", str(kit.root), "symbolic-ref", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    subprocess.run(["git", "-C", str(kit.root), "checkout", "-q", "-b", "feature"], check=True)
+    config = kit.root / "pmos.yaml"
+    config.write_text(config.read_text().replace("kappa_threshold: 0.60", "kappa_threshold: 0"))
+    commit_all(kit.root, "lower the bar")
+    config.write_text(config.read_text().replace("min_pairs: 20", "min_pairs: 2"))
+    report = sync(cli, kit, db)
+    assert report["added"] > 0 and report["policy"] == f"{default}:pmos.yaml"
+    with psycopg.connect(db) as conn:
+        settings, reported = conn.execute(
+            "SELECT settings, metrics->>'kappa_threshold' FROM v_kit_reports"
+        ).fetchone()
+    assert settings["kappa_threshold"] == 0.6 and settings["min_pairs"] == 20
+    assert float(reported) == 0.6
+    metrics = cli("metrics", "--db", db, "--json", "--kit", "github.com/acme/kit#.")
+    assert json.loads(metrics.stdout)["kappa_threshold"] == 0.6
+
+
+def test_a_kit_whose_pmos_yaml_is_not_on_the_default_branch_is_refused(cli, db, tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "README.md").write_text("a product\n")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    remote = ["git", "-C", str(repo), "remote", "add", "origin", "git@github.com:acme/repo.git"]
+    subprocess.run(remote, check=True)
+    commit_all(repo)  # the default branch has a commit, but no kit
+    vendored = new_kit(repo / "tools" / "pmos")  # not committed yet
+    refused = cli("--root", str(vendored.root), "sync", "--db", db)
+    assert refused.exit_code == 2
+    assert "not committed on the default branch" in refused.stderr
+    assert counts(db)["kits"] == 0
 
 
 def test_a_read_only_role_reads_views_and_metrics_but_writes_nothing(cli, db, roles, small_kit):
@@ -603,7 +723,7 @@ def test_a_read_only_role_reads_views_and_metrics_but_writes_nothing(cli, db, ro
     assert metrics.exit_code == 0, metrics.output
     assert json.loads(metrics.stdout)["kits"] == ["k"]
     with psycopg.connect(dsn, autocommit=True) as conn:
-        assert conn.execute("SELECT count(*) FROM v_calibration").fetchone()[0] == 2
+        assert conn.execute("SELECT count(*) FROM v_calibration").fetchone()[0] == 1
         assert conn.execute("SELECT count(*) FROM evals").fetchone()[0] > 0
         for statement in (
             "INSERT INTO kits (kit_id) VALUES ('x')",
@@ -624,3 +744,82 @@ def test_a_role_without_grants_is_refused_with_what_to_do(cli, db, roles, small_
     assert refused.exit_code == 2
     assert "pmos db grant" in refused.stderr
     assert counts(db)["kits"] == 0
+
+
+# ---------------------------------------------------------------- one validity
+
+
+OUT_OF_RANGE = (
+    "timestamp '0000-01-01T00:00:00Z' is out of range: a record's time must fall in the "
+    "years 1970 to 9999 (UTC)"
+)
+
+
+def test_a_record_of_the_year_0_is_refused_alike_by_verify_and_sync(cli, db, tmp_path):
+    kit = new_kit(tmp_path / "zero")
+    judge(kit, "ok", "PASS", model="gpt-5", initiative="i")
+    ledgerfiles.forge(
+        kit.root, "runs", ledgerfiles.run_record("r0", recorded_at="0000-01-01T00:00:00Z")
+    )
+    verify = cli("--root", str(kit.root), "ledger", "verify")
+    assert verify.exit_code == 1
+    assert OUT_OF_RANGE in verify.output
+    refused = cli("--root", str(kit.root), "sync", "--db", db, "--kit-id", "zero")
+    assert refused.exit_code == 1, refused.output
+    assert "nothing was copied" in refused.stderr and OUT_OF_RANGE in refused.stderr
+    assert set(counts(db).values()) == {0}
+
+
+@pytest.mark.parametrize(
+    ("stamp", "epoch", "verified"),
+    [
+        ("1970-01-01T00:00:00Z", 0, 0),
+        # The range's last instant: dated in the future (pmos.gate.clock), so
+        # verify and sync refuse it alike, for that reason.
+        ("9999-12-31T23:59:59Z", 253402300799, 1),
+        ("2026-01-01t00:00:00z", 1767225600, 0),
+        ("2026-01-01T00:00:00.123456789Z", 1767225600.123457, 0),
+        ("2026-01-01T14:00:00+14:00", 1767225600, 0),
+    ],
+)
+def test_a_record_at_any_stamp_verify_accepts_is_stored(cli, db, tmp_path, stamp, epoch, verified):
+    kit = new_kit(tmp_path / "edge")
+    ledgerfiles.forge(kit.root, "runs", ledgerfiles.run_record("r0", recorded_at=stamp))
+    checked = cli("--root", str(kit.root), "ledger", "verify")
+    assert checked.exit_code == verified, checked.output
+    if verified:
+        assert "future-dated" in checked.output
+        refused = cli("--root", str(kit.root), "sync", "--db", db, "--kit-id", "edge")
+        assert refused.exit_code == 1 and "future-dated" in refused.stderr
+        assert counts(db)["runs"] == 0
+        return
+    assert sync(cli, kit, db, "--kit-id", "edge")["added"] == 1
+    with psycopg.connect(db) as conn:
+        at, text = conn.execute(
+            "SELECT extract(epoch FROM recorded_at), recorded_at_text FROM runs"
+        ).fetchone()
+    assert float(at) == pytest.approx(epoch, abs=1e-6) and text == stamp
+
+
+def test_a_report_is_stored_when_records_or_settings_changed_and_only_then(cli, db, small_kit):
+    def reports() -> list[int]:
+        with psycopg.connect(db) as conn:
+            found = conn.execute(
+                "SELECT (metrics->>'pairs')::int FROM syncs WHERE metrics IS NOT NULL ORDER BY sync"
+            ).fetchall()
+        return [pairs for (pairs,) in found]
+
+    sync(cli, small_kit, db, "--kit-id", "k")
+    first = reports()
+    sync(cli, small_kit, db, "--kit-id", "k")
+    assert reports() == first  # nothing new: the report stands
+    judge(small_kit, "s-new", "FAIL", model="gpt-5", initiative="init-0")
+    sync(cli, small_kit, db, "--kit-id", "k")
+    assert len(reports()) == 2
+    config = small_kit.root / "pmos.yaml"
+    config.write_text(config.read_text().replace("min_pairs: 20", "min_pairs: 3"))
+    sync(cli, small_kit, db, "--kit-id", "k")
+    assert len(reports()) == 3
+    with psycopg.connect(db) as conn:
+        (settings,) = conn.execute("SELECT settings FROM v_kit_reports").fetchone()
+    assert settings["min_pairs"] == 3  # a kit outside git: its working tree is its policy

@@ -18,6 +18,7 @@ import orjson
 
 from pmos.assets import schema_dir
 from pmos.errors import PmosError, Violation
+from pmos.timestamps import stamp_problem
 
 #: Schema names pmos knows; each is ``schemas/<name>.schema.json``.
 SCHEMA_NAMES = (
@@ -177,7 +178,7 @@ def validate(name: str, instance: Any, *, parsed: bool = False) -> list[Violatio
         may_be = not parsed and _may_be_non_finite(instance)
         out: list[Violation] = _non_finite(instance, ()) if may_be else []
         if not out and _fast_valid(name, instance):
-            return []
+            return _stamps_out_of_range(name, instance, ())
         found = list(_validator(name).iter_errors(instance))
     except RecursionError:
         return [Violation("schema:depth", "(record)", "nested too deeply to check")]
@@ -195,7 +196,35 @@ def validate(name: str, instance: Any, *, parsed: bool = False) -> list[Violatio
             continue
         seen.add(key)
         out.append(Violation(rule, field, _message(err)))
-    return out
+    return out + _stamps_out_of_range(name, instance, {v.field for v in out})
+
+
+@cache
+def _stamp_fields(name: str) -> tuple[str, ...]:
+    """The top-level fields of schema ``name`` that hold a date-time."""
+    properties = _inline(load_schema(name), name).get("properties", {})
+
+    def is_stamp(node: Any) -> bool:
+        if not isinstance(node, dict):
+            return False
+        return node.get("format") == "date-time" or any(is_stamp(n) for n in node.get("allOf", []))
+
+    return tuple(field for field, node in properties.items() if is_stamp(node))
+
+
+def _stamps_out_of_range(name: str, instance: Any, flagged: Any) -> list[Violation]:
+    """Violations of the timestamp range (:func:`pmos.timestamps.stamp_problem`) by a
+    date-time field the format check let through (RFC 3339 allows year 0000)."""
+    if not isinstance(instance, dict):
+        return []
+    found = []
+    for field in _stamp_fields(name):
+        value = instance.get(field)
+        if isinstance(value, str) and field not in flagged:
+            problem = stamp_problem(value)
+            if problem is not None:
+                found.append(Violation("schema:date-time-range", field, problem))
+    return found
 
 
 def schema_errors(name: str, instance: Any) -> list[Any]:

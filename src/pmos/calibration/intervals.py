@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from functools import cache
 from typing import TYPE_CHECKING
 
-from pmos.calibration.stats import Z95
+from pmos.calibration.stats import Z95, kappa_formula
 
 if TYPE_CHECKING:
     import numpy as np
@@ -85,15 +85,14 @@ def kappa_of_cells(cells: np.ndarray) -> np.ndarray:
     """Cohen's kappa of tables given on the last axis as (tp, fn, fp, tn), counts or
     proportions; NaN where chance agreement is 1.
 
-    Uses the 2x2 identity kappa = 2 (tp tn - fn fp) / ((tp + fp)(fp + tn) + (tp + fn)(fn + tn)),
-    equal to (p_o - p_e) / (1 - p_e) but free of the cancellation in 1 - p_e
-    when one class dominates, and cheaper on millions of draws.
+    The formula is :func:`pmos.calibration.stats.kappa_formula`, applied to whole
+    arrays of tables at once (millions of bootstrap draws).
     """
     import numpy as np
 
     tp, fn, fp, tn = cells[..., 0], cells[..., 1], cells[..., 2], cells[..., 3]
     with np.errstate(invalid="ignore", divide="ignore"):
-        return 2.0 * (tp * tn - fn * fp) / ((tp + fp) * (fp + tn) + (tp + fn) * (fn + tn))
+        return kappa_formula(tp, fn, fp, tn)
 
 
 def kappa_intervals(tables: Sequence[tuple[int, int, int, int]]) -> list[tuple[float, float]]:

@@ -36,6 +36,7 @@ __all__ = [
     "ScoredPair",
     "compute_metrics",
     "parse_since",
+    "report_and_pairs",
     "scored_pairs",
 ]
 
@@ -249,6 +250,19 @@ def scored_pairs(
     paired = read_and_pair(
         kit, Scope(initiative, model, since), kit.config.pass_fraction_window, None, with_runs=True
     )
+    return _scored(paired)
+
+
+def report_and_pairs(kit: Kit) -> tuple[dict[str, Any], list[ScoredPair]]:
+    """:func:`compute_metrics` of the whole kit and :func:`scored_pairs`, from one read
+    of its ledgers (``pmos sync`` stores both)."""
+    window = _check_window(kit.config, None)
+    paired = read_and_pair(kit, Scope(None, None, None), window, None, with_runs=True)
+    pairs = _scored(paired)
+    return _report(paired, kit.config, window, None, _rubric_threshold(kit)), pairs
+
+
+def _scored(paired: Paired) -> list[ScoredPair]:
     assert paired.run_ids is not None
     found = [
         ScoredPair(

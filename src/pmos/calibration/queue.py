@@ -20,7 +20,7 @@ while any exists. Ledgers are streamed once each; one small tuple per run is kep
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -56,9 +56,15 @@ class Queue:
         }
 
     def check_fails(self, *, include_calibration: bool = False) -> bool:
-        """Whether a CI gate on the queue fails: verification debt, and with
-        ``include_calibration`` seeded runs awaiting a verdict too."""
-        return bool(self.verification_debt or (include_calibration and self.calibration_debt))
+        """Whether a CI gate on the queue fails (:func:`queue_fails`)."""
+        return queue_fails(self.as_dict(), include_calibration=include_calibration)
+
+
+def queue_fails(queue: Mapping[str, Any], *, include_calibration: bool = False) -> bool:
+    """THE queue's failure rule, for a queue as ``--json`` gives it (one kit's, or
+    ``pmos queue --db``'s over many): a CI gate fails on verification debt, and
+    with ``include_calibration`` on seeded runs awaiting a verdict too."""
+    return bool(queue["verification_debt"] or (include_calibration and queue["calibration_debt"]))
 
 
 def _stamp(moment: datetime) -> str:

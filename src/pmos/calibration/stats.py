@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 #: z for a two-sided 95% normal interval.
 Z95 = 1.959963984540054
@@ -119,9 +120,16 @@ def cohen_kappa(c: Confusion) -> float:
     one side is constant, p_e = p_o and kappa is exactly 0.
     """
     _kappa_denominator(c)
-    numerator = 2 * (c.tp * c.tn - c.fn * c.fp)
-    denominator = c.gate_pass * c.pm_fail + c.pm_pass * c.gate_fail
-    return numerator / denominator + 0.0
+    return kappa_formula(c.tp, c.fn, c.fp, c.tn) + 0.0
+
+
+def kappa_formula(tp: Any, fn: Any, fp: Any, tn: Any) -> Any:
+    """THE kappa formula, the one place pmos states it: the 2x2 identity
+    kappa = 2 (tp tn - fn fp) / ((tp + fp)(fp + tn) + (tp + fn)(fn + tn)), equal to
+    (p_o - p_e) / (1 - p_e) but free of the cancellation in 1 - p_e when one class
+    dominates. On integers it is exact up to the final division; on numpy arrays
+    (:func:`pmos.calibration.intervals.kappa_of_cells`) it computes millions at once."""
+    return 2 * (tp * tn - fn * fp) / ((tp + fp) * (fp + tn) + (tp + fn) * (fn + tn))
 
 
 def large_sample_kappa_ci95(c: Confusion, kappa: float) -> tuple[float, float]:

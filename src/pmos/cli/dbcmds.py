@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -29,7 +30,12 @@ def register(app: typer.Typer) -> None:
     db_app.command("migrate", epilog=examples("pmos db migrate --db postgresql:///pmos"))(migrate)
     db_app.command("status", epilog=examples("pmos db status --db postgresql:///pmos"))(status)
     db_app.command(
-        "grant", epilog=examples("pmos db grant pmos_dashboard --as read --db postgresql:///pmos")
+        "grant",
+        epilog=examples(
+            "pmos db grant pmos_dashboard --as read --db postgresql:///pmos",
+            "pmos db grant --kit github.com/acme/shop#pmos --password-file shop.secret "
+            "--db postgresql:///pmos",
+        ),
     )(grant)
     app.add_typer(db_app, name="db")
 
@@ -59,7 +65,7 @@ def sync(
         emit_json(report.as_dict())
         return
     state = "new in the database" if report.new_kit else "already in the database"
-    typer.echo(f"kit {report.identity.kit_id} ({state})")
+    typer.echo(f"kit {report.identity.kit_id} ({state}); settings from {report.policy}")
     rows = [[k.kind, k.records, k.added] for k in report.kinds]
     rows.append(["total", report.records, report.added])
     typer.echo(table(["ledger", "records in kit", "added"], rows))
@@ -109,22 +115,64 @@ def status(db: DbOption = None, json_output: JsonFlag = False) -> None:
 
 
 def grant(
-    role: Annotated[str, typer.Argument(help="An existing database role.")],
+    role: Annotated[
+        str | None,
+        typer.Argument(help="An existing database role (with --as read)."),
+    ] = None,
     access: Annotated[
-        Access,
+        Access | None,
         typer.Option(
             "--as",
-            help="sync: insert-only, for pmos sync; read: select-only, for dashboards and "
-            "pmos metrics/queue --db.",
+            help="read: select-only, for dashboards and pmos metrics/queue --db.",
         ),
-    ],
+    ] = None,
+    kit_id: Annotated[
+        str | None,
+        typer.Option(
+            "--kit",
+            metavar="ID",
+            help="Make the login role that alone may sync kit ID (its rows only, by "
+            "row-level security), with a new password; run as the database's owner.",
+        ),
+    ] = None,
+    password_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--password-file",
+            help="With --kit: write the password to this new file (mode 600) instead of "
+            "printing it.",
+        ),
+    ] = None,
     db: DbOption = None,
     json_output: JsonFlag = False,
 ) -> None:
-    """Grant ROLE the least privileges pmos sync (--as sync) or a reader (--as read) needs."""
+    """Grant ROLE read access (--as read), or make kit ID's own syncing role (--kit ID).
+
+    A kit's role is bound to its kit: 'pmos sync' with it under any other kit's id
+    is refused (exit 2) and nothing is written. Its password is shown once.
+    """
     from pmos.db.connect import resolve_dsn
     from pmos.db.roles import grant as apply
+    from pmos.db.roles import grant_kit
+    from pmos.errors import BadInput
 
+    if kit_id is not None:
+        if role is not None or access is not None:
+            raise BadInput("give either --kit ID, or ROLE --as read, not both")
+        done = grant_kit(resolve_dsn(db), kit_id, password_file=password_file)
+        if json_output:
+            emit_json(done)
+            return
+        typer.echo(f"role {done['role']} syncs kit {done['kit_id']} and only it")
+        if done["password"] is not None:
+            typer.echo(f"password (shown once): {done['password']}")
+        else:
+            typer.echo(f"password written to {done['password_file']}")
+        return
+    if role is None or access is None:
+        raise BadInput("give ROLE --as read, or --kit ID")
+    if password_file is not None:
+        raise BadInput("--password-file goes with --kit ID")
     done = apply(resolve_dsn(db), role, access)
     if json_output:
         emit_json(done)

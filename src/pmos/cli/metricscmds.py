@@ -285,7 +285,7 @@ def queue(
     apart so a CI gate on 'pmos queue' stays meaningful after seeding.
     Example: pmos queue --json
     """
-    from pmos.calibration.queue import Queue, compute_queue
+    from pmos.calibration.queue import Queue, compute_queue, queue_fails
 
     if db is not None:
         from pmos.db.connect import resolve_dsn
@@ -296,9 +296,7 @@ def queue(
             emit_json(found)
         else:
             typer.echo(f"kits: {len(found['kits'])} ({', '.join(found['kits']) or 'none'})")
-        fails = bool(found["verification_debt"]) or (
-            include_calibration and bool(found["calibration_debt"])
-        )
+        fails = queue_fails(found, include_calibration=include_calibration)
         if not json_output:
             for name in ("verification_debt", "acceptance_debt", "calibration_debt"):
                 typer.echo(f"{name.replace('_', ' ')}: {len(found[name])} run(s)")

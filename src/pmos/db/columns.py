@@ -17,7 +17,10 @@ The typing rule, the one place it is stated:
 * ``recorded_at`` is the timestamp string as stored, parsed by the server
   as a ``timestamptz`` (sync sessions run in UTC, for a stamp without an
   offset), and kept verbatim in ``recorded_at_text``: the readers order by
-  that text, exactly as file mode orders by it;
+  that text, exactly as file mode orders by it. A stamp is first checked by
+  :func:`pmos.timestamps.stamp_problem`, the check ``pmos ledger verify``
+  makes: one it refuses raises :class:`UnstorableStamp` (the sync is then
+  refused with verify's report), never a server error halfway through;
 * a double column holds a JSON number, a boolean column a JSON boolean;
   any other value is NULL;
 * PostgreSQL's text and jsonb cannot hold the character U+0000: a record
@@ -34,6 +37,12 @@ from typing import Any, NamedTuple
 
 import msgspec
 import orjson
+
+from pmos.timestamps import stamp_problem
+
+
+class UnstorableStamp(ValueError):
+    """A record's timestamp is outside the range every pmos record keeps to."""
 
 
 class Column(NamedTuple):
@@ -78,6 +87,21 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
     "tasks": _COMMON + _text("task_id", "event", "state", "title", "parent_run_id"),
     "policy": (*_COMMON, Column("approved_by", "by", "text")),
 }
+
+
+_SQL_TYPES = {
+    "text": "text",
+    "timestamptz": "timestamptz",
+    "double": "double precision",
+    "boolean": "boolean",
+}
+
+
+def column_types(kind: str) -> str:
+    """The columns of ``kind``'s table with their SQL types, as a table definition
+    lists them (for a staging table shaped like it)."""
+    typed = [f"{c.name} {_SQL_TYPES[c.type]}" for c in COLUMNS[kind]]
+    return ", ".join(["kit integer", "digest bytea", "record jsonb", *typed])
 
 
 def column_of(kind: str, field: str) -> str | None:
@@ -163,6 +187,7 @@ class RowEncoder:
             values = self._values(self._strict(body))
         except msgspec.ValidationError:
             return self._escaped_row(kit, digest, body)
+        _check_stamp(values[_STAMP])
         cells = "\t".join(
             [v if type(v) is str else _NULL if v is None else repr(v) for v in values]
         )
@@ -174,6 +199,7 @@ class RowEncoder:
         if _NUL in body:
             body = _without_nul(body)
         values = self._values(self._loose(body))
+        _check_stamp(values[_STAMP])
         cells = "\t".join(
             [
                 _NULL if text is None else text.translate(_ESCAPES)
@@ -184,6 +210,17 @@ class RowEncoder:
         return b"%d\t\\\\x%s\t%s\t%s\n" % (kit, digest.encode(), body, cells.encode())
 
 
+#: Where a row's values hold ``recorded_at`` (the typed columns start with _COMMON).
+_STAMP = 1
+
+
+def _check_stamp(stamp: Any) -> None:
+    if type(stamp) is str:
+        problem = stamp_problem(stamp)
+        if problem is not None:
+            raise UnstorableStamp(problem)
+
+
 @cache
 def encoder(kind: str) -> RowEncoder:
     return RowEncoder(kind)
@@ -192,6 +229,12 @@ def encoder(kind: str) -> RowEncoder:
 def _without_nul(body: bytes) -> bytes:
     """The record with every U+0000 replaced by U+FFFD (in keys and values alike)."""
     return orjson.dumps(_replaced(orjson.loads(body)), option=orjson.OPT_SORT_KEYS)
+
+
+def storable(value: Any) -> Any:
+    """A JSON value as PostgreSQL's text and jsonb can hold it: every U+0000 replaced
+    by U+FFFD (the rule above, for what pmos computes from records, too)."""
+    return _replaced(value)
 
 
 def _replaced(value: Any) -> Any:

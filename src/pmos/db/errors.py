@@ -32,3 +32,7 @@ class ConnectionLost(PmosError):
     """The connection broke mid-way: nothing was committed, and running again may work."""
 
     exit_code = exit_codes.TEMPORARY_FAILURE
+
+
+class KitNotYours(PmosError):
+    """The database role syncing is bound to another kit: nothing was written."""

@@ -15,16 +15,21 @@ into a remote URL ever reaches the database. The remote is ``origin``, or the
 only remote when there is one. A kit outside git, or without a remote, is
 named explicitly (``pmos sync --kit-id ID``); the id chosen must then be used
 from every clone.
+
+An id names a kit; it does not prove that a repository is that kit (any
+repository can set its remote to another's URL). What may write a kit's rows
+is the database role bound to it by ``pmos db grant --kit ID``
+(:mod:`pmos.db.roles`): a sync with that role under any other id is refused.
 """
 
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
+from pmos.db.gitread import git_line, toplevel
 from pmos.errors import BadInput
 
 #: A kit id is printable text without control characters, at most this long.
@@ -54,7 +59,7 @@ def check_kit_id(kit_id: str) -> str:
 
 def kit_identity(root: Path, explicit: str | None = None) -> KitIdentity:
     """The identity of the kit at ``root`` (see the module docstring)."""
-    repo = _git_toplevel(root)
+    repo = toplevel(root)
     repository = path = None
     if repo is not None:
         path = root.resolve().relative_to(repo).as_posix() or "."
@@ -113,31 +118,11 @@ def _clean_path(path: str) -> str:
     return path.rstrip("/") if path else path
 
 
-def _git(repo: Path, *args: str) -> str | None:
-    """Output of a read-only git command, or None when git fails or is missing."""
-    try:
-        done = subprocess.run(
-            ["git", "-c", "core.fsmonitor=false", "-C", str(repo), *args],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout.strip() if done.returncode == 0 else None
-
-
-def _git_toplevel(root: Path) -> Path | None:
-    top = _git(root, "rev-parse", "--show-toplevel")
-    return Path(top).resolve() if top else None
-
-
 def _remote_url(repo: Path) -> str | None:
-    url = _git(repo, "config", "--get", "remote.origin.url")
+    url = git_line(repo, "config", "--get", "remote.origin.url")
     if url:
         return url
-    remotes = (_git(repo, "remote") or "").split()
+    remotes = (git_line(repo, "remote") or "").split()
     if len(remotes) == 1:
-        return _git(repo, "config", "--get", f"remote.{remotes[0]}.url") or None
+        return git_line(repo, "config", "--get", f"remote.{remotes[0]}.url") or None
     return None

@@ -58,19 +58,22 @@ from typing import Any, NamedTuple
 import orjson
 
 from pmos._util.forked import ForkedCall
-from pmos.db.columns import RowEncoder, encoder
+from pmos.calibration.metrics import report_and_pairs
+from pmos.calibration.pairs import ScoredPair
+from pmos.calibration.queue import compute_queue
+from pmos.db.columns import RowEncoder, UnstorableStamp, column_types, encoder, storable
 from pmos.db.connect import LOCK_CLASS, connection
-from pmos.db.errors import KitRefused, SchemaMismatch
+from pmos.db.errors import KitNotYours, KitRefused, SchemaMismatch
 from pmos.db.identity import KitIdentity, kit_identity
 from pmos.db.migrate import require_current
+from pmos.db.policy import policy_kit
 from pmos.db.settings import settings_of
 from pmos.db.tables import table_of
 from pmos.errors import LedgerCorrupt
+from pmos.gate.screen import KitScreen
 from pmos.kit import Kit
-from pmos.store.layout import Store
 from pmos.store.read import StoredLine, stored_lines
 from pmos.store.registry import LEDGER_KINDS
-from pmos.store.screening import Screen
 from pmos.store.verify import verify_store
 
 #: Records per chunk (one lookup of held digests, one COPY): large enough that a
@@ -94,6 +97,8 @@ class SyncReport(NamedTuple):
     identity: KitIdentity
     new_kit: bool
     kinds: list[KindResult]
+    #: Where the kit's settings came from (:func:`pmos.db.policy.policy_kit`).
+    policy: str
 
     @property
     def added(self) -> int:
@@ -109,6 +114,7 @@ class SyncReport(NamedTuple):
             "repository": self.identity.repository,
             "path": self.identity.path,
             "new_kit": self.new_kit,
+            "policy": self.policy,
             "records": self.records,
             "added": self.added,
             "kinds": {k.kind: {"records": k.records, "added": k.added} for k in self.kinds},
@@ -118,21 +124,26 @@ class SyncReport(NamedTuple):
 def sync_kit(kit: Kit, dsn: str, *, kit_id: str | None = None) -> SyncReport:
     """Copy every record of ``kit`` the database lacks (see the module docstring)."""
     identity = kit_identity(kit.root, kit_id)
+    policy, source = policy_kit(kit)
     pmos = _pmos_version()
     verification: _Verification | None = None
     try:
         with connection(dsn, purpose="sync") as conn:
             require_current(conn)
             _require_tables(conn)
-            kit_key, new_kit = _kit_key(conn, identity)
+            kit_key, new_kit = _own_kit_key(conn, identity)
             conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, kit_key))
+            if new_kit is None:  # a bound kit: new until one of its syncs commits (ask now)
+                first = "SELECT NOT EXISTS (SELECT 1 FROM syncs WHERE kit = %s)"
+                new_kit = conn.execute(first, (kit_key,)).fetchone()[0]
             synced = {} if new_kit else _synced_packs(conn, kit_key)
             verification = _Verification(
-                kit, frozenset(pack for pack, by in synced.items() if pmos in by)
+                policy, frozenset(pack for pack, by in synced.items() if pmos in by)
             )
+            staged = conn.execute("SELECT row_security_active('evals')").fetchone()[0]
             try:
                 done = [
-                    _sync_kind(conn, kit, kit_key, kind, new_kit, synced.keys())
+                    _sync_kind(conn, policy, kit_key, kind, new_kit, synced.keys(), staged)
                     for kind in LEDGER_KINDS
                 ]
             except _ReadFailed as failed:
@@ -142,22 +153,87 @@ def sync_kit(kit: Kit, dsn: str, *, kit_id: str | None = None) -> SyncReport:
             results = [result for result, _ in done]
             copied = [pack for _, packs in done for pack in packs]
             _remember_packs(conn, kit_key, pmos, [pack for pack in copied if pack in checked])
-            conn.execute(
-                "INSERT INTO syncs (kit, pmos_version, settings, records, added) "
-                "VALUES (%s, %s, %s::jsonb, %s::jsonb, %s::jsonb)",
+            settings = _settings_with_rubric(policy)
+            changed = any(r.added for r in results) or _reported_settings(conn, kit_key) != settings
+            # Unchanged records and settings: the last report stands, its child is stopped.
+            reports = verification.reports() if changed else verification.cancel()
+            sync = conn.execute(
+                "INSERT INTO syncs (kit, pmos_version, settings, records, added, metrics, queue) "
+                "VALUES (%s, %s, %s::jsonb, %s::jsonb, %s::jsonb, %s::jsonb, %s::jsonb) "
+                "RETURNING sync",
                 (
                     kit_key,
                     pmos,
-                    orjson.dumps(_settings_with_rubric(kit)).decode(),
+                    orjson.dumps(settings).decode(),
                     orjson.dumps({r.kind: r.records for r in results}).decode(),
                     orjson.dumps({r.kind: r.added for r in results}).decode(),
+                    orjson.dumps(storable(reports.metrics)).decode() if reports else None,
+                    orjson.dumps(storable(reports.queue)).decode() if reports else None,
                 ),
-            )
+            ).fetchone()[0]
+            if reports is not None:
+                _store_pairs(conn, sync, kit_key, reports.pairs)
             conn.commit()
     finally:
         if verification is not None:
             verification.cancel()
-    return SyncReport(identity, new_kit, results)
+    return SyncReport(identity, new_kit, results, source)
+
+
+def _own_kit_key(conn: Any, identity: KitIdentity) -> tuple[int, bool | None]:
+    """The kit's key, and whether the database has nothing of it yet (None for a kit
+    bound to the role: the caller asks once it holds the kit's lock).
+
+    A role bound to a kit (``pmos db grant --kit ID``) syncs that kit only: a
+    repository cannot become another kit by copying its remote URL or passing
+    its id, because the role, not the id, decides. Any other role (the
+    database's owner) names the kit by its id, adding it when it is new.
+    """
+    bound = conn.execute("SELECT kit, kit_id FROM kits WHERE role = current_user").fetchone()
+    if bound is None:
+        return _kit_key(conn, identity)
+    key, bound_id = bound
+    if bound_id != identity.kit_id:
+        role = conn.execute("SELECT current_user").fetchone()[0]
+        raise KitNotYours(
+            f"the database role {role!r} writes kit {bound_id!r} only, and this kit is "
+            f"{identity.kit_id!r} (from --kit-id or the git remote): nothing was written. "
+            f"Sync each kit with the credentials 'pmos db grant --kit ID' made for it"
+        )
+    return key, None
+
+
+def _reported_settings(conn: Any, kit_key: int) -> Any:
+    """The settings of the kit's latest sync that stored a report (None: none did)."""
+    row = conn.execute(
+        "SELECT settings FROM syncs WHERE kit = %s AND metrics IS NOT NULL "
+        "ORDER BY sync DESC LIMIT 1",
+        (kit_key,),
+    ).fetchone()
+    return row[0] if row else None
+
+
+def _store_pairs(conn: Any, sync: int, kit_key: int, pairs: list[ScoredPair]) -> None:
+    """The report's pairs, in one statement (row-level security refuses COPY to a kit's
+    role; an INSERT from arrays costs one round trip)."""
+    if not pairs:
+        return
+    conn.execute(
+        "INSERT INTO calibration_pairs "
+        "(sync, kit, run_id, evaluator_model, gate_pass, pm_pass, form, score) "
+        "SELECT %s, %s, * FROM unnest(%s::text[], %s::text[], %s::boolean[], %s::boolean[], "
+        "%s::text[], %s::double precision[])",
+        (
+            sync,
+            kit_key,
+            [p.run_id for p in pairs],
+            [p.evaluator_model for p in pairs],
+            [p.gate_pass for p in pairs],
+            [p.pm_pass for p in pairs],
+            [p.form for p in pairs],
+            [p.score for p in pairs],
+        ),
+    )
 
 
 _REFUSED = (
@@ -166,31 +242,50 @@ _REFUSED = (
 )
 
 
-class _Verification:
-    """``pmos ledger verify`` of the kit, run in a forked child while the copy proceeds.
+class Reports(NamedTuple):
+    """What ``pmos metrics --json`` and ``pmos queue --json`` say of the kit, and the
+    pairs the report counts: computed by the file-mode code, stored by the sync."""
 
-    Verifying reads every record, as copying does; running it on the other
-    core while this process copies takes it off the sync's critical path.
-    The sync asks for the outcome before it writes its ``syncs`` row and
-    commits, so a kit that fails is refused with nothing committed, exactly
-    as if it had been checked first. Packs this pmos version verified in an
-    earlier sync of the kit (``verified``) are only hashed against their
-    names (:func:`pmos.store.verify.verify_kind`).
+    metrics: dict[str, Any]
+    queue: dict[str, Any]
+    pairs: list[ScoredPair]
+
+
+class _Verification:
+    """``pmos ledger verify`` of the kit, and its reports, each in a forked child while
+    the copy proceeds.
+
+    Verifying reads every record, as copying does; running it in a child while
+    this process copies takes it off the sync's critical path. The sync asks
+    for the outcome before it writes its ``syncs`` row and commits, so a kit
+    that fails is refused with nothing committed, exactly as if it had been
+    checked first. Packs this pmos version verified in an earlier sync of the
+    kit (``verified``) are only hashed against their names
+    (:func:`pmos.store.verify.verify_kind`). A second child computes the kit's
+    calibration report, pairs and queue (:class:`Reports`) with
+    :mod:`pmos.calibration`, exactly as ``pmos metrics`` and ``pmos queue``
+    compute them (the database's views only select from these); a sync that
+    added nothing and whose settings are those of the last report stops it
+    instead of waiting, and so does a kit that fails.
     """
 
     def __init__(self, kit: Kit, verified: frozenset[str]) -> None:
-        from pmos.gate.screen import KitScreen
-
-        # The writers' rules too: a record that breaks one is never copied, so the
-        # database's figures equal file mode's, which leaves such records out.
-        self._args = (kit.store, verified, KitScreen(kit))
-        self._call = ForkedCall(_verify, *self._args) if hasattr(os, "fork") else None
+        self._kit, self._verified = kit, verified
+        forks = hasattr(os, "fork")
+        self._call = ForkedCall(_verify, kit, verified) if forks else None
+        self._reports = ForkedCall(_reports, kit) if forks else None
+        self._outcome: Any = None
 
     def refuse_if_failed(self) -> frozenset[str]:
         """Raise :class:`KitRefused` if the kit fails; else the packs checked line by line."""
-        call, self._call = self._call, None
-        failing, checked = call.result() if call is not None else _verify(*self._args)
+        if self._outcome is None:
+            call, self._call = self._call, None
+            self._outcome = (
+                call.result() if call is not None else _verify(self._kit, self._verified)
+            )
+        failing, checked = self._outcome
         if failing:
+            self.cancel()
             details = "; ".join(
                 f"{kind}: {count} problem(s), first at line {line}: {problem}"
                 for kind, count, line, problem in failing
@@ -198,24 +293,38 @@ class _Verification:
             raise KitRefused(_REFUSED.format(details=details))
         return checked
 
+    def reports(self) -> Reports:
+        """The kit's reports (after :meth:`refuse_if_failed` passed)."""
+        call, self._reports = self._reports, None
+        return call.result() if call is not None else _reports(self._kit)
+
     def cancel(self) -> None:
-        if self._call is not None:
-            self._call.cancel()
-            self._call = None
+        """Stop the children that still run."""
+        for call in (self._call, self._reports):
+            if call is not None:
+                call.cancel()
+        self._call = self._reports = None
 
 
 def _verify(
-    store: Store, verified: frozenset[str], screen: Screen
+    kit: Kit, verified: frozenset[str]
 ) -> tuple[list[tuple[str, int, int, str]], frozenset[str]]:
     """(kind, problems, first line, first problem) of each ledger that fails
     verification, and the packs verified line by line."""
-    reports = verify_store(store, verified_packs=verified, screen=screen)
+    # The writers' rules too: a record that breaks one is never copied, so the
+    # database's figures equal file mode's, which leaves such records out.
+    reports = verify_store(kit.store, verified_packs=verified, screen=KitScreen(kit))
     failing = [
         (r.kind, len(r.problems), r.problems[0].line, r.problems[0].problem)
         for r in reports
         if not r.ok
     ]
     return failing, frozenset(pack for r in reports for pack in r.checked_packs)
+
+
+def _reports(kit: Kit) -> Reports:
+    metrics, pairs = report_and_pairs(kit)
+    return Reports(metrics, compute_queue(kit).as_dict(), pairs)
 
 
 def _require_tables(conn: Any) -> None:
@@ -265,17 +374,37 @@ def _remember_packs(conn: Any, kit_key: int, pmos: str, packs: list[str]) -> Non
 
 
 def _sync_kind(
-    conn: Any, kit: Kit, kit_key: int, kind: str, new_kit: bool, have: Collection[str]
+    conn: Any,
+    kit: Kit,
+    kit_key: int,
+    kind: str,
+    new_kit: bool,
+    have: Collection[str],
+    staged: bool,
 ) -> tuple[KindResult, list[str]]:
     """Copy what the database lacks of one kind; the result, and the packs whose
-    records the database now has (read whole, or left out as ``have``)."""
+    records the database now has (read whole, or left out as ``have``).
+
+    ``staged``: row-level security applies to this role (a kit's role), and
+    PostgreSQL refuses COPY into a table under it, so each chunk is COPYed into
+    a temporary table and moved in with one INSERT, which the policies check.
+    """
     table = table_of(kind)
     try:
         stored = stored_lines(kit.store, kind, have=have)  # lists the files, reads loose ones
     except LedgerCorrupt as exc:
         raise _ReadFailed(str(exc)) from None
     rows = encoder(kind)
-    copy_in = f"COPY {table} ({', '.join(rows.columns)}) FROM STDIN"
+    target = table
+    move_in = None
+    if staged:
+        target = f"pmos_incoming_{table}"
+        conn.execute(
+            f"CREATE TEMP TABLE IF NOT EXISTS {target} ({column_types(kind)}) ON COMMIT DROP"
+        )
+        columns = ", ".join(rows.columns)
+        move_in = f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {target}"
+    copy_in = f"COPY {target} ({', '.join(rows.columns)}) FROM STDIN"
     # A new kit has no records yet: nothing to look up.
     held_of = None if new_kit else f"SELECT digest FROM {table} WHERE kit = %s AND digest = ANY(%s)"
     added = 0
@@ -291,6 +420,9 @@ def _sync_kind(
                 with cursor.copy(copy_in) as copy:
                     for start in range(0, len(lines), _ROWS_PER_WRITE):
                         copy.write(b"".join(lines[start : start + _ROWS_PER_WRITE]))
+                if move_in is not None:
+                    cursor.execute(move_in)
+                    conn.execute(f"TRUNCATE {target}")
                 added += cursor.rowcount
         read = producer.read
     return KindResult(kind, stored.have_records + read, added), [*stored.packs, *stored.held]
@@ -367,7 +499,7 @@ class _Producer:
             self._put(_END)
         except _Stopped:
             return
-        except LedgerCorrupt as exc:
+        except (LedgerCorrupt, UnstorableStamp) as exc:
             self._hand_over(_ReadFailed(str(exc)))
         except BaseException as exc:  # handed to the caller, who raises it
             self._hand_over(exc)

@@ -51,17 +51,25 @@ class Config(NamedTuple):
 
 
 def load_config(path: Path) -> Config:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path} is not UTF-8 text: {exc}") from None
+    return parse_config(text, path)
+
+
+def parse_config(text: str, path: Path | str) -> Config:
+    """pmos.yaml's ``text`` checked and with defaults filled in; ``path`` names where
+    it came from in errors (a file, or a committed revision such as ``main:pmos.yaml``)."""
     import yaml
 
     from pmos import schemas
     from pmos.yamlio import load_yaml
 
     try:
-        data = load_yaml(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path} is not UTF-8 text: {exc}") from None
+        data = load_yaml(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path} is not valid YAML: {exc}") from None
     if not isinstance(data, dict):

@@ -69,7 +69,7 @@ from pmos.store.layout import MARKER, write_marker
 from pmos.store.registry import LEDGER_KINDS
 from pmos.store.revision import BlobCache, Ledgers, StoredRecord, read_ledgers
 from pmos.store.rows import row_type
-from pmos.timestamps import now_rfc3339
+from pmos.timestamps import rfc3339
 
 #: The remote's default branch, whose merge base with head is the default --base.
 DEFAULT_REMOTE_HEAD = "refs/remotes/origin/HEAD"
@@ -266,7 +266,7 @@ def decide(
         base_commit,
         head,
         head_commit,
-        now_rfc3339() if now is None else moment.isoformat().replace("+00:00", "Z"),
+        rfc3339(moment),
     )
     report.kit_base = find_kit(repo, base_commit, where)
     report.kit_head = find_kit(repo, head_commit, where)
