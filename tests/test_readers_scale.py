@@ -19,7 +19,7 @@ import ledgerfiles
 from pmos.calibration.metrics import compute_metrics
 from pmos.errors import LedgerCorrupt
 from pmos.store import lines
-from pmos.store.packs import key_of, write_pack
+from pmos.store.packs import write_pack
 from pmos.store.read import records, stored_bytes
 from pmos.store.rows import row_type
 from pmos.store.verify import verify_kind
@@ -61,9 +61,10 @@ def _pack(kit, kind: str, made) -> None:
     entries = []
     for record in made:
         line, digest = lines.encode(record)
-        entries.append((key_of(record), digest, line))
-    entries.sort(key=lambda e: (e[0], e[1]))
-    write_pack(kit.store.folder(kind), kind, entries)
+        entries.append(((record["recorded_at"], record["record_id"]), digest, line))
+    bucket = kit.store.folder(kind) / "2026-01"  # every record is of January 2026
+    bucket.mkdir(parents=True, exist_ok=True)
+    write_pack(bucket, kind, entries)
 
 
 def _fill(kit, runs: int, per_run: int) -> None:

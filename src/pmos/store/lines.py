@@ -1,6 +1,6 @@
 """One record, one line: the format of every record pmos writes.
 
-A record line is the record's canonical JSON (keys sorted, compact; see
+A record line is the record's canonical JSON (RFC 8785; see
 :mod:`pmos.store.digest`) with its content digest spliced in as the last field::
 
     {"label":"pass",...,"run_id":"r1","digest":"<64 hex>"}
@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 
 from pmos.errors import BadInput
-from pmos.store.digest import CHAIN_FIELDS, DIGEST_TAG, canonical, digest_bytes
+from pmos.store.digest import DIGEST_TAG, canonical, digest_bytes, is_canonical
 
 DIGEST_FIELD = "digest"
 _KEY = b',"digest":"'
@@ -36,8 +36,7 @@ TAIL_LEN = len(_KEY) + _HEX + 2
 #: The digest's hash state after its tag: each line's digest continues a copy of it.
 _TAGGED = hashlib.sha256(DIGEST_TAG)
 #: Fields a record may not bring: the store sets or owns them.
-RESERVED = (DIGEST_FIELD, *CHAIN_FIELDS)
-_DIGEST, _PREV, _HASH = RESERVED  # unpacked for check_canonical's hot path
+RESERVED = (DIGEST_FIELD,)
 
 
 class LineError(ValueError):
@@ -129,23 +128,18 @@ def check_canonical(body: bytes) -> dict[str, Any]:
     """Parse a checked body and require it to be canonical, as a writer makes it.
 
     A hand-made line can carry a digest of its own non-canonical bytes; its
-    record would then have two identities. ``pmos ledger verify`` refuses it.
+    record would then have two identities. Every reader refuses it.
     """
     try:
         record = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
-        raise LineError(f"not valid JSON ({exc})") from None
+        raise LineError(f"is not valid JSON ({exc})") from None
     if type(record) is not dict:
-        raise LineError("not a JSON object")
-    if _DIGEST in record or _PREV in record or _HASH in record:
-        raise LineError("its record sets a field the ledger owns (digest, prev_hash or hash)")
-    try:
-        # canonical(), without its copy that drops the chain fields: there are none.
-        again = orjson.dumps(record, option=orjson.OPT_SORT_KEYS)
-    except (TypeError, orjson.JSONEncodeError) as exc:
-        raise LineError(f"record cannot be stored as JSON: {exc}") from None
-    if again != body:
-        raise LineError("not in canonical form (sorted keys, compact): not written by pmos")
+        raise LineError("is not a JSON object")
+    if DIGEST_FIELD in record:
+        raise LineError("sets the field the ledger owns (digest) twice")
+    if not is_canonical(body, record):
+        raise LineError("is not in canonical form (RFC 8785): not written by pmos")
     return record
 
 
