@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pmos.store.chain import iter_records, iter_records_reversed, verify
 
 import ledgerfiles
 from conftest import TIME_FREE
@@ -26,7 +27,6 @@ from pmos.atomic import write_once
 from pmos.errors import LedgerCorrupt
 from pmos.store import lines, packs
 from pmos.store.append import loose_name
-from pmos.store.chain import iter_records, iter_records_reversed, verify
 from pmos.store.layout import MARKER, Store, marker_text
 from pmos.store.read import newest_first, records
 from pmos.store.verify import verify_kind

@@ -43,7 +43,10 @@ GIT_ENV = {
 
 def git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     done = subprocess.run(
-        ["git", "-C", str(repo), *args], capture_output=True, text=True, env={**os.environ, **GIT_ENV}
+        ["git", "-C", str(repo), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **GIT_ENV},
     )
     if check and done.returncode:
         raise AssertionError(f"git {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
@@ -103,7 +106,9 @@ class Repo:
         self.pmos("ledger", "verify")
 
     def packs(self) -> list[str]:
-        return sorted(p.name for p in (self.kit / "state" / "runs").glob("*/*") if PACK.match(p.name))
+        return sorted(
+            p.name for p in (self.kit / "state" / "runs").glob("*/*") if PACK.match(p.name)
+        )
 
 
 @pytest.fixture
