@@ -136,7 +136,6 @@ def test_sigkill_mid_storm_loses_no_acknowledged_record_and_leaves_no_torn_file(
         os.utime(path, (hour_ago, hour_ago))
     assert pmos_process("ledger", "pack", "acceptances").returncode == 0
     assert temps(kit_root) == []
-    assert ledgerfiles.record_files(kit_root, "acceptances") == []
     after = [r["record_id"] for r in read.records(store, "acceptances")]
     assert sorted(after) == sorted(stored | {result.stdout.strip()})  # each once, none lost
     assert pmos_process("ledger", "verify").returncode == 0

@@ -97,12 +97,14 @@ def stale_temps(folder: Path) -> list[Path]:
     """Temporary files left by writers that died (older than :data:`STALE_TEMP_S`)."""
     now = time.time()
     out = []
-    with contextlib.suppress(FileNotFoundError):
-        for entry in os.scandir(folder):
-            if entry.name.startswith(TEMP_PREFIX):
+    # Writers make them in the day folder they write to: every folder of the ledger.
+    for where, _, names in os.walk(folder):
+        for name in names:
+            if name.startswith(TEMP_PREFIX):
+                path = os.path.join(where, name)
                 with contextlib.suppress(FileNotFoundError):
-                    if now - entry.stat(follow_symlinks=False).st_mtime > STALE_TEMP_S:
-                        out.append(Path(entry.path))
+                    if now - os.lstat(path).st_mtime > STALE_TEMP_S:
+                        out.append(Path(path))
     return out
 
 
