@@ -26,7 +26,7 @@ import ledgerfiles
 from conftest import good_verdict, pmos_in_process, pmos_process
 from pmos.errors import BadInput, LedgerCorrupt, RecordRejected
 from pmos.gate import writers
-from pmos.store import chain, lines, read
+from pmos.store import lines, read
 from pmos.store.append import Draft, append
 from pmos.store.digest import record_digest
 from pmos.store.layout import LOOSE, MARKER
@@ -469,13 +469,12 @@ def test_readers_refuse_a_tampered_ledger(filled, kit, pmos):
 
 def test_writers_never_touch_existing_files(filled, kit, pmos):
     ledgerfiles.edit(filled[0], b'"by":"pm"', b'"by":"me"')
-    legacy = ledgerfiles.legacy_ledger(kit.root, "runs", [ledgerfiles.run_record("old")])
-    tampered, old = filled[0].read_bytes(), legacy.read_bytes()
+    tampered = filled[0].read_bytes()
     writers.record_acceptance(kit, run_id="r9", label="pass", by="pm")
     writers.register_run(kit, run_id="new", initiative_id="i", builder_model="m")
-    assert filled[0].read_bytes() == tampered and legacy.read_bytes() == old
+    assert filled[0].read_bytes() == tampered
     assert len(ledgerfiles.record_files(kit.root, "acceptances")) == 6
-    assert [r["run_id"] for r in read.records(kit.store, "runs")] == ["old", "new"]
+    assert [r["run_id"] for r in read.records(kit.store, "runs")] == ["new"]
     code, report = verify_cli(pmos)
     assert code == 1 and [f for f, _, _ in problems(report)] == [str(filled[0])]
 
@@ -515,36 +514,6 @@ def test_reading_many_records_across_blocks_packs_and_loose_files(kit):
     forward = [r["n"] for r in read.records(kit.store, "runs", plain=True)]
     backward = [r["n"] for r in read.newest_first(kit.store, "runs", plain=True)]
     assert forward == list(range(3000)) and backward == forward[::-1]
-
-
-def test_an_older_kits_single_file_reads_forward_and_backward(kit):
-    records = [{"record_id": f"run-{i}", "n": i, "pad": "x" * (i % 700)} for i in range(3000)]
-    path = ledgerfiles.legacy_ledger(kit.root, "runs", records)
-    forward = [r["n"] for r in chain.iter_records(path, "runs", plain=True)]
-    backward = [r["n"] for r in chain.iter_records_reversed(path, "runs", plain=True)]
-    assert forward == list(range(3000)) and backward == forward[::-1]
-    assert [r["n"] for r in read.records(kit.store, "runs", plain=True)] == forward
-    assert [r["n"] for r in read.newest_first(kit.store, "runs", plain=True)] == backward
-
-
-@pytest.mark.parametrize("at", ["first", "middle"])
-def test_an_empty_line_in_an_older_kits_file_is_refused_read_either_way(kit, at):
-    # Found by the property test: read from the end, an empty first line was never
-    # met and an empty middle one was skipped, while verify and the forward reader
-    # refuse both. Every reader must refuse what verify refuses.
-    path = ledgerfiles.legacy_ledger(kit.root, "runs", [{"n": i} for i in range(3)])
-    rows = path.read_bytes().splitlines(keepends=True)
-    rows.insert(0 if at == "first" else 2, b"\n")
-    path.write_bytes(b"".join(rows))
-    assert not chain.verify(path, "runs").ok
-    with pytest.raises(LedgerCorrupt):
-        list(chain.iter_records(path, "runs", plain=True))
-    with pytest.raises(LedgerCorrupt, match="zero-length"):
-        list(chain.iter_records_reversed(path, "runs", plain=True))
-    # Without the empty line, both read it whole.
-    del rows[0 if at == "first" else 2]
-    path.write_bytes(b"".join(rows))
-    assert [r["n"] for r in chain.iter_records_reversed(path, "runs", plain=True)] == [2, 1, 0]
 
 
 # ---------------------------------------------------------------- show

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REGISTER_R, Cli
-from ledgerfiles import forge, legacy_ledger, pack_files, record_files, stored
+from ledgerfiles import forge, pack_files, record_files, stored
 from pmos.store.digest import record_digest
 from test_store_git import git
 
@@ -156,57 +156,6 @@ def test_a_broken_ledger_is_not_compared(cli, repo):
     assert result.exit_code == 1
     assert "does not match its digest" in result.stdout
     assert "not compared while the ledgers have problems" in result.stdout
-
-
-def test_history_of_a_converted_older_kit_is_kept(cli, repo):
-    """A single-file ledger at REV, converted into a pack since: every digest survives."""
-    records = [
-        {
-            "record_id": f"acc-2026010{i}T000000000000Z-0000000{i}",
-            "recorded_at": f"2026-01-0{i}T00:00:00.000000Z",
-            "schema_version": 1,
-            "run_id": f"old-{i}",
-            "label": "pass",
-            "by": "pm",
-            "gate_verdict": None,
-            "gate_record_id": None,
-            "flags": ["unregistered-run"],
-        }
-        for i in range(1, 4)
-    ]
-    legacy_ledger(repo, "acceptances", records)
-    base = commit(repo, "an older kit's single file")
-    before = json.loads(cli("ledger", "show", "acceptances", "--json").stdout)
-    assert [r["run_id"] for r in before] == ["old-1", "old-2", "old-3"]
-    packed = cli("ledger", "pack", "--json")
-    assert packed.exit_code == 0, packed.stderr
-    [report] = [r for r in json.loads(packed.stdout)["ledgers"] if r["kind"] == "acceptances"]
-    assert report["legacy_folded"] is True and report["records"] == 3
-    assert not (repo / "state" / "acceptances.jsonl").exists()
-    after = json.loads(cli("ledger", "show", "acceptances", "--json").stdout)
-    strip = [{k: v for k, v in r.items() if k not in ("prev_hash", "hash")} for r in before]
-    assert after == strip
-    commit(repo, "converted")
-    code, report = verify_since(cli, base)
-    assert code == 0, report
-
-
-def test_a_broken_older_kit_is_not_converted(cli, kit_root):
-    path = legacy_ledger(
-        kit_root,
-        "runs",
-        [
-            {"record_id": "run-1", "recorded_at": "2026-01-01T00:00:00.000000Z", "run_id": "a"},
-            {"record_id": "run-2", "recorded_at": "2026-01-02T00:00:00.000000Z", "run_id": "b"},
-        ],
-    )
-    data = path.read_bytes()
-    path.write_bytes(data.replace(b'"a"', b'"z"', 1))
-    result = cli("ledger", "pack")
-    assert result.exit_code == 2
-    assert "not converted while its chain is broken" in result.stderr
-    assert path.read_bytes() == data.replace(b'"a"', b'"z"', 1)
-    assert pack_files(kit_root, "runs") == []
 
 
 def test_packs_made_on_two_clones_fold_into_one(cli, repo, tmp_path):

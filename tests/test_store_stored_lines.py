@@ -123,9 +123,3 @@ def test_a_loose_record_of_another_ledger_is_refused(kit, kit_root):
     assert caught.value.path == str(stray)
     assert "is not one of the evals ledger" in caught.value.problem
 
-
-def test_a_legacy_single_file_ledger_is_read_with_digests_of_its_records(kit, kit_root):
-    made = [_verdict(i) for i in range(5)]
-    ledgerfiles.legacy_ledger(kit_root, "evals", made)
-    got = _flat(stored_lines(kit.store, "evals"))
-    assert got == [(record_digest(r), orjson.dumps(r, option=orjson.OPT_SORT_KEYS)) for r in made]
