@@ -82,4 +82,3 @@ def test_a_kit_of_writers_records_excludes_nothing(cli, kit_root):
     assert cli("ledger", "pack").exit_code == 0
     assert cli("ledger", "verify").exit_code == 0
     assert json.loads(cli("metrics", "--json").stdout)["pairs"] == 1
-

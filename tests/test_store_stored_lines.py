@@ -122,4 +122,3 @@ def test_a_loose_record_of_another_ledger_is_refused(kit, kit_root):
         _flat(stored_lines(kit.store, "evals"))
     assert caught.value.path == str(stray)
     assert "is not one of the evals ledger" in caught.value.problem
-

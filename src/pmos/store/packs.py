@@ -51,3 +51,8 @@ def name_digest(path: Path) -> str:
     """The SHA-256 a pack's name claims for its bytes (readers hash the bytes; this
     only names the pack)."""
     return path.name.removeprefix("pack-").removesuffix(".jsonl")
+
+
+def key_of(record: dict[str, object]) -> Key:
+    """Where a record sorts: recorded time, then record id (the same on every clone)."""
+    return (str(record.get("recorded_at", "")), str(record.get("record_id", "")))
