@@ -38,14 +38,11 @@ def test_own_ledger_named_any_honest_way_is_accepted(cli, kit_root, verdict_file
         "state/evals/",
         "state/../state/evals",
         str(kit_root / "state/evals"),
-        "state/evals.jsonl",  # the name an older kit's scripts use
-        str(kit_root / "state/evals.jsonl"),
     ]
     for name in names:
         result = record(cli, verdict_file, "--ledger", name)
         assert result.exit_code == 0, (name, result.stderr)
     assert len(ledgerfiles.stored(kit_root, "evals")) == len(names)
-    assert not (kit_root / "state/evals.jsonl").exists()  # nothing writes the old single file
 
 
 @pytest.mark.parametrize(
@@ -187,7 +184,7 @@ def test_every_writer_checks_its_target(cli, kit_root):
     result = cli("eval", "log", "r", "i", "SKIPPED", "why", "--ledger", "state/acceptances")
     assert result.exit_code == 2
     assert ledger_bytes(kit_root) == before
-    for target in ("state/acceptances", "state/acceptances.jsonl"):
+    for target in ("state/acceptances", str(kit_root / "state/acceptances")):
         ok = cli(
             "accept",
             "r",

@@ -42,7 +42,7 @@ PACK = re.compile(r"\Apack-([0-9a-f]{64})\.jsonl\Z")
 #: A bucket (month) folder, and a day folder inside it.
 BUCKET = re.compile(r"\A[0-9]{4}-(?:0[1-9]|1[0-2])\Z")
 DAY = re.compile(r"\A(?:0[1-9]|[12][0-9]|3[01])\Z")
-_PLACE = re.compile(r"\A([0-9]{4}-(?:0[1-9]|1[0-2]))-(0[1-9]|[12][0-9]|3[01])T")
+_PLACE = re.compile(r"\A([0-9]{4}-(?:0[1-9]|1[0-2]))-(0[1-9]|[12][0-9]|3[01])[Tt]")
 #: Files a crashed writer may leave behind (see pmos.atomic); ignored by readers,
 #: removed by pack.
 TEMP_PREFIX = atomic.TEMP_PREFIX
