@@ -99,13 +99,6 @@ class Sources(NamedTuple):
         return [p for b in self.buckets for p in b.loose_paths(self.folder)]
 
 
-def plain_paths(folder: Path, names: list[str]) -> list[str]:
-    """``folder``'s files ``names`` as plain strings, for a caller that opens or
-    deletes thousands: no :class:`Path` each."""
-    prefix = os.path.join(folder, "")
-    return [prefix + name for name in names]
-
-
 def marker_text(kind: str) -> bytes:
     """The marker's content: the same on every branch, so adding it never conflicts."""
     return f'{{"pmos_ledger":1,"kind":"{kind}"}}\n'.encode()

@@ -40,10 +40,7 @@ RESERVED = (DIGEST_FIELD,)
 
 
 class LineError(ValueError):
-    """A single ledger line is malformed; the message says how (and, from
-    :func:`check_all`, ``index`` says which line)."""
-
-    index: int | None = None
+    """A single ledger line is malformed; the message says how."""
 
 
 def encode(record: dict[str, Any]) -> tuple[bytes, str]:
@@ -92,36 +89,6 @@ def check(raw: bytes) -> tuple[bytes, str]:
         return body, text
     split(raw)
     raise LineError("its content does not match its digest: the record was edited")
-
-
-def check_all(raws: list[bytes]) -> list[tuple[str, bytes]]:
-    """``(digest, canonical body)`` of each line, each checked as :func:`check` does.
-
-    For readers that copy records as stored (``pmos sync``): the digest they
-    hand on is the one the line carries, so it must match the content, but
-    nothing is parsed. :func:`check`'s test, inlined: a call per line costs a
-    tenth of this loop. A bad line raises :class:`LineError` with its position
-    in ``raws`` as ``index``.
-    """
-    tagged, key, tail, closing = _TAGGED, _KEY, TAIL_LEN, b'"}'
-    start = len(key)
-    out: list[tuple[str, bytes]] = []
-    keep = out.append
-    for raw in raws:
-        cut = len(raw) - tail
-        body = raw[:cut] + b"}"
-        digest = tagged.copy()
-        digest.update(body)
-        text = digest.hexdigest()
-        tail_ok = raw[cut + start :] == text.encode() + closing
-        if cut < 2 or raw[cut : cut + start] != key or not tail_ok:
-            try:
-                check(raw)  # says what is wrong (it is the authority: a line it passes is kept)
-            except LineError as exc:
-                exc.index = len(out)
-                raise
-        keep((text, body))
-    return out
 
 
 def check_canonical(body: bytes) -> dict[str, Any]:
@@ -175,49 +142,8 @@ def _check_kind(kind: str, record: Any) -> None:
             "it was copied from another ledger or made by hand"
         )
 
-
-def check_kind_all(kind: str, buf: bytes) -> None:
-    """Refuse any of ``buf``'s newline-separated lines whose record is not of ``kind``
-    (:func:`_check_kind`), in msgspec's C loop: the lines are not parsed into dicts.
-
-    A bad line raises :class:`LineError` with its position in ``buf`` as ``index``.
-    """
-    import msgspec
-
-    try:
-        _ids_decoder(kind)(buf)
-        return
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        pass  # find the line and say what is wrong with it, below
-    raws = buf.split(b"\n")
-    if buf.endswith(b"\n"):
-        raws.pop()
-    for index, raw in enumerate(raws):
-        try:
-            _plain_decoder(kind)(raw)
-        except (orjson.JSONDecodeError, LineError) as exc:
-            error = exc if isinstance(exc, LineError) else LineError(decode_problem(exc))
-            error.index = index
-            raise error from None
     # The plain reader, whose check this is, accepts every line (msgspec is stricter
     # about some JSON the writers never make): so does this.
-
-
-@cache
-def _ids_decoder(kind: str) -> Callable[[bytes], Any]:
-    import re
-    from typing import Annotated
-
-    import msgspec
-
-    from pmos.store.registry import LEDGER_KINDS
-
-    pattern = "^" + re.escape(LEDGER_KINDS[kind].id_prefix + "-")
-
-    id_row = msgspec.defstruct(
-        "IdRow", [("record_id", Annotated[str, msgspec.Meta(pattern=pattern)])], gc=False
-    )
-    return msgspec.json.Decoder(id_row).decode_lines
 
 
 @cache
@@ -252,14 +178,6 @@ def _typed_decoder(kind: str, row: type | None) -> Callable[[bytes], Any]:
         return record
 
     return decode_typed
-
-
-@cache
-def batch_decoder(kind: str, row: type) -> Callable[[bytes], list[Any]]:
-    """Decode a buffer of whole row lines at once (msgspec's C loop, not Python's)."""
-    import msgspec
-
-    return msgspec.json.Decoder(row).decode_lines
 
 
 @cache

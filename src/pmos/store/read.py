@@ -32,7 +32,7 @@ import orjson
 from pmos.errors import BadInput
 from pmos.store import integrity, lines, screencache
 from pmos.store.integrity import BucketScan, Refused, Stored
-from pmos.store.layout import Store, list_sources
+from pmos.store.layout import Store
 from pmos.store.screening import Excluded, Exclusion, Screen, screen_record
 
 #: More records than any ledger holds; a larger --last is a typo.
@@ -320,10 +320,3 @@ def _header_records(path: Path) -> int:
 def stored_lines(store: Store, kind: str, *, have: Collection[str] = frozenset()) -> StoredLines:
     """``kind``'s records as checked ``(digest, canonical JSON)`` lines: :class:`StoredLines`."""
     return StoredLines(store, kind, have)
-
-
-def folder_records(folder: Path, kind: str) -> Iterator[Stored]:
-    """The records of a ledger folder that count, in ledger order, without a kit
-    (a folder copied out of a repository, for example)."""
-    for bucket in integrity.scan(list_sources(folder), kind):
-        yield from bucket.stored

@@ -21,10 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
-import orjson
-
 from pmos.errors import Violation
-from pmos.store import lines
 
 
 class Screen(Protocol):
@@ -81,15 +78,6 @@ class Excluded:
 
     def as_list(self) -> list[dict[str, Any]]:
         return [e.as_dict() for e in self.items]
-
-
-def screen_line(screen: Screen, kind: str, raw: bytes, file: str) -> Exclusion | None:
-    """Why the record line ``raw`` (checked, without its newline) is left out, or None.
-
-    Raises :class:`~pmos.store.lines.LineError` or ``orjson.JSONDecodeError``
-    for a line that is no record at all.
-    """
-    return screen_record(screen, kind, orjson.loads(lines.split(raw)[0]), file)
 
 
 def screen_record(screen: Screen, kind: str, record: Any, file: str) -> Exclusion | None:
