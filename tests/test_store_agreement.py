@@ -178,3 +178,37 @@ def test_show_jsonl_streams_canonical_lines_in_ledger_order(cli, kit, kit_root):
     assert {digest_bytes(line[:-1]) for line in lines} == stored  # each line is the canonical form
     bad = cli("ledger", "show", "evals", "--jsonl", "--last", "1")
     assert bad.exit_code == 2
+
+
+def test_the_screening_cache_lives_outside_the_work_tree_and_vouches_for_nothing(
+    cli, kit, kit_root, monkeypatch, tmp_path
+):
+    from pmos.store import screencache
+
+    monkeypatch.setenv("PMOS_CACHE_DIR", str(kit_root / "cache"))
+    assert screencache.cache_folder(kit_root) is None  # inside the kit: never used
+    (tmp_path / "repo" / ".git").mkdir(parents=True)
+    inner = tmp_path / "repo" / "product" / "kit"
+    inner.mkdir(parents=True)
+    monkeypatch.setenv("PMOS_CACHE_DIR", str(tmp_path / "repo" / "cache"))
+    assert screencache.cache_folder(inner) is None  # inside its git work tree: never used
+    cache = tmp_path / "elsewhere"
+    monkeypatch.setenv("PMOS_CACHE_DIR", str(cache))
+    # A pack holding a rule-breaking record: screened once, then from the cache; a
+    # cache entry edited to say nothing failed is checked against the screen's basis,
+    # and a corrupt entry is a miss: the record stays left out either way.
+    judge(kit, "r1", "PASS")
+    real = label(kit, "r1", "fail")
+    bad = {**real, "record_id": real["record_id"][:-8] + "0e0e0e0e", "by": 7}
+    pack = ledgerfiles.pack_of(kit_root, "acceptances", [bad])
+    first = confusion(cli)["excluded_records"]
+    (entry,) = list(cache.rglob("*.json"))
+    assert entry.stem == hashlib.sha256(pack.read_bytes()).hexdigest()
+    assert confusion(cli)["excluded_records"] == first
+    entry.write_text("{not json")
+    assert confusion(cli)["excluded_records"] == first
+    data = orjson.loads(entry.read_bytes())
+    data["basis"] = {"rules": "forged"}
+    data["failed"] = []
+    entry.write_bytes(orjson.dumps(data))
+    assert confusion(cli)["excluded_records"] == first

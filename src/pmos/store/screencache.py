@@ -41,10 +41,26 @@ def cache_folder(kit_root: Path) -> Path | None:
         return None
     real_base = os.path.realpath(base)
     real_root = os.path.realpath(kit_root)
-    if real_base == real_root or real_base.startswith(os.path.join(real_root, "")):
-        return None  # inside the kit: a file there could be committed
+    if _inside(real_base, _work_tree(real_root)):
+        return None  # inside the kit's work tree: a file there could be committed
     kit_key = hashlib.sha256(real_root.encode("utf-8", "surrogateescape")).hexdigest()[:32]
     return Path(real_base) / "screen" / kit_key
+
+
+def _work_tree(real_root: str) -> str:
+    """The top of the git work tree holding the kit (the kit root when there is none)."""
+    here = real_root
+    while True:
+        if os.path.exists(os.path.join(here, ".git")):
+            return here
+        parent = os.path.dirname(here)
+        if parent == here:
+            return real_root
+        here = parent
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(os.path.join(folder, ""))
 
 
 def load(kit_root: Path, sha: str, screen: Screen) -> tuple[set[int], Failures] | None:
