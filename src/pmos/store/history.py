@@ -1,7 +1,7 @@
 """Append-only against history: every record once recorded must still be there.
 
-A hash chain alone cannot show a rewrite of every later hash, nor records cut
-from the end. A git repository can: once shared, its history cannot be
+Digests alone cannot show a record deleted, nor records rewritten with their
+digests and names recomputed. A git repository can: once shared, its history cannot be
 rewritten unseen. ``pmos ledger verify --since REV`` reads the ledgers as they
 were at REV straight from git's object store (no checkout, no filters) and
 reports every record present then that is missing now or no longer matches its
