@@ -136,5 +136,3 @@ def _lock(fd: int, kind: int, folder: Path, timeout: float | None) -> None:
             raise LedgerBusy(f"{folder}: could not lock the ledger within {limit:.0f}s")
         time.sleep(delay)
         delay = min(delay * 2, 0.02)
-
-
