@@ -53,6 +53,7 @@ def test_the_cases_where_orjson_differs_from_jcs():
         {"x": 1e21},
         {"x": 1e-7},
         {"x": 123456789012345680000.0},
+        {"x": [1e16, 1e15 + 0.5, 1e-5, 1e-6, 1.5e-7, 0.0001, 0.1 + 0.2, -123.0, 2.5e300]},
         {"\U0001f600": 1, "\uff01": 2},  # sorted by UTF-16 code units, not code points
     ):
         assert canonical(record) == rfc8785.dumps(record)
