@@ -46,7 +46,7 @@ _NOT_PLAIN = re.compile(
 )
 
 
-def _plain(fast: bytes) -> bool:
+def orjson_is_jcs(fast: bytes) -> bool:
     """Whether orjson's sorted output ``fast`` is JCS already (see :data:`_NOT_PLAIN`).
 
     Plain substring tests first (every reader asks this of every record, and
@@ -71,7 +71,7 @@ def canonical(record: Any) -> bytes:
         fast = orjson.dumps(record, option=orjson.OPT_SORT_KEYS)
     except (TypeError, orjson.JSONEncodeError) as exc:
         raise BadInput(f"record cannot be stored as JSON: {exc}") from None
-    if _plain(fast):
+    if orjson_is_jcs(fast):
         return fast
     return _jcs(record).encode()
 
@@ -83,7 +83,7 @@ def is_canonical(body: bytes, record: Any) -> bool:
         fast = orjson.dumps(record, option=orjson.OPT_SORT_KEYS)
     except (TypeError, orjson.JSONEncodeError):
         return False
-    if _plain(fast):
+    if orjson_is_jcs(fast):
         return fast == body
     try:
         return _jcs(record).encode() == body
