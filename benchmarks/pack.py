@@ -66,21 +66,24 @@ def main() -> int:
         evals = kit / "state" / "evals"
         saved = work / "loose"
         saved.mkdir()
-        loose = [p for p in evals.iterdir() if p.name.endswith(".json")]
+        # Loose files sit in day folders of their month (closed: generate ends last year).
+        loose = sorted(evals.rglob("*.json"))
         for path in loose:
             shutil.copy2(path, saved / path.name)
+        home = {path.name: path for path in loose}
         print(f"  {len(loose):,} loose record files")
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "PMOS_ROOT": str(kit)}
         py = sys.executable
-        packs_before = {p.name for p in evals.iterdir() if p.name.startswith("pack-")}
+        packs_before = {p.name for p in evals.rglob("pack-*")}
         pack_times = []
         for attempt in range(args.repeat):
             if attempt:  # put the loose files back and drop the pack the last run made
-                for path in evals.iterdir():
-                    if path.name.startswith("pack-") and path.name not in packs_before:
+                for path in evals.rglob("pack-*"):
+                    if path.name not in packs_before:
                         path.unlink()
                 for path in saved.iterdir():
-                    shutil.copy2(path, evals / path.name)
+                    home[path.name].parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(path, home[path.name])
             # Records a writer made are on disk (fsynced); deleting them costs more
             # than deleting copies still in the page cache.
             os.sync()

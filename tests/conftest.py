@@ -206,6 +206,8 @@ def kit_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kit_template: Snap
     root = tmp_path / "kit"
     kit_template.copy_to(root)
     monkeypatch.setenv("PMOS_ROOT", str(root))
+    # The screening cache of each test is its own, outside the kit (never ~/.cache).
+    monkeypatch.setenv("PMOS_CACHE_DIR", str(tmp_path / "pmos-cache"))
     monkeypatch.delenv("PMOS_EVALUATOR_MODEL", raising=False)
     monkeypatch.chdir(root)
     return root

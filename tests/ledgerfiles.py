@@ -14,9 +14,8 @@ from typing import Any
 
 import orjson
 
-from pmos.store import chain
-from pmos.store.digest import record_digest
-from pmos.store.layout import LOOSE, PACK
+from pmos.store.digest import DIGEST_TAG, canonical, record_digest
+from pmos.store.layout import LOOSE, PACK, loose_name, place_of
 
 KINDS = (
     "runs",
@@ -35,26 +34,34 @@ def folder(kit_root: Path, kind: str) -> Path:
 
 
 def record_files(kit_root: Path, kind: str) -> list[Path]:
-    """The loose record files of ``kind``, in name order."""
-    return sorted(p for p in folder(kit_root, kind).iterdir() if LOOSE.match(p.name))
+    """The loose record files of ``kind`` (in their month and day folders), in name order."""
+    found = folder(kit_root, kind).glob("*/*/*.json")
+    return sorted((p for p in found if LOOSE.match(p.name)), key=lambda p: p.name)
 
 
 def pack_files(kit_root: Path, kind: str) -> list[Path]:
-    return sorted(p for p in folder(kit_root, kind).iterdir() if PACK.match(p.name))
+    return sorted(p for p in folder(kit_root, kind).glob("*/*") if PACK.match(p.name))
 
 
 def forged_line(record: dict[str, Any]) -> tuple[bytes, str]:
-    """README's recipe, followed by hand: canonical JSON plus its tagged SHA-256."""
-    body = orjson.dumps(record, option=orjson.OPT_SORT_KEYS)
-    digest = hashlib.sha256(b"pmos-record-v1\n" + body).hexdigest()
+    """The documented recipe, followed by hand: canonical JSON plus its tagged SHA-256."""
+    body = canonical(record)
+    digest = hashlib.sha256(DIGEST_TAG + body).hexdigest()
     return body[:-1] + b',"digest":"' + digest.encode() + b'"}\n', digest
+
+
+def place(kit_root: Path, kind: str, record: dict[str, Any]) -> Path:
+    """The day folder a record of that ``recorded_at`` belongs in (made)."""
+    where = place_of(record.get("recorded_at")) or ("2026-01", "01")
+    day = folder(kit_root, kind) / where[0] / where[1]
+    day.mkdir(parents=True, exist_ok=True)
+    return day
 
 
 def forge(kit_root: Path, kind: str, record: dict[str, Any]) -> Path:
     """Write ``record`` as a loose record file with a valid digest, bypassing every writer."""
     line, digest = forged_line(record)
-    stamp = "".join(c for c in str(record.get("recorded_at", "0")) if c.isdigit() or c in "TZ")
-    path = folder(kit_root, kind) / f"{stamp or '0'}-{digest}.json"
+    path = place(kit_root, kind, record) / loose_name(record, digest)
     path.write_bytes(line)
     return path
 
@@ -90,18 +97,6 @@ def rewrite(kit_root: Path, kind: str, mutate: Callable[[list[dict[str, Any]]], 
 
 def digest_of(record: dict[str, Any]) -> str:
     return record_digest(record)
-
-
-def legacy_ledger(kit_root: Path, kind: str, records: list[dict[str, Any]]) -> Path:
-    """A single-file, hash-chained ledger as pmos wrote them before the folder layout."""
-    path = kit_root / "state" / f"{kind}.jsonl"
-    prev = chain.genesis_hash(kind)
-    lines = []
-    for record in records:
-        line, prev = chain.encode_line(record, prev)
-        lines.append(line)
-    path.write_bytes(b"".join(lines))
-    return path
 
 
 def edit(path: Path, old: bytes, new: bytes) -> Path:
@@ -143,12 +138,16 @@ def run_record(run_id: str, **fields: Any) -> dict[str, Any]:
 
 
 def pack_of(kit_root: Path, kind: str, records: list[dict[str, Any]]) -> Path:
-    """Write ``records`` as one pack, as ``pmos ledger pack`` lays them out (sorted by
-    key); like :func:`forge`, nothing checks what the records say."""
-    from pmos.store.packs import key_of, write_pack
+    """Write ``records`` (all of one month) as that month's pack, laid out as
+    ``pmos ledger pack`` lays them out; like :func:`forge`, nothing checks what
+    the records say."""
+    from pmos.store.packs import write_pack
 
     entries = []
     for record in records:
         line, digest = forged_line(record)
-        entries.append((key_of(record), digest, line))
-    return write_pack(folder(kit_root, kind), kind, sorted(entries, key=lambda e: (e[0], e[1])))
+        entries.append(((record["recorded_at"], record["record_id"]), digest, line))
+    (month,) = {place_of(r["recorded_at"])[0] for r in records}
+    bucket = folder(kit_root, kind) / month
+    bucket.mkdir(parents=True, exist_ok=True)
+    return write_pack(bucket, kind, entries)

@@ -41,7 +41,7 @@ def spawn(worker: int, count: int, pad: int = 0) -> subprocess.Popen:
 
 def temps(kit_root) -> list:
     folder = ledgerfiles.folder(kit_root, "acceptances")
-    return sorted(p for p in folder.iterdir() if p.name.startswith(TEMP_PREFIX))
+    return sorted(p for p in folder.rglob(f"{TEMP_PREFIX}*"))
 
 
 @pytest.mark.slow
@@ -62,9 +62,9 @@ def test_eight_processes_append_1600_records_each_stored_once(kit_root):
         assert mine == [f"w{w}-{i}" for i in range(200)]
     result = pmos_process("ledger", "verify", "--schema")
     assert result.returncode == 0, result.stdout
-    # Packed, the same records read back the same.
+    # The open month is never packed; the records read back the same.
     assert pmos_process("ledger", "pack").returncode == 0
-    assert ledgerfiles.record_files(kit_root, "acceptances") == []
+    assert len(ledgerfiles.record_files(kit_root, "acceptances")) == 1600
     assert list(read.records(open_kit(kit_root).store, "acceptances")) == records
     assert pmos_process("ledger", "verify").returncode == 0
 
@@ -93,7 +93,7 @@ def storm_and_kill(kit_root, acks: int, pad: int) -> list[str]:
     folder = ledgerfiles.folder(kit_root, "acceptances")
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        if not any(name.startswith(TEMP_PREFIX) for name in os.listdir(folder)):
+        if not any(folder.rglob(f"{TEMP_PREFIX}*")):
             continue
         os.kill(proc.pid, signal.SIGSTOP)
         while not stopped(proc.pid):
@@ -136,7 +136,6 @@ def test_sigkill_mid_storm_loses_no_acknowledged_record_and_leaves_no_torn_file(
         os.utime(path, (hour_ago, hour_ago))
     assert pmos_process("ledger", "pack", "acceptances").returncode == 0
     assert temps(kit_root) == []
-    assert ledgerfiles.record_files(kit_root, "acceptances") == []
     after = [r["record_id"] for r in read.records(store, "acceptances")]
     assert sorted(after) == sorted(stored | {result.stdout.strip()})  # each once, none lost
     assert pmos_process("ledger", "verify").returncode == 0

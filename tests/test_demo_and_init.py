@@ -95,4 +95,4 @@ def test_init_prints_a_summary_and_three_next_steps_that_work(tmp_path):
     filled = first_verdict.replace("INITIATIVE_ID", "init-1").replace("BUILDER_MODEL", "m")
     recorded = sh(filled.replace("EVALUATOR_MODEL", "gpt-5"))
     assert recorded.returncode == 0, recorded.stderr
-    assert len(list((product / "pmos" / "state" / "evals").glob("*.json"))) == 1
+    assert len(list((product / "pmos" / "state" / "evals").glob("*/*/*.json"))) == 1

@@ -14,14 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from conftest import good_verdict
-from ledgerfiles import forge, pack_files, stored
-from pmos.gate.screen import RULES_VERSION, KitScreen
-from pmos.kit import open_kit
-from pmos.store import lines, packs
-from pmos.store.screening import Checked
+from ledgerfiles import forge
 
 REGISTER = ("run", "register", "--run-id", "r", "--initiative-id", "i", "--builder-model", "m")
 
@@ -90,63 +84,3 @@ def test_a_kit_of_writers_records_excludes_nothing(cli, kit_root):
     assert cli("ledger", "pack").exit_code == 0
     assert cli("ledger", "verify").exit_code == 0
     assert json.loads(cli("metrics", "--json").stdout)["pairs"] == 1
-
-
-def test_a_pack_records_the_outcome_and_readers_use_it(cli, kit_root):
-    assert cli(*REGISTER).exit_code == 0
-    forged = _forged_pass(kit_root, cli)
-    assert cli("ledger", "pack", "evals").exit_code == 0
-    [pack] = pack_files(kit_root, "evals")
-    header = orjson.loads(pack.read_bytes().split(b"\n", 1)[0])
-    [[number, record_id, _rule, problem]] = header["checked"]["failed"]
-    assert record_id == forged["record_id"] and problem
-    assert [r["record_id"] for r in stored(kit_root, "evals")][number - 1] == record_id
-    metrics = json.loads(cli("metrics", "--json").stdout)
-    assert _ids(metrics["excluded_records"]) == {forged["record_id"]}
-    assert metrics["excluded_records"][0]["file"] == str(pack)
-    # Editing a file the rules read (the rubric) voids the recorded outcome: the
-    # readers check the pack's records themselves, with the same answer.
-    rubric = kit_root / "planning/evals/agent-run-eval-rubric.md"
-    rubric.write_text(rubric.read_text(encoding="utf-8") + "\n", encoding="utf-8")
-    assert not KitScreen(open_kit(kit_root)).holds(header["checked"]["basis"])
-    metrics = json.loads(cli("metrics", "--json").stdout)
-    assert _ids(metrics["excluded_records"]) == {forged["record_id"]}
-
-
-def _claiming_pack(kit_root: Path, basis: dict[str, str]) -> str:
-    """Replace the evals pack by one of the same records whose header claims that
-    its first (valid) record failed a rule; the record's id."""
-    [pack] = pack_files(kit_root, "evals")
-    records = pack.read_bytes().splitlines(keepends=True)[1:]
-    entries = []
-    for line in records:
-        body, digest = lines.split(line[:-1])
-        entries.append((packs.key_of(orjson.loads(body)), digest, line))
-    record_id = orjson.loads(records[0])["record_id"]
-    claim = Checked(basis, {1: (record_id, "claimed", "by hand")})
-    made = packs.write_pack(pack.parent, "evals", entries, claim)
-    if made != pack:
-        pack.unlink()
-    return record_id
-
-
-def test_readers_trust_a_recorded_outcome_only_while_its_basis_holds(cli, kit_root):
-    """What a hand-made pack can and cannot do: its header's claim that a record
-    failed is believed while the claim's basis matches this kit (so it can hide a
-    record, never add one), and ignored once it does not; 'verify --schema'
-    checks every record whatever a pack says."""
-    assert cli(*REGISTER).exit_code == 0
-    _record_verdict(cli, "r")
-    assert cli("ledger", "pack", "evals").exit_code == 0
-    kit = open_kit(kit_root)
-    screen = KitScreen(kit)
-    screen.problems("evals", stored(kit_root, "evals")[0])  # reads the rubric: in the basis
-    record_id = _claiming_pack(kit_root, screen.basis())
-    excluded = json.loads(cli("metrics", "--json").stdout)["excluded_records"]
-    assert [(e["record_id"], e["rule"]) for e in excluded] == [(record_id, "claimed")]
-    assert cli("ledger", "verify").exit_code == 1  # the claim is reported
-    assert cli("ledger", "verify", "--schema").exit_code == 0  # the record is sound
-    stale = {**screen.basis(), "rules": RULES_VERSION + "-old"}
-    _claiming_pack(kit_root, stale)
-    assert json.loads(cli("metrics", "--json").stdout)["excluded_records"] == []
-    assert cli("ledger", "verify").exit_code == 0

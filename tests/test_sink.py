@@ -38,14 +38,11 @@ def test_own_ledger_named_any_honest_way_is_accepted(cli, kit_root, verdict_file
         "state/evals/",
         "state/../state/evals",
         str(kit_root / "state/evals"),
-        "state/evals.jsonl",  # the name an older kit's scripts use
-        str(kit_root / "state/evals.jsonl"),
     ]
     for name in names:
         result = record(cli, verdict_file, "--ledger", name, "--allow-unknown-run")
         assert result.exit_code == 0, (name, result.stderr)
     assert len(ledgerfiles.stored(kit_root, "evals")) == len(names)
-    assert not (kit_root / "state/evals.jsonl").exists()  # nothing writes the old single file
 
 
 @pytest.mark.parametrize(
@@ -92,16 +89,12 @@ def test_symlink_target_is_refused(cli, kit_root, verdict_file, name, points_at)
 
 
 def test_hard_link_target_is_refused(cli, kit_root, verdict_file):
-    # A folder cannot be hard-linked; the single file of an older kit can.
-    legacy = ledgerfiles.legacy_ledger(kit_root, "acceptances", [])
-    os.link(legacy, kit_root / "state/hard.jsonl")
+    # A folder cannot be hard-linked; a file in it can.
     os.link(kit_root / "state/acceptances/.pmos-ledger", kit_root / "state/marker.jsonl")
     before = ledger_bytes(kit_root)
-    for name in ("state/hard.jsonl", "state/marker.jsonl"):
-        result = record(cli, verdict_file, "--ledger", name)
-        assert result.exit_code == 2, name
+    result = record(cli, verdict_file, "--ledger", "state/marker.jsonl")
+    assert result.exit_code == 2
     assert ledger_bytes(kit_root) == before
-    assert legacy.read_bytes() == b""
 
 
 def configure(kit_root, kind: str, path: str) -> None:
@@ -172,20 +165,6 @@ def test_a_ledger_folder_that_is_a_file_is_refused(cli, kit_root, verdict_file):
     assert shown.exit_code == 2 and "is not a folder" in shown.stderr
 
 
-def test_config_hard_linked_legacy_ledger_is_refused(cli, kit_root, verdict_file):
-    # An older kit's single evals file that is a second name of its acceptances file.
-    legacy = ledgerfiles.legacy_ledger(
-        kit_root, "acceptances", [{"record_id": "acc-1", "recorded_at": "2026-01-01T00:00:00Z"}]
-    )
-    os.link(legacy, kit_root / "state/evals.jsonl")
-    before = ledger_bytes(kit_root)
-    result = record(cli, verdict_file)
-    assert result.exit_code == 2
-    assert "hard link" in result.stderr
-    assert ledger_bytes(kit_root) == before
-    assert cli("ledger", "show", "evals").exit_code == 2
-
-
 def test_every_writer_checks_its_target(cli, kit_root):
     before = ledger_bytes(kit_root)
     result = cli(
@@ -205,7 +184,7 @@ def test_every_writer_checks_its_target(cli, kit_root):
     result = cli("eval", "log", "r", "i", "SKIPPED", "why", "--ledger", "state/acceptances")
     assert result.exit_code == 2
     assert ledger_bytes(kit_root) == before
-    for target in ("state/acceptances", "state/acceptances.jsonl"):
+    for target in ("state/acceptances", str(kit_root / "state/acceptances")):
         ok = cli(
             "accept",
             "r",

@@ -3,8 +3,7 @@
 A verdict with a 60 MB note (inside the 64 MB input limit) used to be stored, after
 which every newest-first reader took tens of seconds while holding a ledger lock.
 Now a text field over 64 KiB, or a record over 1 MiB, is refused before anything
-is written, naming the field (and the reverse reader, pmos.store.files.lines_from_end,
-reads each line once however long it is).
+is written, naming the field.
 """
 
 from __future__ import annotations

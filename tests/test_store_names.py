@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pmos.store.append import loose_name, stamp_of
+from pmos.store.layout import loose_name, stamp_of
 
 
 def _by_regex(text: str) -> str:

@@ -85,10 +85,11 @@ class SinkRefused(PmosError):
 
 
 class LedgerCorrupt(PmosError):
-    """A ledger line does not parse or breaks the hash chain.
+    """A ledger cannot be read as a whole (its folder vanished, a file cannot be
+    opened), or a ledger the rules read is damaged.
 
-    Readers refuse to compute anything from such a ledger: a number derived
-    from a hand-edited ledger must not look trustworthy.
+    A single bad record is not this error: readers leave it out and say why
+    (:mod:`pmos.store.integrity`); this is for what no reader can work around.
     """
 
     def __init__(self, path: str, line: int | None, problem: str) -> None:

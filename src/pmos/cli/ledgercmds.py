@@ -28,11 +28,14 @@ Kind = enum.StrEnum("Kind", {name: name for name in LEDGER_KINDS})
 def register(app: typer.Typer) -> None:
     ledger_app = new_typer("Inspect, verify and pack the ledgers.", example="pmos ledger verify")
     ledger_app.command("verify", epilog=examples("pmos ledger verify --since origin/main"))(verify)
-    ledger_app.command("show", epilog=examples("pmos ledger show evals --run-id run-7 --last 5"))(
-        show
-    )
+    ledger_app.command(
+        "show",
+        epilog=examples(
+            "pmos ledger show evals --run-id run-7 --last 5", "pmos ledger show evals --jsonl"
+        ),
+    )(show)
     ledger_app.command("path", epilog=examples("pmos ledger path evals"))(path)
-    ledger_app.command("pack", epilog=examples("pmos ledger pack"))(pack)
+    ledger_app.command("pack", epilog=examples("pmos ledger pack evals"))(pack)
     ledger_app.command(
         "checkpoint", epilog=examples("pmos ledger checkpoint --out /safe/pmos-checkpoint.json")
     )(checkpoint)
@@ -46,47 +49,67 @@ def verify(
             "--schema",
             help="Re-check every record against its schema and every rule its writer "
             "enforces (the combine rule, axes, weighted sum, verified cap, contract grading, "
-            "rubric match, label signatures), ignoring the outcome packs recorded.",
+            "rubric match, label signatures), without the screening cache.",
         ),
     ] = False,
     since: Annotated[
         str | None,
         typer.Option(
             "--since",
-            metavar="REV|FILE",
-            help="Also require every record present at this git revision (or in this "
-            "checkpoint file, when it is an existing file) to be present and unchanged.",
+            metavar="REV",
+            help="Also require every record present at this git revision to be present "
+            "and unchanged (a revision only; never a file).",
+        ),
+    ] = None,
+    checkpoint_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--checkpoint",
+            metavar="FILE",
+            dir_okay=False,
+            help="Also require every record of this checkpoint file (pmos ledger "
+            "checkpoint) to be present and unchanged.",
         ),
     ] = None,
     json_output: JsonFlag = False,
 ) -> None:
     """Check every ledger file: records match their digests, packs their names.
 
-    Each record must also obey its writer's rules: loose records are checked,
-    packed ones by the outcome their pack recorded while it holds (--schema
-    checks them all). Exits 1 naming each bad file and line (and, with --since,
-    each record that was deleted or changed since REV), 0 when all is well.
+    Applies the rule every reader applies (each line's digest and canonical
+    form, its file's name and folder, one record per record_id) and reports
+    each file or record the readers leave out, records dated in the future, and
+    records that break their writer's rules. Exits 1 naming each bad file and
+    line (and, with --since or --checkpoint, each record that was deleted or
+    changed since), 0 when all is well.
     """
     from pmos.gate.screen import verify_kit
 
+    if since is not None and checkpoint_file is not None:
+        from pmos.errors import BadInput
+
+        raise BadInput("give --since REV or --checkpoint FILE, not both")
     k = kit()
     store = k.store
     reports = verify_kit(k, recheck_all=schema)
     ok = all(r.ok for r in reports)
     history = None
-    if since is not None and ok:
-        from pmos.store.history import since as compare
+    reference = since if since is not None else checkpoint_file
+    if reference is not None and ok:
+        from pmos.store import history as ledger_history
 
-        what, _, missing = compare(store, since)
+        if since is not None:
+            what, _, missing = ledger_history.since(store, since)
+        else:
+            what, _, missing = ledger_history.since_checkpoint(store, checkpoint_file)
         history = {
-            "reference": since,
+            "reference": str(reference),
             "reference_kind": what,
             "missing": [m.as_dict() for m in missing],
         }
         ok = not missing
     if json_output:
         data = {"ok": ok, "ledgers": [r.as_dict() for r in reports]}
-        if since is not None:
+        if reference is not None:
             data["since"] = history
         emit_json(data)
     else:
@@ -99,15 +122,15 @@ def verify(
         if history is not None:
             gone = history["missing"]
             typer.echo(
-                f"since {since}: {len(gone)} record(s) deleted or changed"
+                f"since {reference}: {len(gone)} record(s) deleted or changed"
                 if gone
-                else f"since {since}: every record is still there, unchanged"
+                else f"since {reference}: every record is still there, unchanged"
             )
             for item in gone:
                 how = "changed" if item["changed"] else "missing"
                 typer.echo(f"  {item['kind']} {item['record_id'] or item['digest']}: {how}")
-        elif since is not None:
-            typer.echo(f"since {since}: not compared while the ledgers have problems")
+        elif reference is not None:
+            typer.echo(f"since {reference}: not compared while the ledgers have problems")
     if not ok:
         raise typer.Exit(exit_codes.CHECK_FAILED)
 
@@ -119,15 +142,34 @@ def show(
         typer.Option("--run-id", help="Only records of this run (tasks: of their parent run)."),
     ] = None,
     last: Annotated[int | None, typer.Option("--last", help="Only the last N records.")] = None,
+    jsonl: Annotated[
+        bool,
+        typer.Option(
+            "--jsonl",
+            help="Stream every record as one canonical JSON line, in ledger order: the "
+            "ledger as a single JSONL file, for tools that want one.",
+        ),
+    ] = False,
     json_output: JsonFlag = False,
 ) -> None:
     """Print a ledger's records, oldest first (terminal control characters neutralised).
 
     --json streams a JSON array; the table needs every row it shows in memory,
-    so use --last on a large ledger.
+    so use --last on a large ledger. --jsonl streams every record that counts
+    (no other option applies), one canonical JSON line each.
     """
     from pmos.store.read import show
     from pmos.store.registry import kind_of
+
+    if jsonl:
+        if run_id is not None or last is not None or json_output:
+            from pmos.errors import BadInput
+
+            raise BadInput(
+                "--jsonl streams the whole ledger: --run-id, --last and --json do not apply"
+            )
+        _stream_jsonl(kind)
+        return
 
     columns = ["recorded_at", "record_id", *kind_of(kind).columns]
     store = kit().store
@@ -139,6 +181,18 @@ def show(
         return
     rows = [[_fmt(r.get(c)) for c in columns] for r in records]
     typer.echo(table(columns, rows))
+
+
+def _stream_jsonl(kind: str) -> None:
+    """Write ``pmos ledger show KIND --jsonl`` to stdout, a bucket at a time."""
+    import sys
+
+    from pmos.store.read import canonical_lines
+
+    out = sys.stdout.buffer
+    for line in canonical_lines(kit().store, kind):
+        out.write(line)
+    out.flush()
 
 
 def _known_run(store, run_id: str, records):
@@ -188,34 +242,46 @@ def pack(
         list[Kind] | None,
         typer.Argument(metavar="[KIND]...", help="Ledger kinds to pack; all when omitted."),
     ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Pack even off the default branch (packs made on two branches can "
+            "conflict when they merge).",
+        ),
+    ] = False,
     json_output: JsonFlag = False,
 ) -> None:
-    """Fold loose records (and a pre-folder single-file ledger) into packs.
+    """Compact each closed month of the ledgers into one pack.
 
-    Only adds a pack and deletes what it folded, so it merges cleanly on every
-    branch; run it on main now and then, and once to convert an older kit.
+    A month is closed once it is over and pack.grace_days (pmos.yaml, default
+    7) have passed by this machine's clock. A pack is a function of its records
+    alone, so the same compaction on two clones makes the same file. Refuses
+    (exit 2) unless the kit is outside git or on the default branch
+    (pack.default_branch, default main).
     """
-    from pmos.gate.screen import pack_kit
+    from pmos.store.packing import DEFAULT_BRANCH, DEFAULT_GRACE_DAYS, pack_store
     from pmos.store.registry import kind_of
 
-    reports = pack_kit(kit(), [kind_of(k).name for k in kinds] if kinds else None)
+    k = kit()
+    settings = k.config.raw.get("pack") or {}
+    reports = pack_store(
+        k.store,
+        [kind_of(name).name for name in kinds] if kinds else None,
+        grace_days=settings.get("grace_days", DEFAULT_GRACE_DAYS),
+        default_branch=settings.get("default_branch", DEFAULT_BRANCH),
+        force=force,
+    )
     for report in reports:
         warn(report.warnings)
     if json_output:
         emit_json({"ledgers": [r.as_dict() for r in reports]})
         return
     rows = [
-        [
-            r.kind,
-            r.records,
-            r.loose_folded,
-            r.packs_folded,
-            "yes" if r.legacy_folded else "",
-            r.pack,
-        ]
+        [r.kind, r.records, r.loose_folded, r.packs_folded, ",".join(r.buckets) or "-"]
         for r in reports
     ]
-    typer.echo(table(["kind", "records", "loose", "packs", "single file", "new pack"], rows))
+    typer.echo(table(["kind", "records", "loose", "packs", "months packed"], rows))
 
 
 def checkpoint(
@@ -228,7 +294,7 @@ def checkpoint(
     """Write every record's digest to FILE and print one digest over them.
 
     Keep the file (or the printed digest) outside the repository; later,
-    'pmos ledger verify --since FILE' reports any record deleted or changed.
+    'pmos ledger verify --checkpoint FILE' reports any record deleted or changed.
     """
     from pmos.store.history import write_checkpoint
 

@@ -1,9 +1,9 @@
 """The writers' rules, applied again to a record already in a ledger.
 
-A hash chain proves that a line was appended after the one before it, not that
-a pmos writer accepted it: anyone can append a well-chained line by following
-the recipe. So a stored record is trusted only after the rules its writer
-enforces are applied to it again, every rule that can be checked from the
+A record's digest proves that its line was sealed by the recipe, not that a
+pmos writer accepted it: anyone can seal a record by following the recipe. So a
+stored record is trusted only after the rules its writer enforces are applied
+to it again, every rule that can be checked from the
 record itself or against the kit:
 
 =============  ==============================================================

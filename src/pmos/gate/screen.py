@@ -1,4 +1,4 @@
-"""The writers' rules as a screen for readers and packs (:mod:`pmos.store.screening`).
+"""The writers' rules as a screen for readers (:mod:`pmos.store.screening`).
 
 The store decides when records are checked; this module says what a check is
 (:func:`pmos.gate.recheck.stored_record_problems`, every rule a writer
@@ -16,9 +16,10 @@ enforces that a stored record can be checked against) and what it stood on:
   can only turn a failure into a pass as time goes on: an outcome recorded
   before errs on the side of leaving a record out.)
 
-An outcome recorded in a pack holds while its rules version and every one of
+A pack's outcome kept in the screening cache (outside the repository,
+:mod:`pmos.store.screencache`) holds while its rules version and every one of
 those files are unchanged; editing a rubric or the allowed signers makes the
-readers check the pack's records again, until the next ``pmos ledger pack``.
+readers check the pack's records again.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ from pmos.gate.recheck import Context, stored_record_problems
 from pmos.gate.signing import allowed_signers_path
 from pmos.kit import Kit
 from pmos.kit.config import CONFIG_NAME
-from pmos.store.packing import pack_store
 from pmos.store.verify import verify_store
 from pmos.timestamps import rfc3339
 
@@ -127,9 +127,9 @@ class KitScreen:
 
 def verify_kit(kit: Kit, *, recheck_all: bool = False) -> list[Any]:
     """``pmos ledger verify``: every file sound, and every record within the writers'
-    rules. By default a pack's recorded screening is trusted where it holds and
-    every other record is checked; ``recheck_all`` (``--schema``) checks every
-    record's schema and every rule whatever a pack recorded."""
+    rules. By default every record is screened (a pack's outcome may come from
+    the cache outside the repository); ``recheck_all`` (``--schema``) checks every
+    record's schema and every rule with no cache."""
 
     if not recheck_all:
         return verify_store(kit.store, screen=KitScreen(kit))
@@ -139,9 +139,3 @@ def verify_kit(kit: Kit, *, recheck_all: bool = False) -> list[Any]:
         return stored_record_problems(kit, kind, record, context=context)
 
     return verify_store(kit.store, check=check)
-
-
-def pack_kit(kit: Kit, kinds: list[str] | None = None) -> list[Any]:
-    """``pmos ledger pack``: fold loose records into packs that record their screening."""
-
-    return pack_store(kit.store, kinds, screen=KitScreen(kit))

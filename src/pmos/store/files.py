@@ -97,12 +97,14 @@ def stale_temps(folder: Path) -> list[Path]:
     """Temporary files left by writers that died (older than :data:`STALE_TEMP_S`)."""
     now = time.time()
     out = []
-    with contextlib.suppress(FileNotFoundError):
-        for entry in os.scandir(folder):
-            if entry.name.startswith(TEMP_PREFIX):
+    # Writers make them in the day folder they write to: every folder of the ledger.
+    for where, _, names in os.walk(folder):
+        for name in names:
+            if name.startswith(TEMP_PREFIX):
+                path = os.path.join(where, name)
                 with contextlib.suppress(FileNotFoundError):
-                    if now - entry.stat(follow_symlinks=False).st_mtime > STALE_TEMP_S:
-                        out.append(Path(entry.path))
+                    if now - os.lstat(path).st_mtime > STALE_TEMP_S:
+                        out.append(Path(path))
     return out
 
 
@@ -134,30 +136,3 @@ def _lock(fd: int, kind: int, folder: Path, timeout: float | None) -> None:
             raise LedgerBusy(f"{folder}: could not lock the ledger within {limit:.0f}s")
         time.sleep(delay)
         delay = min(delay * 2, 0.02)
-
-
-_BLOCK = 1 << 16
-
-
-def lines_from_end(fd: int, start: int, end: int) -> Iterator[bytes]:
-    """The newline-terminated lines of ``fd[start:end]``, last first, without newlines.
-
-    Linear in the bytes read, however long a line is: newlines are found block
-    by block, and each line is read once, whole, when its start is known.
-    ``end`` must sit just after a newline (or at ``start``). An empty line is
-    yielded as ``b""``, the first one too: a reader forward meets it, and a
-    reader from the end must refuse what the forward one refuses.
-    """
-    line_end = end - 1  # the newline that ends the current line
-    pos = line_end
-    while line_end >= start:
-        block_start = max(start, pos - _BLOCK)
-        chunk = os.pread(fd, pos - block_start, block_start)
-        cut = chunk.rfind(b"\n")
-        if cut < 0 and block_start > start:
-            pos = block_start
-            continue
-        line_start = block_start + cut + 1 if cut >= 0 else start
-        yield os.pread(fd, line_end - line_start, line_start)
-        line_end = line_start - 1
-        pos = line_end

@@ -1,17 +1,18 @@
 """Append-only against history: every record once recorded must still be there.
 
-A hash chain alone cannot show a rewrite of every later hash, nor records cut
-from the end. A git repository can: once shared, its history cannot be
+Digests alone cannot show a record deleted, nor records rewritten with their
+digests and names recomputed. A git repository can: once shared, its history cannot be
 rewritten unseen. ``pmos ledger verify --since REV`` reads the ledgers as they
 were at REV straight from git's object store (no checkout, no filters) and
 reports every record present then that is missing now or no longer matches its
 content digest, loose or packed. Packing, re-packing and adding records keep
 every digest, so history that only grew passes.
 
-For a kit outside git, or to keep the evidence outside the repository,
-``pmos ledger checkpoint --out FILE`` writes the sorted record digests of every
-kind and one digest over them; ``verify --since FILE`` checks against it the
-same way.
+``--since`` takes a git revision only (resolved with ``git rev-parse --verify
+REV^{commit}``); a file of that name is never taken for one. For a kit outside
+git, or to keep the evidence outside the repository, ``pmos ledger checkpoint
+--out FILE`` writes the sorted record digests of every kind and one digest over
+them; ``verify --checkpoint FILE`` checks against it the same way.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ import orjson
 
 from pmos.errors import BadInput, LedgerCorrupt
 from pmos.store import lines
-from pmos.store.digest import CHAIN_FIELDS, record_digest
-from pmos.store.layout import LEGACY_SUFFIX, LOOSE, PACK, Store
+from pmos.store.digest import record_digest
+from pmos.store.layout import LOOSE, PACK, Store
 from pmos.store.registry import LEDGER_KINDS
 from pmos.store.verify import summary_digest, verify_store
 from pmos.timestamps import now_rfc3339
@@ -111,16 +112,20 @@ def read_checkpoint(path: Path) -> Digests:
 
 
 def since(store: Store, reference: str) -> tuple[str, Digests, list[Missing]]:
-    """Compare the ledgers with a checkpoint file or a git revision.
+    """Compare the ledgers with the git revision ``reference``.
 
-    Returns what the reference was (``checkpoint`` or ``git``), the digests now,
-    and every record of the reference that is missing or changed now.
+    Returns ``"git"``, the digests now, and every record of the revision that
+    is missing or changed now.
     """
-    path = Path(reference)
-    if path.is_file():
-        what, then = "checkpoint", read_checkpoint(path)
-    else:
-        what, then = "git", digests_at_revision(store, reference)
+    return "git", *_compare(store, digests_at_revision(store, reference))
+
+
+def since_checkpoint(store: Store, path: Path) -> tuple[str, Digests, list[Missing]]:
+    """Compare the ledgers with a checkpoint file (``pmos ledger checkpoint``)."""
+    return "checkpoint", *_compare(store, read_checkpoint(path))
+
+
+def _compare(store: Store, then: Digests) -> tuple[Digests, list[Missing]]:
     now = current_digests(store)
     missing: list[Missing] = []
     for kind, found in then.items():
@@ -131,7 +136,7 @@ def since(store: Store, reference: str) -> tuple[str, Digests, list[Missing]]:
                 missing.append(
                     Missing(kind, record_id, digest, bool(record_id) and record_id in ids_now)
                 )
-    return what, now, missing
+    return now, missing
 
 
 # ---------------------------------------------------------------- git
@@ -148,7 +153,9 @@ def _git(root: Path, *args: str, data: bytes | None = None) -> bytes:
             check=False,
         )
     except FileNotFoundError:
-        raise BadInput("git is not installed; use a checkpoint file with --since FILE") from None
+        raise BadInput(
+            "git is not installed; use a checkpoint file with --checkpoint FILE"
+        ) from None
     if done.returncode:
         message = done.stderr.decode("utf-8", "replace").strip().splitlines()
         raise BadInput(f"git {args[0]}: {message[-1] if message else 'failed'}")
@@ -156,67 +163,61 @@ def _git(root: Path, *args: str, data: bytes | None = None) -> bytes:
 
 
 def digests_at_revision(store: Store, revision: str) -> Digests:
-    """Every kind's record digests as committed at ``revision``, read from git objects."""
+    """Every kind's record digests as committed at ``revision``, read from git objects
+    (every file under each ledger folder, recursively; no checkout, no filters)."""
     if revision.startswith("-") or not revision.strip():
-        raise BadInput(f"--since: {revision!r} is neither a checkpoint file nor a git revision")
+        raise BadInput(f"--since: {revision!r} is not a git revision")
     root = store.root
     _git(root, "rev-parse", "--show-toplevel")
     try:
         commit = _git(root, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}")
     except BadInput:
         raise BadInput(
-            f"--since: {revision!r} is neither an existing checkpoint file nor a revision of "
-            "the git repository that holds the kit"
+            f"--since: {revision!r} is not a revision of the git repository that holds the "
+            "kit (a checkpoint file is given with --checkpoint FILE)"
         ) from None
     commit_id = commit.decode().strip()
     prefix = _git(root, "rev-parse", "--show-prefix").decode().strip()
     out: Digests = {}
     for kind in LEDGER_KINDS:
-        folder = prefix + store.display(kind)
-        legacy = folder + LEGACY_SUFFIX
-        listing = _git(root, "ls-tree", "-r", "-z", "--full-tree", commit_id, "--", folder, legacy)
+        folder = prefix + store.display(kind).rstrip("/")
+        listing = _git(root, "ls-tree", "-r", "-z", "--full-tree", commit_id, "--", folder)
         found: dict[str, str] = {}
         blobs: list[tuple[str, str]] = []
         for item in filter(None, listing.split(b"\0")):
             meta, _, name = item.partition(b"\t")
             _, kind_of_object, sha = meta.decode().split()
             path = name.decode("utf-8", "surrogateescape")
-            if kind_of_object == "blob":
+            base = path.rsplit("/", 1)[-1]
+            if kind_of_object == "blob" and (LOOSE.match(base) or PACK.match(base)):
                 blobs.append((sha, path))
         for path, content in _blob_contents(root, blobs):
             base = path.rsplit("/", 1)[-1]
-            if path == legacy:
-                records = _legacy_records(content)
-            elif LOOSE.match(base) or PACK.match(base):
-                records = _line_records(content, skip_header=bool(PACK.match(base)))
-            else:
-                continue
-            for record in records:
+            for record in _line_records(content, skip_header=bool(PACK.match(base))):
                 found.setdefault(record_digest(record), str(record.get("record_id", "")))
         out[kind] = found
     return out
 
 
 def _blob_contents(root: Path, blobs: list[tuple[str, str]]) -> Iterator[tuple[str, bytes]]:
+    """Each blob's content; a blob the repository lacks (a shallow or partial clone,
+    a damaged object store) is a clean error naming it, never a crash."""
     if not blobs:
         return
     data = _git(root, "cat-file", "--batch", data="".join(f"{sha}\n" for sha, _ in blobs).encode())
     pos = 0
-    for _, path in blobs:
-        end = data.index(b"\n", pos)
-        size = int(data[pos:end].split()[2])
+    for sha, path in blobs:
+        end = data.find(b"\n", pos)
+        header = data[pos:end].split() if end >= 0 else []
+        if len(header) != 3 or header[1] != b"blob":
+            raise BadInput(
+                f"--since: git cannot read {path} (object {sha}) at that revision: it is "
+                "missing from this repository (a shallow or partial clone?); fetch it, or "
+                "compare with a checkpoint file (--checkpoint FILE)"
+            )
+        size = int(header[2])
         yield path, data[end + 1 : end + 1 + size]
         pos = end + 1 + size + 1
-
-
-def _legacy_records(content: bytes) -> Iterator[dict[str, Any]]:
-    for raw in content.split(b"\n"):
-        try:
-            record = orjson.loads(raw) if raw else None
-        except orjson.JSONDecodeError:
-            continue  # a line that was never a record was never counted
-        if isinstance(record, dict):
-            yield {k: v for k, v in record.items() if k not in CHAIN_FIELDS}
 
 
 def _line_records(content: bytes, *, skip_header: bool) -> Iterator[dict[str, Any]]:

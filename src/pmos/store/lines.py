@@ -1,6 +1,6 @@
 """One record, one line: the format of every record pmos writes.
 
-A record line is the record's canonical JSON (keys sorted, compact; see
+A record line is the record's canonical JSON (RFC 8785; see
 :mod:`pmos.store.digest`) with its content digest spliced in as the last field::
 
     {"label":"pass",...,"run_id":"r1","digest":"<64 hex>"}
@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 
 from pmos.errors import BadInput
-from pmos.store.digest import CHAIN_FIELDS, DIGEST_TAG, canonical, digest_bytes
+from pmos.store.digest import DIGEST_TAG, canonical, digest_bytes, is_canonical
 
 DIGEST_FIELD = "digest"
 _KEY = b',"digest":"'
@@ -36,15 +36,11 @@ TAIL_LEN = len(_KEY) + _HEX + 2
 #: The digest's hash state after its tag: each line's digest continues a copy of it.
 _TAGGED = hashlib.sha256(DIGEST_TAG)
 #: Fields a record may not bring: the store sets or owns them.
-RESERVED = (DIGEST_FIELD, *CHAIN_FIELDS)
-_DIGEST, _PREV, _HASH = RESERVED  # unpacked for check_canonical's hot path
+RESERVED = (DIGEST_FIELD,)
 
 
 class LineError(ValueError):
-    """A single ledger line is malformed; the message says how (and, from
-    :func:`check_all`, ``index`` says which line)."""
-
-    index: int | None = None
+    """A single ledger line is malformed; the message says how."""
 
 
 def encode(record: dict[str, Any]) -> tuple[bytes, str]:
@@ -95,57 +91,22 @@ def check(raw: bytes) -> tuple[bytes, str]:
     raise LineError("its content does not match its digest: the record was edited")
 
 
-def check_all(raws: list[bytes]) -> list[tuple[str, bytes]]:
-    """``(digest, canonical body)`` of each line, each checked as :func:`check` does.
-
-    For readers that copy records as stored (``pmos sync``): the digest they
-    hand on is the one the line carries, so it must match the content, but
-    nothing is parsed. :func:`check`'s test, inlined: a call per line costs a
-    tenth of this loop. A bad line raises :class:`LineError` with its position
-    in ``raws`` as ``index``.
-    """
-    tagged, key, tail, closing = _TAGGED, _KEY, TAIL_LEN, b'"}'
-    start = len(key)
-    out: list[tuple[str, bytes]] = []
-    keep = out.append
-    for raw in raws:
-        cut = len(raw) - tail
-        body = raw[:cut] + b"}"
-        digest = tagged.copy()
-        digest.update(body)
-        text = digest.hexdigest()
-        tail_ok = raw[cut + start :] == text.encode() + closing
-        if cut < 2 or raw[cut : cut + start] != key or not tail_ok:
-            try:
-                check(raw)  # says what is wrong (it is the authority: a line it passes is kept)
-            except LineError as exc:
-                exc.index = len(out)
-                raise
-        keep((text, body))
-    return out
-
-
 def check_canonical(body: bytes) -> dict[str, Any]:
     """Parse a checked body and require it to be canonical, as a writer makes it.
 
     A hand-made line can carry a digest of its own non-canonical bytes; its
-    record would then have two identities. ``pmos ledger verify`` refuses it.
+    record would then have two identities. Every reader refuses it.
     """
     try:
         record = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
-        raise LineError(f"not valid JSON ({exc})") from None
+        raise LineError(f"is not valid JSON ({exc})") from None
     if type(record) is not dict:
-        raise LineError("not a JSON object")
-    if _DIGEST in record or _PREV in record or _HASH in record:
-        raise LineError("its record sets a field the ledger owns (digest, prev_hash or hash)")
-    try:
-        # canonical(), without its copy that drops the chain fields: there are none.
-        again = orjson.dumps(record, option=orjson.OPT_SORT_KEYS)
-    except (TypeError, orjson.JSONEncodeError) as exc:
-        raise LineError(f"record cannot be stored as JSON: {exc}") from None
-    if again != body:
-        raise LineError("not in canonical form (sorted keys, compact): not written by pmos")
+        raise LineError("is not a JSON object")
+    if DIGEST_FIELD in record:
+        raise LineError("sets the field the ledger owns (digest) twice")
+    if not is_canonical(body, record):
+        raise LineError("is not in canonical form (RFC 8785): not written by pmos")
     return record
 
 
@@ -181,49 +142,8 @@ def _check_kind(kind: str, record: Any) -> None:
             "it was copied from another ledger or made by hand"
         )
 
-
-def check_kind_all(kind: str, buf: bytes) -> None:
-    """Refuse any of ``buf``'s newline-separated lines whose record is not of ``kind``
-    (:func:`_check_kind`), in msgspec's C loop: the lines are not parsed into dicts.
-
-    A bad line raises :class:`LineError` with its position in ``buf`` as ``index``.
-    """
-    import msgspec
-
-    try:
-        _ids_decoder(kind)(buf)
-        return
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        pass  # find the line and say what is wrong with it, below
-    raws = buf.split(b"\n")
-    if buf.endswith(b"\n"):
-        raws.pop()
-    for index, raw in enumerate(raws):
-        try:
-            _plain_decoder(kind)(raw)
-        except (orjson.JSONDecodeError, LineError) as exc:
-            error = exc if isinstance(exc, LineError) else LineError(decode_problem(exc))
-            error.index = index
-            raise error from None
     # The plain reader, whose check this is, accepts every line (msgspec is stricter
     # about some JSON the writers never make): so does this.
-
-
-@cache
-def _ids_decoder(kind: str) -> Callable[[bytes], Any]:
-    import re
-    from typing import Annotated
-
-    import msgspec
-
-    from pmos.store.registry import LEDGER_KINDS
-
-    pattern = "^" + re.escape(LEDGER_KINDS[kind].id_prefix + "-")
-
-    id_row = msgspec.defstruct(
-        "IdRow", [("record_id", Annotated[str, msgspec.Meta(pattern=pattern)])], gc=False
-    )
-    return msgspec.json.Decoder(id_row).decode_lines
 
 
 @cache
@@ -258,14 +178,6 @@ def _typed_decoder(kind: str, row: type | None) -> Callable[[bytes], Any]:
         return record
 
     return decode_typed
-
-
-@cache
-def batch_decoder(kind: str, row: type) -> Callable[[bytes], list[Any]]:
-    """Decode a buffer of whole row lines at once (msgspec's C loop, not Python's)."""
-    import msgspec
-
-    return msgspec.json.Decoder(row).decode_lines
 
 
 @cache

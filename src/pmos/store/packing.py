@@ -1,41 +1,46 @@
-"""``pmos ledger pack``: fold loose records (and an older kit's single file) into a pack.
+"""``pmos ledger pack``: compact each closed month of a ledger into one pack.
 
-Like ``git gc``, packing only adds a file and deletes files; it never edits one.
-It folds, under the kind's lock:
+Like ``git gc``, packing only adds a file and deletes files; it never edits
+one. It compacts a bucket (a month, :mod:`pmos.store.layout`) only once the
+bucket is closed: the month is over and a grace period (``pack.grace_days``
+in pmos.yaml, 7 by default) has passed, by the machine's clock, never by a
+record's date. Writers add records to the current month; a branch that lags
+may still add to last month during the grace period.
 
-* every loose record;
-* the single-file ledger of a kit from before the folder layout (its chain is
-  checked first; an unterminated last line, left by a crash of an old writer,
-  is moved to ``<ledger>.quarantine``);
-* every pack whose key range overlaps what is folded, or another folded pack
-  (packs made on two branches from the same loose records overlap), so that
-  afterwards the packs are disjoint in time and readers take their fast path.
+A bucket's pack holds every record of the bucket (its loose files and any
+earlier pack of it, copies by digest once), sorted, with a header that holds
+only what the records fix (:mod:`pmos.store.packs`). So two compactions of the
+same records are byte-identical, and merging two branches that compacted the
+same bucket merges one file. What git cannot merge cleanly is two *different*
+packs made from overlapping records on two branches (the deleted loose files
+and the added pack look like a rename to git's default rename detection), so
+packing refuses unless the kit is outside git or the current branch is the
+default branch (``pack.default_branch``, ``main`` by default); ``--force``
+overrides it, with a warning.
 
-The new pack holds each record once (copies share a digest), sorted by key.
-Only after it is on disk are the folded files removed; a crash in between
-leaves copies that readers de-duplicate and the next pack removes.
+A record that fails the store's checks (:mod:`pmos.store.integrity`) is not
+packed: its bucket is left as it is and named in a warning (``pmos ledger
+verify`` says what is wrong). Only after the new pack is on disk are the
+folded files removed; a crash in between leaves copies that readers count once.
 """
 
 from __future__ import annotations
 
 import contextlib
-import gc
-from collections.abc import Iterator
+import os
+import subprocess
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import orjson
-
-from pmos.errors import LedgerCorrupt
-from pmos.store import chain, lines, packs
-from pmos.store.digest import CHAIN_FIELDS
+from pmos.errors import BadInput
+from pmos.store import integrity, packs
 from pmos.store.files import kind_lock, remove_many, stale_temps
-from pmos.store.layout import Store
-from pmos.store.read import read_loose_many
+from pmos.store.layout import Bucket, Store
 from pmos.store.registry import LEDGER_KINDS
-from pmos.store.screening import Checked, Screen, screen_line, screen_record
 
-Entry = tuple[packs.Key, str, bytes]
+DEFAULT_GRACE_DAYS = 7
+DEFAULT_BRANCH = "main"
 
 
 class PackReport(NamedTuple):
@@ -43,189 +48,115 @@ class PackReport(NamedTuple):
     records: int
     loose_folded: int
     packs_folded: int
-    legacy_folded: bool
-    pack: str | None
+    buckets: list[str]
+    packs: list[str]
     warnings: list[str]
 
     def as_dict(self) -> dict[str, Any]:
         return self._asdict()
 
 
-def pack_store(
-    store: Store, kinds: list[str] | None = None, *, screen: Screen | None = None
-) -> list[PackReport]:
-    """Pack each kind (all by default); one report per kind."""
-    return [pack_kind(store, kind, screen=screen) for kind in kinds or list(LEDGER_KINDS)]
+def closed(bucket: str, today: date, grace_days: int) -> bool:
+    """Whether the month ``bucket`` (``YYYY-MM``) is over and ``grace_days`` have passed."""
+    year, month = int(bucket[:4]), int(bucket[5:7])
+    following = date(year + month // 12, month % 12 + 1, 1)
+    return today >= following + timedelta(days=grace_days)
 
 
-def pack_kind(store: Store, kind: str, *, screen: Screen | None = None) -> PackReport:
-    """Fold ``kind``'s loose records (and what overlaps them) into one new pack.
+def branch_problem(root: Path, default_branch: str) -> str | None:
+    """Why packing here could make a pack that conflicts, or None when it cannot:
+    the kit is outside git, or its checkout is on the default branch."""
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
 
-    With a ``screen``, every record of the new pack is checked against the
-    writers' rules and the outcome is written into its header, so readers need
-    not check them again while the rules and the kit files they read stay the same.
-    """
-    folder = store.ensure_folder(kind)
-    with kind_lock(folder), _no_cycle_collection():
-        sources = store.sources(kind)
-        warnings: list[str] = []
-        entries: dict[str, Entry] = {}
-        for entry in _legacy_entries(sources.legacy, kind, warnings):
-            entries.setdefault(entry[1], entry)
-        parsed: dict[str, dict[str, Any]] = {}  # loose records, parsed once, by digest
-        for found in read_loose_many(sources.folder, sources.loose_names):
-            if found.digest not in entries:
-                entries[found.digest] = (found.key, found.digest, found.line)
-                parsed[found.digest] = found.record
-        headed = [(packs.read_header(p, kind), p) for p in sources.packs]
-        folded = _packs_to_fold(headed, [e[0] for e in entries.values()])
-        for path in folded:
-            for entry in _pack_entries(path, kind):
-                entries.setdefault(entry[1], entry)
-        temps = stale_temps(folder)
-        if not entries:
-            remove_many(folder, temps)
-            return PackReport(kind, 0, 0, 0, False, None, warnings)
-        ordered = sorted(entries.values(), key=lambda e: (e[0], e[1]))
-        checked = None if screen is None else screen_entries(kind, ordered, screen, parsed)
-        made = packs.write_pack(folder, kind, ordered, checked)
-        remove_many(folder, [*sources.loose_files(), *(p for p in folded if p != made), *temps])
-        if sources.legacy is not None:
-            remove_many(sources.legacy.parent, [sources.legacy])
-        return PackReport(
-            kind,
-            len(ordered),
-            len(sources.loose_names),
-            len([p for p in folded if p != made]),
-            sources.legacy is not None,
-            made.name,
-            warnings,
+    def git(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["git", "-C", str(root), *args], capture_output=True, text=True, env=env, check=False
         )
 
-
-@contextlib.contextmanager
-def _no_cycle_collection() -> Iterator[None]:
-    """Pause Python's cycle collector while a pack holds its records, as it was after.
-
-    A pack of 100,000 loose records holds as many parsed records, a million
-    objects, and their allocation sets the collector off again and again to
-    walk them all (a tenth of the pack's CPU time), though they form no cycles
-    and reference counting frees them.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
     try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-#: How much of a problem's text a pack header keeps per failing record.
-PROBLEM_CHARS = 500
-
-
-def screen_entries(
-    kind: str, entries: list[Entry], screen: Screen, parsed: dict[str, dict[str, Any]] | None = None
-) -> Checked:
-    """Screen a pack's records (in pack order): the outcome its header records.
-
-    ``parsed`` holds records already parsed (by digest), the loose ones, so
-    that a file read to be packed is parsed once; the others are parsed here.
-    """
-    parsed = parsed or {}
-    if parsed:  # one look-up of what the loose records' rules need from the kit
-        screen.prepare(kind, list(parsed.values()))
-    failed: dict[int, tuple[str | None, str, str]] = {}
-    for number, (_, digest, line) in enumerate(entries, start=1):
-        record = parsed.get(digest)
-        if record is None:
-            exclusion = screen_line(screen, kind, line[:-1], "")
-        else:
-            exclusion = screen_record(screen, kind, record, "")
-        if exclusion is not None:
-            failed[number] = (
-                exclusion.record_id,
-                exclusion.rule,
-                exclusion.problem[:PROBLEM_CHARS],
-            )
-    return Checked(screen.basis(), failed)
-
-
-def _packs_to_fold(headed: list[tuple[packs.Header, Path]], keys: list[packs.Key]) -> list[Path]:
-    """The packs that overlap the folded records or, transitively, each other."""
-    ranges = [(min(keys), max(keys))] if keys else []
-    chosen: list[Path] = []
-    rest = list(headed)
-    changed = True
-    while changed:
-        changed = False
-        for header, path in list(rest):
-            overlaps = any(header.first <= hi and lo <= header.last for lo, hi in ranges)
-            others = [h for h, p in rest if p != path]
-            if not overlaps and any(
-                header.first <= h.last and h.first <= header.last for h in others
-            ):
-                overlaps = True
-            if overlaps:
-                chosen.append(path)
-                ranges.append((header.first, header.last))
-                rest.remove((header, path))
-                changed = True
-    return chosen
-
-
-def _pack_entries(path: Path, kind: str) -> list[Entry]:
-    out = []
-    for offset, buf in packs.buffers(path, kind):
-        start = offset
-        for raw in buf.split(b"\n")[:-1]:
-            try:
-                body, digest = lines.check(raw)
-            except lines.LineError as exc:
-                number = packs.line_number(path, start)
-                raise LedgerCorrupt(str(path), number, f"the record {exc}") from None
-            out.append((packs.key_of(orjson.loads(body)), digest, raw + b"\n"))
-            start += len(raw) + 1
-    return out
-
-
-def _legacy_entries(path: Path | None, kind: str, warnings: list[str]) -> list[Entry]:
-    """The records of an older kit's single file, re-encoded as record lines."""
-    if path is None:
-        return []
-    report = chain.verify(path, kind)
-    torn = [p for p in report.problems if "unterminated" in p.problem]
-    broken = [p for p in report.problems if p not in torn]
-    if broken:
-        first = broken[0]
-        raise LedgerCorrupt(
-            str(path),
-            first.line or None,
-            f"{first.problem}; the file is not converted while its chain is broken "
-            "(run 'pmos ledger verify' for every problem)",
-        )
-    out = []
-    for record in chain.iter_records(path, kind, plain=True):
-        body = {k: v for k, v in record.items() if k not in CHAIN_FIELDS}
-        line, digest = lines.encode(body)
-        out.append((packs.key_of(body), digest, line))
-    if torn:
-        warnings.append(_quarantine_tail(path))
-    return out
-
-
-def _quarantine_tail(path: Path) -> str:
-    """Keep an unterminated last line of a converted file, which no reader counted."""
-    data = path.read_bytes()
-    cut = data.rfind(b"\n") + 1
-    torn = data[cut:]
-    quarantine = path.with_name(path.name + ".quarantine")
-    entry = {"ledger": path.name, "offset": cut, "length": len(torn)}
-    entry["text"] = torn.decode("utf-8", "backslashreplace")
-    with open(quarantine, "ab") as handle:
-        handle.write(orjson.dumps(entry) + b"\n")
+        inside = git("rev-parse", "--is-inside-work-tree")
+    except FileNotFoundError:
+        return None  # no git: no branches
+    if inside.returncode or inside.stdout.strip() != "true":
+        return None
+    branch = git("symbolic-ref", "--short", "-q", "HEAD").stdout.strip()
+    if branch == default_branch:
+        return None
+    where = f"on branch {branch!r}" if branch else "on a detached HEAD"
     return (
-        f"{path}: an unterminated last line ({len(torn)} bytes, left by an interrupted write) "
-        f"was moved to {quarantine}"
+        f"the kit's checkout is {where}, not the default branch {default_branch!r} "
+        "(pack.default_branch): packs made on two branches from overlapping records "
+        "conflict under git's rename detection when the branches merge; pack on "
+        f"{default_branch!r}, or pass --force"
     )
+
+
+def pack_store(
+    store: Store,
+    kinds: list[str] | None = None,
+    *,
+    grace_days: int = DEFAULT_GRACE_DAYS,
+    default_branch: str = DEFAULT_BRANCH,
+    force: bool = False,
+    today: date | None = None,
+) -> list[PackReport]:
+    """Pack each kind (all by default); one report per kind. Refuses (BadInput)
+    off the default branch unless ``force`` (see the module docstring)."""
+    problem = branch_problem(store.root, default_branch)
+    if problem is not None and not force:
+        raise BadInput(f"not packing: {problem}")
+    warnings = [f"packing anyway (--force): {problem}"] if problem else []
+    day = today or datetime.now(UTC).date()
+    reports = [pack_kind(store, kind, grace_days, day) for kind in kinds or list(LEDGER_KINDS)]
+    if warnings and reports:
+        reports[0].warnings[:0] = warnings
+    return reports
+
+
+def pack_kind(store: Store, kind: str, grace_days: int, today: date) -> PackReport:
+    """Compact ``kind``'s closed buckets (see the module docstring)."""
+    folder = store.ensure_folder(kind)
+    loose_folded = packs_folded = records = 0
+    done: list[str] = []
+    made: list[str] = []
+    warnings: list[str] = []
+    with kind_lock(folder):
+        sources = store.sources(kind)
+        for bucket in sources.buckets:
+            if not closed(bucket.name, today, grace_days):
+                continue
+            if not bucket.loose and len(bucket.packs) <= 1:
+                continue  # compacted already
+            outcome = _pack_bucket(folder, bucket, kind)
+            if isinstance(outcome, str):
+                warnings.append(outcome)
+                continue
+            path, count = outcome
+            records += count
+            loose_folded += len(bucket.loose)
+            packs_folded += len([p for p in bucket.packs if p != path])
+            done.append(bucket.name)
+            made.append(path.name)
+        remove_many(folder, stale_temps(folder))
+    return PackReport(kind, records, loose_folded, packs_folded, done, made, warnings)
+
+
+def _pack_bucket(folder: Path, bucket: Bucket, kind: str) -> tuple[Path, int] | str:
+    """Write the bucket's pack and remove what it folded; a warning when it cannot."""
+    scanned = integrity.scan_bucket(folder, bucket, kind, None)
+    if scanned.refused:
+        first = scanned.refused[0]
+        where = first.file if first.line is None else f"{first.file}:{first.line}"
+        return (
+            f"{kind} {bucket.name}: not packed, {len(scanned.refused)} file(s) or record(s) "
+            f"fail the store's checks (first: {where}: {first.problem}); see 'pmos ledger verify'"
+        )
+    entries = [(s.key, s.digest, s.raw + b"\n") for s in scanned.stored]
+    bucket_folder = folder / bucket.name
+    path = packs.write_pack(bucket_folder, kind, entries)
+    loose = bucket.loose_paths(folder)
+    remove_many(bucket_folder, [*loose, *(p for p in bucket.packs if p != path)])
+    for day in sorted({rel.split("/", 1)[0] for rel in bucket.loose}):
+        with contextlib.suppress(OSError):
+            (bucket_folder / day).rmdir()  # only when empty: a writer may have added since
+    return path, len(entries)

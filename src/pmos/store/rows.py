@@ -1,7 +1,7 @@
 """Types of ledger records, derived from the schemas, for readers to decode into.
 
-The hash chain proves that a pmos writer made a line; it does not prove the
-line fits today's schema (a line re-chained by hand, or written by an older
+A record's digest proves that somebody followed the recipe; it does not prove
+the line fits today's schema (a line made by hand, or written by an older
 writer). A reader that computed with such a line would crash on a wrong type,
 or, worse, count it. So readers decode each line into a type that checks it as
 it parses:

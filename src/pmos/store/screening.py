@@ -7,22 +7,13 @@ rules, applied to each stored record. A record that breaks one is not counted;
 it is reported, with its record id and the rule, as an :class:`Exclusion`.
 
 The rules live with the writers (:mod:`pmos.gate.screen` makes the screen);
-the store only knows when to apply them, so that a million-record kit is not
-re-checked on every read:
-
-* ``pmos ledger pack`` checks every record it folds and writes the outcome
-  into the new pack's header (:class:`Checked`): the line numbers of the
-  records that break a rule, and the *basis* the check stood on (the rules'
-  version and the digest of every kit file they read, such as the rubric and
-  the allowed-signers file);
-* a reader trusts a pack's recorded outcome while the basis still holds (it
-  re-hashes those few files), and otherwise checks the pack's records itself;
-* loose records, which are few, are always checked as they are read.
-
-What this does not defend against, and what does: a hand-made *pack* can
-claim that its records passed. ``pmos ledger verify --schema`` ignores every
-recorded outcome and re-applies every rule to every record, and the merge gate
-checks every record a change adds in full (docs/how-to/gate-merges-in-ci.md).
+the store applies them to every record a gate reader reads. Nothing committed
+says a record passed: a pack is screened like loose records. What a pack's
+screening found may be remembered outside the repository, in a cache keyed by
+the SHA-256 of the pack's bytes as read and checked against the screen's
+*basis* (the rules' version and the digest of every kit file they read, such
+as pmos.yaml, the rubrics and the allowed-signers file): see
+:mod:`pmos.store.screencache`.
 """
 
 from __future__ import annotations
@@ -30,10 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
-import orjson
-
 from pmos.errors import Violation
-from pmos.store import lines
 
 
 class Screen(Protocol):
@@ -45,7 +33,7 @@ class Screen(Protocol):
 
     def basis(self) -> dict[str, str]:
         """What the checks made so far stood on: the rules' version and the digest
-        of every kit file they read. Recorded in a pack with its outcome."""
+        of every kit file they read. Kept with a cached outcome."""
         ...
 
     def holds(self, basis: dict[str, str]) -> bool:
@@ -80,65 +68,16 @@ class Excluded:
     """
 
     items: list[Exclusion] = field(default_factory=list)
-    _seen: set[tuple[str, str | None, str]] = field(default_factory=set)
+    _seen: set[tuple[str, str | None, str, str]] = field(default_factory=set)
 
     def add(self, exclusion: Exclusion) -> None:
-        key = (exclusion.kind, exclusion.record_id, exclusion.rule)
+        key = (exclusion.kind, exclusion.record_id, exclusion.rule, exclusion.file)
         if key not in self._seen:
             self._seen.add(key)
             self.items.append(exclusion)
 
     def as_list(self) -> list[dict[str, Any]]:
         return [e.as_dict() for e in self.items]
-
-
-class Checked(NamedTuple):
-    """A pack's recorded screening: the basis, and per failing record its line
-    (1-based, counted after the header), record id, rule and problem."""
-
-    basis: dict[str, str]
-    failed: dict[int, tuple[str | None, str, str]]
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "basis": self.basis,
-            "failed": [[n, rid, rule, problem] for n, (rid, rule, problem) in self.failed.items()],
-        }
-
-    @classmethod
-    def from_json(cls, data: Any) -> Checked:
-        """Parse a header's ``checked`` member; ValueError when malformed."""
-        if not isinstance(data, dict) or set(data) != {"basis", "failed"}:
-            raise ValueError("'checked' must hold exactly 'basis' and 'failed'")
-        basis, failed = data["basis"], data["failed"]
-        if not isinstance(basis, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in basis.items()
-        ):
-            raise ValueError("'checked.basis' must map names to digests")
-        if not isinstance(failed, list):
-            raise ValueError("'checked.failed' must be a list")
-        out: dict[int, tuple[str | None, str, str]] = {}
-        for entry in failed:
-            if (
-                not isinstance(entry, list)
-                or len(entry) != 4
-                or type(entry[0]) is not int
-                or entry[0] < 1
-                or not (entry[1] is None or isinstance(entry[1], str))
-                or not all(isinstance(x, str) for x in entry[2:])
-            ):
-                raise ValueError(f"malformed 'checked.failed' entry {entry!r}")
-            out[entry[0]] = (entry[1], entry[2], entry[3])
-        return cls(basis, out)
-
-
-def screen_line(screen: Screen, kind: str, raw: bytes, file: str) -> Exclusion | None:
-    """Why the record line ``raw`` (checked, without its newline) is left out, or None.
-
-    Raises :class:`~pmos.store.lines.LineError` or ``orjson.JSONDecodeError``
-    for a line that is no record at all.
-    """
-    return screen_record(screen, kind, orjson.loads(lines.split(raw)[0]), file)
 
 
 def screen_record(screen: Screen, kind: str, record: Any, file: str) -> Exclusion | None:

@@ -1,44 +1,47 @@
 """``pmos ledger verify``: check every file of every ledger, and say what is wrong.
 
-Where a reader checks what it relies on as it reads, verification checks
-everything and keeps going after a problem, so one report lists them all:
+Verification applies the store's one rule (:mod:`pmos.store.integrity`), the
+rule every reader applies, and reports every file and record it leaves out, so
+``verify`` names exactly the records metrics, queue, board, gate and sync
+leave out, with the same reason. It also reports:
 
-* a loose record: one line, its content matching its digest, its digest
-  matching its file name, in canonical form;
-* a pack: its bytes matching its name, a valid header whose count and key range
-  match its records, each record line matching its digest, in canonical form,
-  sorted by key with no repeats;
-* a single-file ledger of an older kit: its hash chain, line by line;
-* with a screen (:mod:`pmos.store.screening`), the writers' rules: a pack's
-  recorded outcome where it still holds, every other record checked here;
+* a record dated more than :data:`FUTURE_SLACK_S` after the machine's clock
+  (a writer's clock sets ``recorded_at``; a record from the future was not
+  written by one, or by a machine whose clock is wrong);
+* with a screen (:mod:`pmos.store.screening`), every record that breaks a
+  writer's rule (a pack's outcome may come from the cache outside the
+  repository, :mod:`pmos.store.screencache`);
 * with ``--schema``, every record against its kind's schema and, through a
-  ``check``, every writer rule, whatever a pack recorded.
+  ``check``, every writer rule, with no cache.
 
-Each kind's report carries the number of distinct records and one digest over
-their sorted content digests: two clones holding the same records print the
-same digest, however their files are arranged.
+Each kind's report carries the number of records that count and one digest
+over their sorted content digests: two clones holding the same records print
+the same digest, however their files are arranged.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import orjson
 
-from pmos.errors import LedgerCorrupt, Violation
-from pmos.store import chain, lines, packs
+from pmos.errors import BadInput, LedgerCorrupt, Violation
+from pmos.store import integrity, lines
 from pmos.store.append import schema_problems
-from pmos.store.digest import CHAIN_FIELDS, record_digest
-from pmos.store.layout import PACK, Store
-from pmos.store.read import read_loose
+from pmos.store.layout import Store
+from pmos.store.read import Sieve
 from pmos.store.registry import LEDGER_KINDS
-from pmos.store.screening import Screen
+from pmos.store.screening import Excluded, Screen
+from pmos.timestamps import parse_instant
 
 #: A check of one stored record beyond its schema: every broken rule, or none.
 RecordCheck = Callable[[str, dict[str, Any]], list[Violation]]
+#: How far after the machine's clock a record may be dated (clocks drift a little).
+FUTURE_SLACK_S = 300
 
 
 class Problem(NamedTuple):
@@ -58,10 +61,10 @@ class KindReport:
     def __init__(self, kind: str, folder: Path) -> None:
         self.kind = kind
         self.folder = folder
-        #: content digest -> record id, for every record found (copies counted once)
+        #: content digest -> record id, for every record that counts
         self.digests: dict[str, str] = {}
         self.problems: list[Problem] = []
-        #: the packs (by the SHA-256 in their names) checked line by line
+        #: the packs (by the SHA-256 of their bytes) read and found sound
         self.checked_packs: list[str] = []
 
     @property
@@ -105,6 +108,7 @@ def verify_store(
     check: RecordCheck | None = None,
     screen: Screen | None = None,
     verified_packs: Collection[str] = frozenset(),
+    now: datetime | None = None,
 ) -> list[KindReport]:
     """One report per ledger kind (see the module docstring and :func:`verify_kind`)."""
     return [
@@ -115,6 +119,7 @@ def verify_store(
             check=check,
             screen=screen,
             verified_packs=verified_packs,
+            now=now,
         )
         for kind in LEDGER_KINDS
     ]
@@ -128,16 +133,14 @@ def verify_kind(
     check: RecordCheck | None = None,
     screen: Screen | None = None,
     verified_packs: Collection[str] = frozenset(),
+    now: datetime | None = None,
 ) -> KindReport:
     """Verify one kind's ledger.
 
-    A pack named in ``verified_packs`` (by the SHA-256 in its name) passed
-    these same checks before, as the caller knows (``pmos sync`` remembers
-    the packs it copied, and which pmos verified them): its bytes are only
-    hashed against its name and its header read. A pack of that name and
-    content is the pack that passed, so nothing else about it can have
-    changed; its records are then not listed in the report (``records`` and
-    ``head`` leave them out).
+    A pack named in ``verified_packs`` (by the SHA-256 of its bytes) was
+    screened before by this pmos, as the caller knows from outside the
+    repository (``pmos sync`` remembers it in its database): its records are
+    checked by the store's rule like every other, but not screened again.
     """
     report = KindReport(kind, store.folder(kind))
     try:
@@ -145,35 +148,16 @@ def verify_kind(
     except LedgerCorrupt as exc:
         report.add(exc.path, exc.line, exc.problem)
         return report
-
-    prefix = f"{LEDGER_KINDS[kind].id_prefix}-"
-    # Packs whose recorded screening holds: their failing records by line.
-    recorded: dict[Path, dict[int, tuple[str | None, str, str]]] = {}
-    if screen is not None and check is None:
-        for path in sources.packs:
-            try:
-                checked = packs.read_header(path, kind).checked
-            except LedgerCorrupt:
-                continue  # reported when the pack is verified
-            if checked is not None and screen.holds(checked.basis):
-                recorded[path] = {n + 1: failure for n, failure in checked.failed.items()}
-
+    latest = (now or datetime.now(UTC)) + timedelta(seconds=FUTURE_SLACK_S)
+    screened = Excluded()
+    sieve = Sieve(store, kind, screen, screened) if screen is not None and check is None else None
     unreadable: list[str] = []  # a ledger the rules read is corrupt: said once
 
-    def screened(record: dict[str, Any], where: Path, line: int | None) -> None:
-        failures = recorded.get(where)
-        if failures is not None:
-            failure = failures.get(line)  # type: ignore[arg-type]
-            if failure is not None:
-                report.add(where, line, f"rule: [{failure[1]}] {failure[2]} (recorded by pack)")
-            return
-        ruled(screen.problems, record, where, line)  # type: ignore[union-attr]
-
-    def ruled(rules: RecordCheck, record: dict[str, Any], where: Path, line: int | None) -> None:
-        if unreadable:
+    def ruled(record: dict[str, Any], where: str, line: int | None) -> None:
+        if unreadable or check is None:
             return
         try:
-            violations = rules(kind, record)
+            violations = check(kind, record)
         except LedgerCorrupt as exc:
             unreadable.append(str(exc))
             report.add(where, line, f"the writers' rules cannot be checked: {exc}")
@@ -181,137 +165,40 @@ def verify_kind(
         for violation in violations:
             report.add(where, line, f"rule: {violation}")
 
-    def record_found(record: dict[str, Any], digest: str, where: Path, line: int | None) -> None:
-        record_id = record.get("record_id")
-        if type(record_id) is str and record_id.startswith(prefix):
-            report.digests.setdefault(digest, record_id)
-        else:
-            report.digests.setdefault(digest, str(record.get("record_id", "")))
-            # A record's digest does not say which ledger it belongs to; its id does.
-            report.add(
-                where,
-                line,
-                f"the record id {record_id!r} is not one of the {kind} ledger ({prefix}...): "
-                "it was copied from another ledger or made by hand",
+    for bucket in integrity.scan(sources, kind):
+        for refused in bucket.refused:
+            report.add(refused.file, refused.line, refused.problem)
+        report.checked_packs += [p.sha for p in bucket.packs if p.ok]
+        if sieve is not None:
+            todo = bucket._replace(
+                stored=[e for e in bucket.stored if e.pack not in verified_packs]
             )
-        if with_schema:
-            for violation in schema_problems(kind, record):
-                report.add(where, line, f"schema: {violation}")
-        if check is not None:
-            ruled(check, record, where, line)
-        elif screen is not None:
-            screened(record, where, line)
-
-    if sources.legacy is not None:
-        _verify_legacy(sources.legacy, kind, report, record_found)
-    for path in sources.packs:
-        if packs.name_digest(path) in verified_packs:
-            _verify_pack_bytes(path, kind, report)
-        else:
-            _verify_pack(path, kind, report, record_found)
-            report.checked_packs.append(packs.name_digest(path))
-    for path in sources.loose_paths():
-        try:
-            entry = read_loose(path)
-            record = lines.check_canonical(lines.split(entry.raw)[0])
-        except LedgerCorrupt as exc:
-            report.add(path, None, exc.problem)
-            continue
-        except lines.LineError as exc:
-            report.add(path, None, f"the record is {exc}")
-            continue
-        record_found(record, entry.digest, path, None)
+            try:
+                sieve.failing(todo)
+            except LedgerCorrupt as exc:
+                if not unreadable:
+                    unreadable.append(str(exc))
+                    report.add(exc.path, exc.line, f"the writers' rules cannot be checked: {exc}")
+        for entry in bucket.stored:
+            report.digests[entry.digest] = entry.key[1]
+            try:
+                if parse_instant(entry.key[0]) > latest:
+                    report.add(
+                        entry.file,
+                        entry.line,
+                        f"the record is dated {entry.key[0]}, more than {FUTURE_SLACK_S // 60} "
+                        "minutes after this machine's clock: no writer's clock made it",
+                    )
+            except BadInput as exc:
+                report.add(entry.file, entry.line, f"the record's recorded_at: {exc}")
+            if with_schema or check is not None:
+                record = orjson.loads(lines.split(entry.raw)[0])
+                if with_schema:
+                    for violation in schema_problems(kind, record):
+                        report.add(entry.file, entry.line, f"schema: {violation}")
+                ruled(record, entry.file, entry.line)
+    for exclusion in screened.items:
+        file, _, line = exclusion.file.rpartition(":")
+        where, number = (file, int(line)) if line.isdigit() and file else (exclusion.file, None)
+        report.add(where, number, f"rule: [{exclusion.rule}] {exclusion.problem}")
     return report
-
-
-def _verify_legacy(path: Path, kind: str, report: KindReport, found: Callable[..., None]) -> None:
-    chained = chain.verify(path, kind)
-    for problem in chained.problems:
-        report.add(path, problem.line or None, problem.problem)
-    with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            if not raw.endswith(b"\n"):
-                break
-            try:
-                record = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                continue  # reported by the chain check
-            if type(record) is dict:
-                body = {k: v for k, v in record.items() if k not in CHAIN_FIELDS}
-                found(body, record_digest(body), path, number)
-
-
-def _pack_lines(path: Path, digest: Any) -> Iterator[tuple[list[bytes], bool]]:
-    """The pack's lines without their newlines, in lists (one per block read), each
-    list with whether its lines are complete (only a last line with no newline is
-    not), hashing every byte read into ``digest``."""
-    with open(path, "rb", buffering=0) as handle:
-        pending = b""
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-            parts = (pending + chunk).split(b"\n")
-            pending = parts.pop()
-            yield parts, True
-        if pending:
-            yield [pending], False
-
-
-def _verify_pack_bytes(path: Path, kind: str, report: KindReport) -> None:
-    """A pack verified before: still a pack of this kind, still the bytes its name claims."""
-    try:
-        packs.read_header(path, kind)
-    except LedgerCorrupt as exc:
-        report.add(path, exc.line, exc.problem)
-        return
-    whole = hashlib.sha256()
-    with open(path, "rb", buffering=0) as handle:
-        while chunk := handle.read(1 << 20):
-            whole.update(chunk)
-    if whole.hexdigest() != packs.name_digest(path):
-        report.add(path, None, "the pack's content does not match its name: it was edited or cut")
-
-
-def _verify_pack(path: Path, kind: str, report: KindReport, found: Callable[..., None]) -> None:
-    match = PACK.match(path.name)
-    whole = hashlib.sha256()
-    header = None
-    previous: packs.Key | None = None
-    first: packs.Key | None = None
-    count = 0
-    number = 0
-    check, check_canonical, line_error = lines.check, lines.check_canonical, lines.LineError
-    key_of = packs.key_of
-    for block, complete in _pack_lines(path, whole):
-        for raw in block:
-            number += 1
-            if not complete:
-                report.add(path, number, "the pack does not end with a complete line")
-                break
-            if number == 1:
-                try:
-                    header = packs.Header.parse(raw, path, kind)
-                except LedgerCorrupt as exc:
-                    report.add(path, 1, exc.problem)
-                continue
-            try:
-                body, digest = check(raw)
-                record = check_canonical(body)
-            except line_error as exc:
-                report.add(path, number, f"the record {exc}")
-                continue
-            key = key_of(record)
-            if previous is not None and key <= previous:
-                report.add(path, number, "records are out of order (or repeated) in the pack")
-            previous = key
-            first = first or key
-            count += 1
-            found(record, digest, path, number)
-    if match is None or whole.hexdigest() != match.group(1):
-        report.add(path, None, "the pack's content does not match its name: it was edited or cut")
-    if header is None:
-        if count == 0:
-            report.add(path, None, "the pack has no header")
-    elif header.records != count or header.first != first or header.last != previous:
-        report.add(
-            path, 1, "the header's record count or key range does not match the pack's records"
-        )

@@ -1,0 +1,318 @@
+"""The one rule of which stored records count: every reader and ``verify`` apply it here.
+
+Nothing committed vouches for itself, so every reader checks every record it
+reads, in loose files and pack lines alike:
+
+* the line carries its digest as its last field, and the digest is the tagged
+  SHA-256 of the rest (:mod:`pmos.store.lines`);
+* the rest is the record's canonical form (RFC 8785, :mod:`pmos.store.digest`):
+  a record has one encoding, hence one identity;
+* its record id names this ledger's kind, and its ``recorded_at`` is a time
+  whose month is the bucket it sits in (and, for a loose file, whose day is its
+  day folder, and whose time and digest are its file name);
+* a pack's bytes hash to its name and its header is the one pmos writes for
+  its bucket and record count (a pack that fails is left out whole: its lines
+  cannot be told apart from an edit);
+* within a ledger, records are ordered by (``recorded_at``, ``record_id``,
+  digest), copies of one record (one digest, in two files) count once, and of
+  two records with one ``record_id`` only the first counts: the others are
+  left out as "duplicate record_id, first stored as <digest>".
+
+A record that fails is not raised: it is left out, with the reason
+:func:`scan` gives, which is the text ``pmos ledger verify`` reports. So
+metrics, queue, board, gate, sync and verify agree on which records count.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import orjson
+
+from pmos.store import lines
+from pmos.store.digest import is_canonical, orjson_is_jcs
+from pmos.store.layout import PACK, Bucket, Sources, loose_name, place_of
+from pmos.store.registry import LEDGER_KINDS
+
+#: The pack format (the first line of every pack).
+PACK_FORMAT = 2
+Key = tuple[str, str]
+
+
+class Stored(NamedTuple):
+    """One record that counts: its order key, digest, line (no newline) and place."""
+
+    key: Key
+    digest: str
+    raw: bytes
+    file: str
+    line: int | None  # the line of a pack (the header is line 1); None for a loose file
+    pack: str | None  # the SHA-256 of the pack it was read from; None for a loose file
+
+
+class Refused(NamedTuple):
+    """A file or record left out, and why (the text ``pmos ledger verify`` reports)."""
+
+    file: str
+    line: int | None
+    record_id: str | None
+    problem: str
+
+
+class PackRead(NamedTuple):
+    """A pack as read: its path, the SHA-256 of the bytes read, and whether it counts."""
+
+    path: Path
+    sha: str
+    ok: bool
+
+
+class BucketScan(NamedTuple):
+    """One bucket's records that count (in ledger order), what was left out, its packs."""
+
+    name: str
+    stored: list[Stored]
+    refused: list[Refused]
+    packs: list[PackRead]
+
+
+def pack_header(kind: str, bucket: str, records: int) -> bytes:
+    """A pack's header line (without its newline): nothing but what its records fix."""
+    return orjson.dumps(
+        {"pmos_pack": PACK_FORMAT, "kind": kind, "bucket": bucket, "records": records}
+    )
+
+
+def check_record(kind: str, raw: bytes) -> tuple[str, dict[str, Any]]:
+    """``(digest, record)`` of one stored line (no newline), every check of a
+    record applied; :class:`~pmos.store.lines.LineError` says what is wrong."""
+    try:
+        body, digest = lines.check(raw)
+    except lines.LineError as exc:
+        raise lines.LineError(f"the record {exc}") from None
+    try:
+        record = lines.check_canonical(body)
+    except lines.LineError as exc:
+        raise lines.LineError(f"the record {exc}") from None
+    prefix = LEDGER_KINDS[kind].id_prefix + "-"
+    record_id = record.get("record_id")
+    if not (type(record_id) is str and record_id.startswith(prefix)):
+        raise lines.LineError(
+            f"the record id {record_id!r} is not one of the {kind} ledger ({prefix}...): "
+            "it was copied from another ledger or made by hand"
+        )
+    if type(record.get("recorded_at")) is not str:
+        raise lines.LineError("the record has no recorded_at time")
+    return digest, record
+
+
+def _record_id(raw: bytes) -> str | None:
+    try:
+        found = orjson.loads(lines.split(raw)[0]).get("record_id")
+    except (lines.LineError, orjson.JSONDecodeError, AttributeError):
+        return None
+    return found if isinstance(found, str) else None
+
+
+def scan(
+    sources: Sources, kind: str, *, skip: frozenset[str] = frozenset()
+) -> Iterator[BucketScan]:
+    """Every bucket of ``sources``, oldest first, with the rule applied (see the module
+    docstring). Stray files are refused in the first bucket scanned (or an empty one).
+
+    ``skip`` names packs (by the SHA-256 in their names) the caller holds already
+    (``pmos sync``): they are not read, and their records are not yielded.
+    """
+    seen: dict[str, str] = {}  # record_id -> digest of the record that counts
+    strays = [Refused(str(path), None, None, why) for path, why in sources.strays]
+    for bucket in sources.buckets:
+        result = scan_bucket(sources.folder, bucket, kind, seen, skip)
+        if strays:
+            result.refused[:0] = strays
+            strays = []
+        yield result
+    if strays:
+        yield BucketScan("", [], strays, [])
+
+
+def scan_bucket(
+    folder: Path,
+    bucket: Bucket,
+    kind: str,
+    seen: dict[str, str] | None,
+    skip: frozenset[str] = frozenset(),
+) -> BucketScan:
+    """One bucket (see :func:`scan`); ``seen`` carries the record ids of older buckets.
+    With ``seen`` None, records are only de-duplicated by digest (``pmos ledger pack``
+    keeps both records of a repeated id: which one counts is the readers' rule)."""
+    found: list[Stored] = []
+    refused: list[Refused] = []
+    read: list[PackRead] = []
+    for path in bucket.packs:
+        match = PACK.match(path.name)
+        if match is not None and match.group(1) in skip:
+            continue
+        read.append(_scan_pack(path, bucket.name, kind, found, refused))
+    for rel in bucket.loose:
+        _scan_loose(folder / bucket.name / rel, bucket.name, rel, kind, found, refused)
+    found.sort(key=lambda s: (s.key, s.digest))
+    counted: list[Stored] = []
+    last = None
+    for entry in found:
+        if entry.digest == last:
+            continue  # a copy of the record before it (in another file)
+        last = entry.digest
+        if seen is None:
+            counted.append(entry)
+            continue
+        record_id = entry.key[1]
+        first = seen.get(record_id)
+        if first is not None:
+            refused.append(
+                Refused(
+                    entry.file,
+                    entry.line,
+                    record_id,
+                    f"duplicate record_id, first stored as {first}",
+                )
+            )
+            continue
+        seen[record_id] = entry.digest
+        counted.append(entry)
+    return BucketScan(bucket.name, counted, refused, read)
+
+
+def _scan_loose(
+    path: Path, bucket: str, rel: str, kind: str, found: list[Stored], refused: list[Refused]
+) -> None:
+    try:
+        data = _read(path)
+    except FileNotFoundError:
+        return  # folded into a pack meanwhile: the next read sees the pack
+    raw = data[:-1]
+    try:
+        if not data.endswith(b"\n") or b"\n" in raw:
+            raise lines.LineError("a record file holds exactly one line")
+        digest, record = check_record(kind, raw)
+        at = record["recorded_at"]
+        if path.name != loose_name(record, digest):
+            raise lines.LineError(
+                "the file's name does not carry its record's time and digest: it was renamed"
+            )
+        place = place_of(at)
+        if place is None or f"{place[0]}/{place[1]}" != f"{bucket}/{rel.split('/', 1)[0]}":
+            raise lines.LineError(
+                f"the record was recorded at {at}, not on the day of the folder "
+                f"{bucket}/{rel.split('/', 1)[0]}: it was moved"
+            )
+    except lines.LineError as exc:
+        refused.append(Refused(str(path), None, _record_id(raw), str(exc)))
+        return
+    found.append(Stored((at, record["record_id"]), digest, raw, str(path), None, None))
+
+
+def _read(path: Path) -> bytes:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        parts = []
+        while chunk := os.read(fd, 1 << 20):
+            parts.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(parts)
+
+
+def _scan_pack(
+    path: Path, bucket: str, kind: str, found: list[Stored], refused: list[Refused]
+) -> PackRead:
+    try:
+        data = _read(path)
+    except FileNotFoundError:
+        return PackRead(path, "", False)  # replaced by a pack that ran meanwhile
+    sha = hashlib.sha256(data).hexdigest()
+    match = PACK.match(path.name)
+    file = str(path)
+    if match is None or match.group(1) != sha:
+        refused.append(
+            Refused(
+                file,
+                None,
+                None,
+                "the pack's content does not match its name: it was edited, cut or replaced",
+            )
+        )
+        return PackRead(path, sha, False)
+    rows = data.split(b"\n")
+    if rows[-1] != b"" or len(rows) < 3:
+        refused.append(Refused(file, None, None, "the pack does not end with a complete line"))
+        return PackRead(path, sha, False)
+    rows.pop()
+    if rows[0] != pack_header(kind, bucket, len(rows) - 1):
+        refused.append(
+            Refused(
+                file,
+                1,
+                None,
+                f"not a {kind} pack header of bucket {bucket} for {len(rows) - 1} records "
+                f"(a pack's first line is {pack_header(kind, bucket, len(rows) - 1).decode()})",
+            )
+        )
+        return PackRead(path, sha, False)
+    keep = found.append
+    fast = _fast_check(kind, bucket)
+    for number, raw in enumerate(rows[1:], start=2):
+        checked = fast(raw)
+        if checked is None:  # something is wrong: the full check says what
+            try:
+                digest, record = check_record(kind, raw)
+                at = record["recorded_at"]
+                if not at.startswith(bucket) or place_of(at) is None:
+                    raise lines.LineError(
+                        f"the record was recorded at {at}, not in the pack's month {bucket}"
+                    )
+            except lines.LineError as exc:
+                refused.append(Refused(file, number, _record_id(raw), str(exc)))
+                continue
+            checked = ((at, record["record_id"]), digest)
+        keep(Stored(checked[0], checked[1], raw, file, number, sha))
+    return PackRead(path, sha, True)
+
+
+def _fast_check(kind: str, bucket: str) -> Any:
+    """:func:`check_record` plus the pack's month, for a sound line only: the same
+    checks, inlined (a pack line is checked on every read, and the calls cost more
+    than the checks). Returns ``(key, digest)``, or None when any check fails, so
+    that :func:`check_record` says what is wrong (it is the authority)."""
+    check, line_error = lines.check, lines.LineError
+    loads, dumps, sort = orjson.loads, orjson.dumps, orjson.OPT_SORT_KEYS
+    plain, exact = orjson_is_jcs, is_canonical
+    prefix = LEDGER_KINDS[kind].id_prefix + "-"
+    month = bucket + "-"
+    place = place_of
+
+    def fast(raw: bytes) -> tuple[Key, str] | None:
+        try:
+            body, digest = check(raw)
+        except line_error:
+            return None
+        try:
+            record = loads(body)
+            again = dumps(record, option=sort)
+        except (orjson.JSONDecodeError, TypeError, orjson.JSONEncodeError):
+            return None
+        if type(record) is not dict or "digest" in record:
+            return None
+        if not (again == body if plain(again) else exact(body, record)):
+            return None
+        record_id, at = record.get("record_id"), record.get("recorded_at")
+        if type(record_id) is not str or not record_id.startswith(prefix):
+            return None
+        if type(at) is not str or not at.startswith(month) or place(at) is None:
+            return None
+        return (at, record_id), digest
+
+    return fast

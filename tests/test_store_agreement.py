@@ -1,0 +1,214 @@
+"""Every reader gives the same answer: a forged pack header, a copied digest on a
+pack line and a duplicated record_id, each reproduced (issue 23).
+
+Records come from the real writers; the damage is what a person with an
+editor can do. The store's one rule (:mod:`pmos.store.integrity`) decides
+which records count, so metrics, the queue, ``ledger show --jsonl`` and
+``ledger verify`` agree on which record that is and why.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import orjson
+
+import ledgerfiles
+from pmos.store.digest import digest_bytes
+from pmos.store.integrity import pack_header
+from test_metrics import judge, label
+
+
+def labels_of(cli) -> list[dict]:
+    out = cli("ledger", "show", "acceptances", "--jsonl")
+    assert out.exit_code == 0, out.stderr
+    return [orjson.loads(line) for line in out.stdout.encode().splitlines()]
+
+
+def confusion(cli) -> dict:
+    result = cli("metrics", "--json")
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def verify(cli) -> tuple[int, list[dict]]:
+    result = cli("ledger", "verify", "--json")
+    found = [p for e in json.loads(result.stdout)["ledgers"] for p in e["problems"]]
+    return result.exit_code, found
+
+
+def hand_made_pack(folder, kind: str, bucket: str, lines: list[bytes], header: bytes):
+    """A pack named after its bytes, as a person can make one."""
+    data = header + b"\n" + b"".join(lines)
+    path = folder / bucket / f"pack-{hashlib.sha256(data).hexdigest()}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+def test_a_forged_pack_header_vouches_for_nothing(cli, kit, kit_root):
+    judge(kit, "r1", "PASS")
+    real = label(kit, "r1", "fail")
+    # A pass label nobody signed off (a hand-made record, well sealed), in a pack whose
+    # header claims its records were screened and none failed.
+    forged = {**real, "record_id": real["record_id"][:-8] + "0f0f0f0f", "label": "pass"}
+    forged["recorded_at"] = real["recorded_at"][:-2] + "9Z"  # later: it would be the latest
+    forged["by"] = 7  # breaks the schema: no writer would store it
+    line = ledgerfiles.forged_line(forged)[0]
+    bucket = forged["recorded_at"][:7]
+    claimed = orjson.dumps(
+        {
+            "pmos_pack": 2,
+            "kind": "acceptances",
+            "bucket": bucket,
+            "records": 1,
+            "checked": {"basis": {"rules": "pmos-rules-2"}, "failed": []},
+        }
+    )
+    folder = ledgerfiles.folder(kit_root, "acceptances")
+    with_claim = hand_made_pack(folder, "acceptances", bucket, [line], claimed)
+    plain = hand_made_pack(
+        folder, "acceptances", bucket, [line], pack_header("acceptances", bucket, 1)
+    )
+    report = confusion(cli)
+    assert report["confusion"] == {"tp": 0, "fn": 0, "fp": 1, "tn": 0}  # the real fail label
+    left_out = {e["file"]: e for e in report["excluded_records"]}
+    assert "not a acceptances pack header" in left_out[f"{with_claim}:1"]["problem"]
+    assert left_out[f"{plain}:2"]["record_id"] == forged["record_id"]  # screened like loose
+    assert cli("queue", "--json").exit_code in (0, 1)
+    code, problems = verify(cli)
+    assert code == 1
+    assert {p["file"] for p in problems} == {str(with_claim), str(plain)}
+    assert [r["label"] for r in labels_of(cli)] == ["fail", "pass"]  # show lists what is stored
+
+
+def test_a_pack_line_carrying_another_records_digest_shadows_nothing(cli, kit, kit_root):
+    judge(kit, "r1", "PASS")
+    real = label(kit, "r1", "fail")
+    (loose,) = ledgerfiles.record_files(kit_root, "acceptances")
+    digest = orjson.loads(loose.read_bytes())["digest"]
+    flipped = {**real, "label": "pass"}
+    body = ledgerfiles.forged_line(flipped)[0][: -(len(',"digest":"') + 64 + 3)]
+    copied = body + b',"digest":"' + digest.encode() + b'"}\n'  # the real label's digest
+    bucket = real["recorded_at"][:7]
+    folder = ledgerfiles.folder(kit_root, "acceptances")
+    pack = hand_made_pack(
+        folder, "acceptances", bucket, [copied], pack_header("acceptances", bucket, 1)
+    )
+    report = confusion(cli)
+    assert report["confusion"] == {"tp": 0, "fn": 0, "fp": 1, "tn": 0}  # still "fail"
+    (left_out,) = report["excluded_records"]
+    assert left_out["file"] == f"{pack}:2" and "does not match its digest" in left_out["problem"]
+    code, problems = verify(cli)
+    assert code == 1 and [(p["file"], p["line"]) for p in problems] == [(str(pack), 2)]
+    assert problems[0]["problem"] == left_out["problem"]
+    queue = json.loads(cli("queue", "--json").stdout)
+    assert not any(e.get("run_id") == "r1" for e in queue.get("acceptance_debt", []))
+    assert [r["label"] for r in labels_of(cli)] == ["fail"]
+
+
+def test_a_duplicated_record_id_counts_once_the_first_in_ledger_order(cli, kit, kit_root):
+    judge(kit, "r1", "PASS")
+    real = label(kit, "r1", "fail")
+    # The same id again, later, saying "pass": a copy made by hand, well sealed.
+    twin = {**real, "label": "pass", "recorded_at": real["recorded_at"][:-2] + "9Z"}
+    path = ledgerfiles.forge(kit_root, "acceptances", twin)
+    first = digest_bytes(ledgerfiles.forged_line(real)[0][: -(len(',"digest":"') + 64 + 3)] + b"}")
+    reason = f"duplicate record_id, first stored as {first}"
+    report = confusion(cli)
+    assert report["confusion"] == {"tp": 0, "fn": 0, "fp": 1, "tn": 0}
+    (left_out,) = report["excluded_records"]
+    assert left_out["file"] == str(path) and left_out["problem"] == reason
+    code, problems = verify(cli)
+    assert code == 1 and [(p["file"], p["problem"]) for p in problems] == [(str(path), reason)]
+    assert [r["label"] for r in labels_of(cli)] == ["fail"]
+    shown = json.loads(cli("ledger", "show", "acceptances", "--last", "5", "--json").stdout)
+    assert [r["label"] for r in shown] == ["fail"]
+
+
+def test_a_torn_loose_file_does_not_block_reading(cli, kit, kit_root):
+    judge(kit, "r1", "PASS")
+    label(kit, "r1", "pass")
+    (loose,) = ledgerfiles.record_files(kit_root, "acceptances")
+    loose.write_bytes(loose.read_bytes()[:40])  # torn: no newline, no digest
+    report = confusion(cli)
+    assert report["pairs"] == 0
+    (left_out,) = report["excluded_records"]
+    code, problems = verify(cli)
+    assert code == 1 and problems[0]["problem"] == left_out["problem"]
+    assert "exactly one line" in left_out["problem"]
+
+
+def test_a_loose_file_moved_to_another_day_is_left_out(cli, kit, kit_root):
+    judge(kit, "r1", "PASS")
+    label(kit, "r1", "pass")
+    (loose,) = ledgerfiles.record_files(kit_root, "acceptances")
+    other = loose.parent.with_name("28" if loose.parent.name != "28" else "27")
+    other.mkdir()
+    moved = other / loose.name
+    loose.rename(moved)
+    (left_out,) = confusion(cli)["excluded_records"]
+    assert left_out["file"] == str(moved) and "it was moved" in left_out["problem"]
+    code, problems = verify(cli)
+    assert code == 1 and problems[0]["problem"] == left_out["problem"]
+
+
+def test_verify_reports_a_record_dated_in_the_future(cli, kit_root):
+    record = ledgerfiles.run_record("later")
+    record["recorded_at"] = "2999-01-01T00:00:00.000000Z"
+    path = ledgerfiles.forge(kit_root, "runs", record)
+    code, problems = verify(cli)
+    assert code == 1
+    assert [p["file"] for p in problems] == [str(path)]
+    assert "after this machine's clock" in problems[0]["problem"]
+
+
+def test_show_jsonl_streams_canonical_lines_in_ledger_order(cli, kit, kit_root):
+    for run in ("r1", "r2", "r3"):
+        judge(kit, run, "PASS")
+    out = cli("ledger", "show", "evals", "--jsonl")
+    assert out.exit_code == 0
+    lines = out.stdout.encode().splitlines(keepends=True)
+    records = [orjson.loads(line) for line in lines]
+    assert [r["run_id"] for r in records] == ["r1", "r2", "r3"]
+    stored = {
+        orjson.loads(p.read_bytes())["digest"] for p in ledgerfiles.record_files(kit_root, "evals")
+    }
+    assert {digest_bytes(line[:-1]) for line in lines} == stored  # each line is the canonical form
+    bad = cli("ledger", "show", "evals", "--jsonl", "--last", "1")
+    assert bad.exit_code == 2
+
+
+def test_the_screening_cache_lives_outside_the_work_tree_and_vouches_for_nothing(
+    cli, kit, kit_root, monkeypatch, tmp_path
+):
+    from pmos.store import screencache
+
+    monkeypatch.setenv("PMOS_CACHE_DIR", str(kit_root / "cache"))
+    assert screencache.cache_folder(kit_root) is None  # inside the kit: never used
+    (tmp_path / "repo" / ".git").mkdir(parents=True)
+    inner = tmp_path / "repo" / "product" / "kit"
+    inner.mkdir(parents=True)
+    monkeypatch.setenv("PMOS_CACHE_DIR", str(tmp_path / "repo" / "cache"))
+    assert screencache.cache_folder(inner) is None  # inside its git work tree: never used
+    cache = tmp_path / "elsewhere"
+    monkeypatch.setenv("PMOS_CACHE_DIR", str(cache))
+    # A pack holding a rule-breaking record: screened once, then from the cache; a
+    # cache entry edited to say nothing failed is checked against the screen's basis,
+    # and a corrupt entry is a miss: the record stays left out either way.
+    judge(kit, "r1", "PASS")
+    real = label(kit, "r1", "fail")
+    bad = {**real, "record_id": real["record_id"][:-8] + "0e0e0e0e", "by": 7}
+    pack = ledgerfiles.pack_of(kit_root, "acceptances", [bad])
+    first = confusion(cli)["excluded_records"]
+    (entry,) = list(cache.rglob("*.json"))
+    assert entry.stem == hashlib.sha256(pack.read_bytes()).hexdigest()
+    assert confusion(cli)["excluded_records"] == first
+    entry.write_text("{not json")
+    assert confusion(cli)["excluded_records"] == first
+    data = orjson.loads(entry.read_bytes())
+    data["basis"] = {"rules": "forged"}
+    data["failed"] = []
+    entry.write_bytes(orjson.dumps(data))
+    assert confusion(cli)["excluded_records"] == first
