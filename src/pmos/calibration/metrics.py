@@ -69,6 +69,8 @@ REPORT_KEYS = (
                 "min_per_class",
                 "min_tnr",
                 "calibration_rule",
+                "model",
+                "model_source",
             ),
             "undefined": (
                 "skipped",
@@ -92,6 +94,8 @@ _KIT_WIDE = (
     "min_per_class",
     "min_tnr",
     "calibration_rule",
+    "model",
+    "model_source",
     "labels_without_verdict",
     "by_model",
     "excluded_records",
@@ -153,7 +157,7 @@ def compute_metrics(
     window = _check_window(config, window)
     by = _check_by(by)
     paired = read_and_pair(kit, Scope(initiative, model, since), window, by)
-    return _report(paired, config, window, by, _rubric_threshold(kit))
+    return _report(paired, config, window, by, _rubric_threshold(kit), model)
 
 
 def metrics_from_rows(
@@ -187,7 +191,7 @@ def metrics_from_rows(
         if rubric_threshold is not None
         else (None, "no rubric threshold was synced for these kits (one kit: --kit K)")
     )
-    return _report(paired, config, window, by, rubric)
+    return _report(paired, config, window, by, rubric, model)
 
 
 def _check_window(config: Config, window: int | None) -> int:
@@ -206,6 +210,7 @@ def _report(
     window: int,
     by: By | None,
     rubric: tuple[float | None, str | None],
+    scope_model: str | None = None,
 ) -> dict[str, Any]:
     rule = Rule.from_config(config)
     rubric_threshold, rubric_problem = rubric
@@ -223,7 +228,53 @@ def _report(
         for i, name in sorted(enumerate(paired.models), key=lambda item: item[1])
         if _in_scope(paired, i)
     }
+    current, source = current_model(paired, config, scope_model)
+    report["model"], report["model_source"] = current, source
+    if current is not None:
+        _headline(report, current, groups.table_of_model(current))
     return {key: report[key] for key in REPORT_KEYS}
+
+
+#: The decision keys of the headline, taken from the current evaluator model's own table.
+HEADLINE_KEYS = ("calibrated", "calibration_reason", "labels_needed")
+
+
+def current_model(
+    paired: Paired, config: Config, scope_model: str | None = None
+) -> tuple[str | None, str | None]:
+    """(the evaluator model whose own pairs decide the headline, where that came from).
+
+    A report filtered to one model (``--model``) is that model's; else pmos.yaml's
+    ``calibration.model``; else the model of the latest judged verdict in scope.
+    None when no model is known (no judged verdict and no policy)."""
+    if scope_model is not None:
+        return scope_model, "scope"
+    if config.calibration_model is not None:
+        return config.calibration_model, "policy"
+    if paired.latest_model is not None:
+        return paired.latest_model, "latest-verdict"
+    return None, None
+
+
+def _headline(report: dict[str, Any], model: str, table: dict[str, Any] | None) -> None:
+    """Replace the pooled decision with the current model's: a model change starts
+    calibration again, so another model's pairs never make this one calibrated."""
+    undefined = report["undefined"]
+    undefined.pop("labels_needed", None)
+    if table is None:
+        report["calibrated"] = False
+        report["calibration_reason"] = (
+            f"evaluator model {model}: no labelled pairs of this model yet (a model change "
+            "starts calibration again; other models are in by_model)."
+        )
+        report["labels_needed"] = None
+        undefined["labels_needed"] = f"no labelled pairs of evaluator model {model} yet"
+        return
+    report["calibrated"] = table["calibrated"]
+    report["calibration_reason"] = table["calibration_reason"]
+    report["labels_needed"] = table["labels_needed"]
+    if "labels_needed" in table["undefined"]:
+        undefined["labels_needed"] = table["undefined"]["labels_needed"]
 
 
 def _in_scope(paired: Paired, i: int) -> bool:
@@ -324,6 +375,13 @@ class _Groups:
 
     def _table(self, *key: Any) -> dict[str, Any]:
         return self.reports[self.where[key]]
+
+    def table_of_model(self, name: str) -> dict[str, Any] | None:
+        """The whole-table report of one evaluator model's pairs (None: it has none)."""
+        if name not in self.paired.models:
+            return None
+        table = self._table("all", self.paired.models.index(name))
+        return table if table["pairs"] else None
 
     def report(
         self, group: int | None, rubric_threshold: float | None, rubric_problem: str | None

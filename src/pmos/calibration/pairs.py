@@ -204,6 +204,9 @@ class Paired:
     #: Skips by runs whose model is not known (the writer lets a skip omit it).
     skipped_unknown_model: int = 0
     labels_without_verdict: int = 0
+    #: The evaluator model of the latest judged verdict in scope (None: none yet):
+    #: the current model, whose own pairs decide the headline ``calibrated``.
+    latest_model: str | None = None
     pass_fraction: PassFraction | None = None
     pass_fraction_by_model: dict[str, PassFraction] = field(default_factory=dict)
     #: Records left out because they break a writer rule (a screened read).
@@ -340,9 +343,21 @@ def pair(
     out.skipped, out.superseded = skipped, superseded.tolist()
     out.period, out.periods = assign_periods(times, runs, by or "month")
     out.run_ids = runs if with_runs else None
+    out.latest_model = _latest_model(judged, models, model_of)
     out.pass_fraction = verdicts.pass_fraction
     out.pass_fraction_by_model = verdicts.pass_fraction_by_model
     return out
+
+
+def _latest_model(judged: LatestVerdicts, models: list[str], model_of: np.ndarray) -> str | None:
+    """The model of the latest judged verdict: the latest of the runs' latest ones, by
+    (recorded_at, model name) (the record id is kept only as a hash, so a tie in time
+    is broken by the name, the same in every process)."""
+    if not judged.ats:
+        return None
+    codes = model_of.tolist()
+    at, name = max(zip(judged.ats, (models[m] for m in codes), strict=True))
+    return name
 
 
 #: An eval ledger at least this large is read in a child process while this

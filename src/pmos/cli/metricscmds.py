@@ -184,7 +184,11 @@ def render_metrics(r: dict[str, Any]) -> str:
         ],
         ["kappa threshold", _num(r["kappa_threshold"]), f"rule: {r['calibration_rule']}"],
         ["kappa point >= threshold", _num(r["kappa_point_meets_threshold"]), ""],
-        ["calibrated", _num(r["calibrated"]), ""],
+        [
+            "calibrated",
+            _num(r["calibrated"]),
+            f"evaluator model {r['model']} ({r['model_source']})" if r["model"] else "",
+        ],
         [
             "labels needed",
             _num(needed),

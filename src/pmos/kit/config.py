@@ -44,6 +44,9 @@ class Config(NamedTuple):
     #: interval (default): kappa's lower 95% bound must reach the threshold;
     #: point: the earlier rule on kappa's point estimate.
     calibration_rule: str = "interval"
+    #: ``calibration.model``: the evaluator model whose own pairs decide the headline
+    #: ``calibrated`` (None: the model of the latest judged verdict).
+    calibration_model: str | None = None
     model_families: Mapping[str, list[str]] = DEFAULT_FAMILIES
     #: The whole parsed file, for sections that belong to other modules.
     raw: Mapping[str, Any] = {}
@@ -80,4 +83,7 @@ def load_config(path: Path) -> Config:
     ledgers = {k.name: k.default_path for k in LEDGER_KINDS.values()}
     ledgers.update(data["ledgers"])
     known = {k: data[k] for k in Config._fields if k in data and k not in ("ledgers", "raw")}
+    section = data.get("calibration") or {}
+    if "model" in section:
+        known["calibration_model"] = section["model"]
     return Config(ledgers=ledgers, raw=data, **known)
