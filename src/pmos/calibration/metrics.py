@@ -77,6 +77,9 @@ REPORT_KEYS = (
                 "unlabeled_verdicts",
                 "labels_without_verdict",
                 "labels_superseded",
+                "acceptance_debt",
+                "seeded_pairs",
+                "seeded_caught",
                 "corrected_pass_rate",
                 *SCORE_KEYS,
                 "periods",
@@ -282,7 +285,15 @@ def _in_scope(paired: Paired, i: int) -> bool:
     verdict in its pass-fraction window."""
     return (
         i in paired.model
-        or any(column[i] for column in (paired.unlabelled, paired.skipped, paired.superseded))
+        or any(
+            column[i]
+            for column in (
+                paired.unlabelled,
+                paired.skipped,
+                paired.superseded,
+                paired.seeded_pairs,
+            )
+        )
         or paired.models[i] in paired.pass_fraction_by_model
     )
 
@@ -396,12 +407,16 @@ class _Groups:
             skipped = sum(paired.skipped) + paired.skipped_unknown_model
             unlabelled, unlabelled_pass = sum(paired.unlabelled), sum(paired.unlabelled_pass)
             superseded = sum(paired.superseded)
+            debt, seeded = sum(paired.acceptance_debt), sum(paired.seeded_pairs)
+            caught = sum(paired.seeded_caught)
         else:
             name = paired.models[group]
             fraction = paired.pass_fraction_by_model.get(name) or PassFraction(self.window)
             skipped = paired.skipped[group]
             unlabelled, unlabelled_pass = paired.unlabelled[group], paired.unlabelled_pass[group]
             superseded = paired.superseded[group]
+            debt, seeded = paired.acceptance_debt[group], paired.seeded_pairs[group]
+            caught = paired.seeded_caught[group]
         pass_fraction = fraction.value
         if pass_fraction is None:
             undefined["pass_fraction"] = "no non-SKIPPED verdict in scope yet"
@@ -415,6 +430,9 @@ class _Groups:
         report["skipped"] = skipped
         report["unlabeled_verdicts"] = unlabelled
         report["labels_superseded"] = superseded
+        report["acceptance_debt"] = debt
+        report["seeded_pairs"] = seeded
+        report["seeded_caught"] = caught
         report["corrected_pass_rate"] = _corrected(
             unlabelled_pass, unlabelled, _table_confusion(table), undefined
         )

@@ -14,7 +14,11 @@ statistics never see a record. The pairing rule (calibration-method.md,
   *superseded*: it still pairs with what the PM saw, never with the newer
   verdict, and the run is in acceptance debt until the PM labels it again
   (``labels_superseded``). A label that judged nothing while the run now has
-  a judged verdict pairs with nothing.
+  a judged verdict (a PM label written before the first one) pairs with
+  nothing, and the run is back in acceptance debt;
+* a seeded known-bad case's answer key pairs with the case's latest judged
+  verdict whenever it came, and is counted apart (``seeded_pairs``), never in
+  the PM's pairs.
 
 Both ledgers are streamed once through the store's calibration reader
 (:mod:`pmos.calibration.judged`), on a large kit the eval ledger in a child process
@@ -201,6 +205,12 @@ class Paired:
     unlabelled_pass: list[int] = field(default_factory=list)
     skipped: list[int] = field(default_factory=list)
     superseded: list[int] = field(default_factory=list)
+    #: Judged runs whose latest judged verdict no label judges (``pmos queue``'s
+    #: acceptance debt): never labelled, labelled before it, or a label superseded.
+    acceptance_debt: list[int] = field(default_factory=list)
+    #: Seeded known-bad cases paired with a judged verdict, and those the gate failed.
+    seeded_pairs: list[int] = field(default_factory=list)
+    seeded_caught: list[int] = field(default_factory=list)
     #: Skips by runs whose model is not known (the writer lets a skip omit it).
     skipped_unknown_model: int = 0
     labels_without_verdict: int = 0
@@ -263,7 +273,8 @@ def pair(
     before = np.array(
         [v <= label for v, label in zip(current_ats, label_ats, strict=True)], dtype=bool
     )
-    takes_latest, named = judged_choice(names_current, found >= 0, before)
+    seeded = labels.seeded[labelled]
+    takes_latest, named = judged_choice(names_current, found >= 0, before, seeded)
     nothing = ~takes_latest & ~named
 
     def subject(latest_values: np.ndarray, earlier_values: np.ndarray) -> np.ndarray:
@@ -297,9 +308,15 @@ def pair(
     alone = in_scope & nothing
     unlabelled = np.bincount(model[alone], minlength=count)
     unlabelled_pass = np.bincount(model[alone & passed_of[current]], minlength=count)
-    paired = in_scope & ~nothing
+    # A seeded case's answer key pairs like a label but is reported apart: it is not
+    # the PM's judgement, so it never fills the PM's classes for the decision.
+    with_key = in_scope & ~nothing & seeded
+    gate_passed = subject(passed_of, earlier_passed)
+    out.seeded_pairs = np.bincount(model[with_key], minlength=count).tolist()
+    out.seeded_caught = np.bincount(model[with_key & ~gate_passed], minlength=count).tolist()
+    paired = in_scope & ~nothing & ~seeded
     out.model = model[paired].tolist()
-    out.gate = subject(passed_of, earlier_passed)[paired].astype(int).tolist()
+    out.gate = gate_passed[paired].astype(int).tolist()
     out.pm = labels.passed.astype(bool)[labelled][paired].astype(int).tolist()
     out.full = subject(full_of, earlier_full)[paired].astype(int).tolist()
     scores = subject(judged.scores, earlier.scores)[paired].tolist()
@@ -314,7 +331,10 @@ def pair(
         unjudged[rows_alone] = [
             wanted(models[model_of[r]], inits[r], judged.ats[r]) for r in rows_alone.tolist()
         ]
-    unlabelled += np.bincount(model_of[unjudged], minlength=count)
+    never = np.bincount(model_of[unjudged], minlength=count)
+    unlabelled += never
+    # The queue's acceptance debt: judged runs whose latest judged verdict no label judges.
+    out.acceptance_debt = (superseded + never).tolist()
     unlabelled_pass += np.bincount(model_of[unjudged & passed_of], minlength=count)
     skipped = [0] * count
     index = {name: i for i, name in enumerate(models)}
@@ -356,7 +376,7 @@ def _latest_model(judged: LatestVerdicts, models: list[str], model_of: np.ndarra
     if not judged.ats:
         return None
     codes = model_of.tolist()
-    at, name = max(zip(judged.ats, (models[m] for m in codes), strict=True))
+    _, name = max(zip(judged.ats, (models[m] for m in codes), strict=True))
     return name
 
 

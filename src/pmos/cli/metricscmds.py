@@ -346,7 +346,7 @@ def queue(
                         note
                         for note, on in (
                             ("unregistered", not d["registered"]),
-                            ("label judged an older verdict", d["label_superseded"]),
+                            ("label judged an older verdict or none", d["label_superseded"]),
                         )
                         if on
                     ),
