@@ -41,9 +41,10 @@ class Config(NamedTuple):
     min_per_class: int = 10
     #: The lower end of TNR's 95% interval must reach this (0 turns the check off).
     min_tnr: float = 0.50
-    #: interval (default): kappa's lower 95% bound must reach the threshold;
-    #: point: the earlier rule on kappa's point estimate.
-    calibration_rule: str = "interval"
+    #: sequential (default): the interval rule and kappa's alpha-spending bound,
+    #: safe under repeated looks; interval: kappa's lower 95% bound must reach the
+    #: threshold (safe for one reading only); point: the rule on kappa's point estimate.
+    calibration_rule: str = "sequential"
     #: ``calibration.model``: the evaluator model whose own pairs decide the headline
     #: ``calibrated`` (None: the model of the latest judged verdict).
     calibration_model: str | None = None
