@@ -25,7 +25,13 @@ Measures, with the code ``pmos metrics`` runs (:mod:`pmos.calibration.agreement`
   Every decision is made by :func:`pmos.calibration.agreement.table_reports`,
   the code ``pmos metrics`` runs; the rule's necessary conditions (its bound
   for repeated looks, both classes, enough pairs) only pick which tables it
-  is asked about.
+  is asked about;
+* **drift** (issue 26): with :func:`pmos.calibration.drift.detect`, the
+  frozen-baseline CUSUM ``pmos metrics`` runs, on kits labelling 20 pairs a
+  month at PM pass rate 0.5: false alarms on a stationary gate (kappa 0.85
+  for two years; target: flagged at month 12 in at most 5% of kits), and the
+  detection of a lasting drop from kappa 0.85 to 0.30 after month 3 (share
+  flagged at months 4, 5, 6, 9 and 12: it must not fade).
 
 The true table has cell probabilities with the given kappa, PM pass rate
 ``prev`` and gate pass rate ``gate`` (``prev`` unless given):
@@ -39,9 +45,9 @@ Usage::
     python benchmarks/calibration_sim.py [--reps 2000] [--kits 4000] [--quick]
         [--no-timing] [--looks] [--check]
 
-``--quick`` measures n = 20 only and 500 kits per repeated-looks cell (the
-reduced run the test suite uses); ``--looks`` runs only the repeated-looks
-part; ``--check`` exits 1 when a target is missed.
+``--quick`` measures n = 20 only, 500 kits per repeated-looks cell and 200
+kits per drift scenario (the reduced run the test suite uses); ``--looks`` and
+``--drift`` run only that part; ``--check`` exits 1 when a target is missed.
 """
 
 from __future__ import annotations
@@ -60,7 +66,7 @@ from scipy.special import gammaln
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from pmos.calibration import intervals, sequential, stats  # noqa: E402
+from pmos.calibration import drift, intervals, sequential, stats  # noqa: E402
 from pmos.calibration.agreement import table_reports  # noqa: E402
 from pmos.calibration.decision import CalibrationRule, Rule  # noqa: E402
 from pmos.calibration.stats import Confusion, Undefined  # noqa: E402
@@ -284,6 +290,94 @@ def repeated_looks(kits: int, rng) -> int:
     return missed
 
 
+PER_MONTH = 20
+DRIFT_MONTHS = (4, 5, 6, 9, 12)
+STATIONARY_MONTHS = (6, 12, 24)
+FALSE_ALARM_TARGET = 0.05
+
+
+def flagged_by_month(gate: np.ndarray, pm: np.ndarray, months, rule, decided) -> list[bool | None]:
+    """The drift flag ``pmos metrics`` would show at the end of each month (the
+    detector is causal: one run over all the pairs gives the flag after any of them)."""
+    found = drift.detect(gate, pm, rule, decided)
+    return [found.flag_after(m * PER_MONTH) for m in months]
+
+
+def kit_pairs(kappas: list[float], prev: float, rng) -> tuple[np.ndarray, np.ndarray]:
+    """One kit's pairs, the i-th drawn at true kappa ``kappas[i]``: (gate, pm)."""
+    p = np.array([cells(k, prev) for k in kappas])
+    u = rng.random(len(kappas))[:, None]
+    index = (u > p.cumsum(axis=1)).sum(axis=1)
+    return np.isin(index, (0, 2)), np.isin(index, (0, 1))  # gate pass: tp, fp; PM pass: tp, fn
+
+
+def drift_section(kits: int, rng) -> int:
+    """Print false alarms on a stationary kit and the detection of a lasting drop."""
+    missed = 0
+    rule, decided = Rule(), {}
+    print(f"\ndrift ({drift.METHOD}), {kits} kits per scenario, {PER_MONTH} pairs a month, ")
+    print("PM pass rate 0.5; 'calibrated' = kits with a baseline by then")
+    started = time.perf_counter()
+    months = max(STATIONARY_MONTHS)
+    flags = np.array(
+        [
+            flagged_by_month(
+                *kit_pairs([0.85] * months * PER_MONTH, 0.5, rng), STATIONARY_MONTHS, rule, decided
+            )
+            for _ in range(kits)
+        ],
+        dtype=object,
+    )
+    print("  stationary kappa 0.85: flagged at month " + ", ".join(map(str, STATIONARY_MONTHS)))
+    shares = [float((flags[:, j] == True).mean()) for j in range(len(STATIONARY_MONTHS))]  # noqa: E712
+    based = [float((flags[:, j] != None).mean()) for j in range(len(STATIONARY_MONTHS))]  # noqa: E711
+    ok = shares[STATIONARY_MONTHS.index(12)] <= FALSE_ALARM_TARGET
+    missed += not ok
+    print(
+        "    "
+        + " / ".join(f"{v:.4f}" for v in shares)
+        + f"  (calibrated: {' / '.join(f'{v:.3f}' for v in based)})"
+        + f"  false alarms by month 12 {'ok' if ok else 'MISSED'}"
+    )
+    months = max(DRIFT_MONTHS)
+    drop = 3 * PER_MONTH
+    schedule = [0.85] * drop + [0.30] * (months - 3) * PER_MONTH
+    rows, delays = [], []
+    for _ in range(kits):
+        found = drift.detect(*kit_pairs(schedule, 0.5, rng), rule, decided)
+        rows.append([found.flag_after(m * PER_MONTH) for m in DRIFT_MONTHS])
+        if found.flag_after(drop) is False:  # calibrated, no alarm, before the drop
+            alarms = [at for kind, at in found.events if kind == "alarm" and at > drop]
+            delays.append(alarms[0] - drop if alarms else np.inf)
+    flags = np.array(rows, dtype=object)
+    shares = [float((flags[:, j] == True).mean()) for j in range(len(DRIFT_MONTHS))]  # noqa: E712
+    calibrated = float((np.array([detect_at_none(f) for f in flags[:, 0]])).mean())
+    print(
+        "  kappa 0.85 for 3 months, then 0.30: flagged at month "
+        + ", ".join(map(str, DRIFT_MONTHS))
+    )
+    fades = shares[-1] + 0.02 < max(shares)
+    missed += fades
+    print(
+        "    "
+        + " / ".join(f"{v:.4f}" for v in shares)
+        + f"  (calibrated before the drop: {calibrated:.3f})"
+        + ("  the flag FADES: MISSED" if fades else "  the flag does not fade ok")
+    )
+    delays = np.asarray(delays)
+    print(
+        f"    detection delay, kits calibrated before the drop ({len(delays)}): median "
+        f"{np.median(delays):.0f} pairs; detected within 20 / 40 / 60 pairs: "
+        + " / ".join(f"{float((delays <= d).mean()):.3f}" for d in (20, 40, 60))
+    )
+    print(f"  ({time.perf_counter() - started:.0f}s)")
+    return missed
+
+
+def detect_at_none(flag) -> bool:
+    return flag is not None
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=2000, help="draws per cell at n = 200")
@@ -292,7 +386,12 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     parser.add_argument("--kits", type=int, default=4000, help="kits per repeated-looks cell")
     parser.add_argument("--looks", action="store_true", help="only the repeated-looks part")
+    parser.add_argument("--drift", action="store_true", help="only the drift part")
+    parser.add_argument("--drift-kits", type=int, default=1000, help="kits per drift scenario")
     args = parser.parse_args()
+    if args.drift:
+        missed = drift_section(200 if args.quick else args.drift_kits, np.random.default_rng(3))
+        return 1 if missed and args.check else 0
     if args.looks:
         kits = 500 if args.quick else args.kits
         missed = repeated_looks(kits, np.random.default_rng(20260102))
@@ -343,6 +442,7 @@ def main() -> int:
                 print(f"  {kappa:5.2f} {prev:5.2f} {n:4d}  {new:13.4f}  {old:10.4f}{note}")
     print(f"  target: interval rule <= {FALSE_CALIBRATION_TARGET} at true kappa 0.50, n 20 and 50")
     missed += repeated_looks(500 if args.quick else args.kits, np.random.default_rng(20260102))
+    missed += drift_section(200 if args.quick else args.drift_kits, np.random.default_rng(3))
     print(f"\nsimulation time {time.perf_counter() - started:.0f}s")
 
     if not args.no_timing:

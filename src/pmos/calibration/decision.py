@@ -190,6 +190,22 @@ def _interval_rule(rule: Rule, e: Evidence) -> tuple[bool, str]:
     )
 
 
+def require_blind(
+    min_blind_labels: int, blind_pairs: int, calibrated: bool, reason: str
+) -> tuple[bool, str]:
+    """pmos.yaml ``calibration.min_blind_labels``: a decision also needs that many pairs
+    whose label was given without the verdict in view (anchoring inflates agreement)."""
+    if blind_pairs >= min_blind_labels:
+        return calibrated, reason
+    why = (
+        f"only {blind_pairs} blind label(s) among the pairs, at least {min_blind_labels} are "
+        "needed (calibration.min_blind_labels; 'pmos label next --blind')"
+    )
+    if calibrated:
+        return False, why + "."
+    return False, reason.removesuffix(".") + "; " + why + "."
+
+
 def point_meets_threshold(rule: Rule, kappa: float | None) -> bool | None:
     """Whether the point estimate alone reaches the threshold (None when kappa is undefined)."""
     return None if kappa is None else kappa >= rule.kappa_threshold

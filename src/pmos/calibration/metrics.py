@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
 
-from pmos.calibration import stats
+from pmos.calibration import drift, stats
 from pmos.calibration.agreement import TABLE_KEYS, pair_of, rounded, table_reports
-from pmos.calibration.decision import Rule
+from pmos.calibration.decision import Rule, require_blind
 from pmos.calibration.pairs import PARALLEL_MIN_BYTES, Paired, Scope, ScoredPair, read_and_pair
 from pmos.calibration.periods import MONTH, WEEK, By
 from pmos.calibration.scores import SCORE_KEYS, score_report
@@ -69,6 +69,7 @@ REPORT_KEYS = (
                 "min_per_class",
                 "min_tnr",
                 "calibration_rule",
+                "min_blind_labels",
                 "model",
                 "model_source",
             ),
@@ -80,6 +81,9 @@ REPORT_KEYS = (
                 "acceptance_debt",
                 "seeded_pairs",
                 "seeded_caught",
+                "blind_pairs",
+                "blind_observed_agreement",
+                "blind_kappa",
                 "corrected_pass_rate",
                 *SCORE_KEYS,
                 "periods",
@@ -97,6 +101,7 @@ _KIT_WIDE = (
     "min_per_class",
     "min_tnr",
     "calibration_rule",
+    "min_blind_labels",
     "model",
     "model_source",
     "labels_without_verdict",
@@ -140,6 +145,7 @@ class _Columns:
     full: Any
     score: Any
     period: Any
+    blind: Any
 
 
 def compute_metrics(
@@ -217,13 +223,14 @@ def _report(
 ) -> dict[str, Any]:
     rule = Rule.from_config(config)
     rubric_threshold, rubric_problem = rubric
-    groups = _Groups(paired, rule, window, config.goodhart_alarm, by)
+    groups = _Groups(paired, rule, window, config.goodhart_alarm, by, config.min_blind_labels)
     report: dict[str, Any] = groups.report(None, rubric_threshold, rubric_problem)
     report["pass_fraction_window"] = window
     report["kappa_threshold"] = rule.kappa_threshold
     report["min_per_class"] = rule.min_per_class
     report["min_tnr"] = rule.min_tnr
     report["calibration_rule"] = str(rule.rule)
+    report["min_blind_labels"] = config.min_blind_labels
     report["labels_without_verdict"] = paired.labels_without_verdict
     report["excluded_records"] = [e.as_dict() for e in paired.excluded]
     report["by_model"] = {
@@ -234,7 +241,8 @@ def _report(
     current, source = current_model(paired, config, scope_model)
     report["model"], report["model_source"] = current, source
     if current is not None:
-        _headline(report, current, groups.table_of_model(current))
+        entry = report["by_model"].get(current)
+        _headline(report, current, entry if entry and entry["pairs"] else None)
     return {key: report[key] for key in REPORT_KEYS}
 
 
@@ -347,10 +355,19 @@ class _Groups:
     """The report of every group of pairs (all, or one evaluator model), with the
     kappa intervals of all their tables computed in one batch."""
 
-    def __init__(self, paired: Paired, rule: Rule, window: int, alarm: float, by: By | None):
+    def __init__(
+        self,
+        paired: Paired,
+        rule: Rule,
+        window: int,
+        alarm: float,
+        by: By | None,
+        min_blind_labels: int = 0,
+    ):
         import numpy as np
 
         self.paired, self.rule, self.window, self.alarm, self.by = paired, rule, window, alarm, by
+        self.min_blind_labels = min_blind_labels
         self.columns = _Columns(
             np.asarray(paired.model, dtype=np.int64),
             np.asarray(paired.gate, dtype=bool),
@@ -358,6 +375,7 @@ class _Groups:
             np.asarray(paired.full, dtype=bool),
             np.asarray([np.nan if s is None else s for s in paired.score], dtype=float),
             np.asarray(paired.period, dtype=np.int64),
+            np.asarray(paired.blind or [0] * len(paired.model), dtype=bool),
         )
         groups: list[int | None] = [None, *range(len(paired.models))]
         tables: list[stats.Confusion] = []
@@ -370,12 +388,13 @@ class _Groups:
         for group in groups:
             mask = self._mask(group)
             add(("all", group), mask)
+            add(("blind", group), mask & self.columns.blind)
             present = sorted(set(self.columns.period[mask].tolist()))
             for p in present:
                 add(("period", group, p), mask & (self.columns.period == p))
-            if len(present) >= 2:
-                add(("earlier", group), mask & (self.columns.period < present[-1]))
         self.reports = table_reports(tables, rule)
+        #: Decisions on tables, shared by every group's drift detector.
+        self.decided: dict[tuple[int, ...], bool] = {}
 
     def _mask(self, group: int | None) -> Any:
         import numpy as np
@@ -387,13 +406,6 @@ class _Groups:
     def _table(self, *key: Any) -> dict[str, Any]:
         return self.reports[self.where[key]]
 
-    def table_of_model(self, name: str) -> dict[str, Any] | None:
-        """The whole-table report of one evaluator model's pairs (None: it has none)."""
-        if name not in self.paired.models:
-            return None
-        table = self._table("all", self.paired.models.index(name))
-        return table if table["pairs"] else None
-
     def report(
         self, group: int | None, rubric_threshold: float | None, rubric_problem: str | None
     ) -> dict[str, Any]:
@@ -402,6 +414,22 @@ class _Groups:
         table = self._table("all", group)
         undefined = dict(table["undefined"])
         report = {k: v for k, v in table.items() if k != "undefined"}
+        blind = self._table("blind", group)
+        report["blind_pairs"] = blind["pairs"]
+        report["blind_observed_agreement"] = blind["observed_agreement"]
+        report["blind_kappa"] = blind["kappa"]
+        if blind["kappa"] is None:
+            why = blind["undefined"].get("kappa", "no blind labels among the pairs")
+            undefined["blind_kappa"] = why if blind["pairs"] else "no blind labels among the pairs"
+        if blind["observed_agreement"] is None:
+            undefined["blind_observed_agreement"] = "no blind labels among the pairs"
+        if self.min_blind_labels:
+            report["calibrated"], report["calibration_reason"] = require_blind(
+                self.min_blind_labels,
+                blind["pairs"],
+                report["calibrated"],
+                report["calibration_reason"],
+            )
         if group is None:
             fraction = paired.pass_fraction or PassFraction(self.window)
             skipped = sum(paired.skipped) + paired.skipped_unknown_model
@@ -479,30 +507,19 @@ class _Groups:
     def _drift(
         self, group: int | None, undefined: dict[str, str]
     ) -> tuple[bool | None, dict[str, Any] | None]:
-        """Whether the latest period's kappa interval lies entirely below the interval
-        of all earlier periods' pairs pooled."""
-        by = self.by or MONTH
-        present = self._present(group)
-        unit = f"runs-of-{by}" if isinstance(by, int) else by
-        if len(present) < 2:
-            undefined["drift"] = f"fewer than two periods ({unit}) with pairs"
-            return None, None
-        latest = self._table("period", group, present[-1])
-        earlier = self._table("earlier", group)
-        basis = {
-            "by": by,
-            "latest_period": self.paired.periods[present[-1]].name,
-            "latest_pairs": latest["pairs"],
-            "latest_kappa_ci95": latest["kappa_ci95"],
-            "earlier_pairs": earlier["pairs"],
-            "earlier_kappa_ci95": earlier["kappa_ci95"],
-        }
-        for name, table in (("the latest period", latest), ("the earlier periods", earlier)):
-            if table["kappa_ci95"] is None:
-                why = table["undefined"].get("kappa", "no interval")
-                undefined["drift"] = f"{name} has no kappa interval: {why}"
-                return None, basis
-        return latest["kappa_ci95"][1] < earlier["kappa_ci95"][0], basis
+        """The frozen-baseline CUSUM of :mod:`pmos.calibration.drift` over the group's
+        pairs in the order the PM labelled them."""
+        import numpy as np
+
+        rows = np.flatnonzero(self._mask(group))
+        ats, runs = self.paired.label_ats, self.paired.label_runs
+        ordered = sorted(rows.tolist(), key=lambda i: (ats[i], runs[i]))
+        found = drift.detect(
+            self.columns.gate[ordered], self.columns.pm[ordered], self.rule, self.decided
+        )
+        if found.undefined is not None:
+            undefined["drift"] = found.undefined
+        return found.drift, found.basis
 
 
 def _isnan(values: Any) -> Any:

@@ -37,6 +37,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from pmos.calibration.judged import (
+    BLIND_FIELDS,
     FILTER_FIELDS,
     LABEL_FIELDS,
     VERDICT_FIELDS,
@@ -172,7 +173,7 @@ def read_labels(
     ``screen``, labels that break a writer rule (a missing signature) are left out."""
     fields = LABEL_FIELDS + FILTER_FIELDS if detailed else LABEL_FIELDS
     if rows is None:
-        row = row_type("acceptances", fields)
+        row = row_type("acceptances", fields + BLIND_FIELDS)
         read = batches(store, "acceptances", row=row, screen=screen, excluded=excluded)  # type: ignore[arg-type]
     else:
         read = in_batches(rows)
@@ -197,10 +198,15 @@ class Paired:
     gate: list[int] = field(default_factory=list)
     pm: list[int] = field(default_factory=list)
     full: list[int] = field(default_factory=list)
+    #: 1 where the pair's label was given blind (``pmos accept --blind``).
+    blind: list[int] = field(default_factory=list)
     score: list[float | None] = field(default_factory=list)
     period: list[int] = field(default_factory=list)
     periods: list[Any] = field(default_factory=list)
     run_ids: list[str] | None = None
+    #: Each pair's label time and run: the order the PM labelled them in (drift).
+    label_ats: list[str] = field(default_factory=list)
+    label_runs: list[str] = field(default_factory=list)
     unlabelled: list[int] = field(default_factory=list)
     unlabelled_pass: list[int] = field(default_factory=list)
     skipped: list[int] = field(default_factory=list)
@@ -319,6 +325,7 @@ def pair(
     out.gate = gate_passed[paired].astype(int).tolist()
     out.pm = labels.passed.astype(bool)[labelled][paired].astype(int).tolist()
     out.full = subject(full_of, earlier_full)[paired].astype(int).tolist()
+    out.blind = labels.blind[labelled][paired].astype(int).tolist()
     scores = subject(judged.scores, earlier.scores)[paired].tolist()
     out.score = [None if s != s else s for s in scores]  # NaN stood for None
     rows = labelled[paired]
@@ -362,6 +369,7 @@ def pair(
     out.unlabelled, out.unlabelled_pass = unlabelled.tolist(), unlabelled_pass.tolist()
     out.skipped, out.superseded = skipped, superseded.tolist()
     out.period, out.periods = assign_periods(times, runs, by or "month")
+    out.label_ats, out.label_runs = times, runs
     out.run_ids = runs if with_runs else None
     out.latest_model = _latest_model(judged, models, model_of)
     out.pass_fraction = verdicts.pass_fraction

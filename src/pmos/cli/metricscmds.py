@@ -134,12 +134,20 @@ def _threshold_note(r: dict[str, Any]) -> str:
 def _drift_line(r: dict[str, Any]) -> str:
     basis = r["drift_basis"]
     if r["drift"] is None:
-        return f"drift: undefined ({r['undefined'].get('drift', 'no periods')})"
-    word = "YES" if r["drift"] else "no"
+        return f"drift: undefined ({r['undefined'].get('drift', 'no baseline')})"
+    baseline = (
+        f"baseline: {basis['baseline_pairs']} pairs from pair {basis['baseline_start_pair']}, "
+        f"kappa {_num(basis['baseline_kappa'])}, "
+        f"disagreement {_num(basis['baseline_disagreement'])}"
+    )
+    if r["drift"]:
+        return (
+            f"drift: YES since pair {basis['alarm_at_pair']}, not yet recalibrated "
+            f"(disagreements rose towards {_num(basis['alarm_disagreement'])}; {baseline})"
+        )
     return (
-        f"drift ({basis['by']}): {word}: latest period {basis['latest_period']} kappa "
-        f"{_interval(basis['latest_kappa_ci95'])} vs earlier periods "
-        f"{_interval(basis['earlier_kappa_ci95'])}"
+        f"drift: no (CUSUM {_num(basis['cusum'])} of {basis['decision_interval']:g} over "
+        f"{basis['pairs_since_baseline']} pairs since the {baseline})"
     )
 
 

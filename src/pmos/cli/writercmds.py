@@ -256,6 +256,15 @@ def accept(
             "Required when pmos.yaml has signing.required: true.",
         ),
     ] = None,
+    blind: Annotated[
+        bool,
+        typer.Option(
+            "--blind",
+            help="The PM labelled without seeing the gate's verdict ('pmos label next "
+            "--blind' shows a run without it): the label is marked blind: true, and "
+            "calibration reports agreement on blind labels apart.",
+        ),
+    ] = False,
     ledger: Ledger = None,
     json_output: JsonFlag = False,
 ) -> None:
@@ -282,6 +291,7 @@ def accept(
         signing_key=_signing_key(sign_key, k),
         refuse_unknown_run=not allow_unknown_run,
         verdict_id=verdict,
+        blind=blind,
     )
     _report(written, json_output)
 

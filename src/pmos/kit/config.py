@@ -48,6 +48,8 @@ class Config(NamedTuple):
     #: ``calibration.model``: the evaluator model whose own pairs decide the headline
     #: ``calibrated`` (None: the model of the latest judged verdict).
     calibration_model: str | None = None
+    #: ``calibration.min_blind_labels``: blind pairs the current model needs.
+    min_blind_labels: int = 0
     model_families: Mapping[str, list[str]] = DEFAULT_FAMILIES
     #: The whole parsed file, for sections that belong to other modules.
     raw: Mapping[str, Any] = {}
@@ -87,4 +89,8 @@ def load_config(path: Path) -> Config:
     section = data.get("calibration") or {}
     if "model" in section:
         known["calibration_model"] = section["model"]
+    if "min_blind_labels" in section:
+        if type(section["min_blind_labels"]) is not int:
+            raise ConfigError(f"{path}: calibration.min_blind_labels must be a whole number")
+        known["min_blind_labels"] = section["min_blind_labels"]
     return Config(ledgers=ledgers, raw=data, **known)
