@@ -94,3 +94,26 @@ def test_the_board_banner_names_the_current_model(cli, kit, kit_root):
     page = parse_page((kit_root / "state" / "board.html").read_text(encoding="utf-8"))
     banner = words(page.by_id("banner").text())
     assert banner.startswith("ADVISORY") and f"(evaluator model {NEW}) is not calibrated" in banner
+
+
+def test_the_decision_as_a_library_call_from_rows(kit):
+    """What the merge gate calls with a revision's records: the current model's decision."""
+    from pmos.calibration.judged import BLIND_FIELDS, LABEL_FIELDS, VERDICT_FIELDS
+    from pmos.calibration.metrics import calibration_decision
+    from pmos.store.read import records
+    from pmos.store.rows import row_type
+
+    two_models(kit)
+    verdicts = records(kit.store, "evals", row=row_type("evals", VERDICT_FIELDS))
+    labels = records(
+        kit.store, "acceptances", row=row_type("acceptances", LABEL_FIELDS + BLIND_FIELDS)
+    )
+    decision = calibration_decision(verdicts, labels, kit.config)
+    assert list(decision) == [
+        "calibrated",
+        "calibration_reason",
+        "labels_needed",
+        "model",
+        "model_source",
+    ]
+    assert (decision["calibrated"], decision["model"]) == (False, NEW)

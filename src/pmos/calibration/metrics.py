@@ -31,9 +31,11 @@ from pmos.gate.pass_fraction import MAX_WINDOW, PassFraction
 from pmos.kit import Config, Kit
 
 __all__ = [
+    "DECISION_KEYS",
     "PARALLEL_MIN_BYTES",
     "REPORT_KEYS",
     "ScoredPair",
+    "calibration_decision",
     "compute_metrics",
     "parse_since",
     "scored_pairs",
@@ -201,6 +203,22 @@ def metrics_from_rows(
         else (None, "no rubric threshold was synced for these kits (one kit: --kit K)")
     )
     return _report(paired, config, window, by, rubric, model)
+
+
+#: What :func:`calibration_decision` returns: the headline decision and whose it is.
+DECISION_KEYS = ("calibrated", "calibration_reason", "labels_needed", "model", "model_source")
+
+
+def calibration_decision(
+    verdict_rows: Iterable[Any], label_rows: Iterable[Any], config: Config
+) -> dict[str, Any]:
+    """The headline decision alone (:data:`DECISION_KEYS`), for a caller that holds the
+    records of a revision (the merge gate reads the base's): verdict rows of
+    :data:`pmos.calibration.judged.VERDICT_FIELDS` and label rows of ``LABEL_FIELDS``
+    (``by`` included: a seeded answer key never counts as the PM's; ``blind`` when
+    the rows have it), each oldest first, and that revision's pmos.yaml."""
+    report = metrics_from_rows(verdict_rows, label_rows, config)
+    return {key: report[key] for key in DECISION_KEYS}
 
 
 def _check_window(config: Config, window: int | None) -> int:
