@@ -45,6 +45,8 @@ from pmos.calibration.stats import Confusion
 DECISION_INTERVAL = 8.0
 #: Candidate looks decided at once while looking for the first calibrated one.
 _BATCH = 32
+#: Looks examined at once.
+_STRETCH = 4096
 
 METHOD = (
     "one-sided Bernoulli CUSUM on disagreements after a frozen baseline (the pairs up to the "
@@ -77,11 +79,13 @@ def necessary(tables: np.ndarray, rule: Rule) -> np.ndarray:
         )
         if rule.rule is not CalibrationRule.POINT:
             ok &= (tp + fn >= rule.min_per_class) & (fp + tn >= rule.min_per_class)
-        if rule.rule is CalibrationRule.SEQUENTIAL:
+        if rule.rule is CalibrationRule.SEQUENTIAL and ok.any():
             first = sequential.first_look(rule.min_pairs, rule.min_per_class)
-            ok &= sequential.lower_bound(kappa, tp, fn, fp, tn, first) >= (
-                rule.kappa_threshold - 1e-6
+            rows = np.flatnonzero(ok)  # the bound only where the rest holds: it costs more
+            bound = sequential.lower_bound(
+                kappa[rows], tp[rows], fn[rows], fp[rows], tn[rows], first
             )
+            ok[rows] = bound >= rule.kappa_threshold - 1e-6
     return ok
 
 
@@ -93,17 +97,20 @@ def first_calibrated(
     (the decision ``pmos metrics`` makes); None when it never does. ``decided``
     caches decisions by table across calls."""
     decided = {} if decided is None else decided
-    candidates = np.flatnonzero(necessary(tables, rule))
-    for start in range(0, len(candidates), _BATCH):
-        rows = candidates[start : start + _BATCH]
-        keys = [tuple(int(v) for v in tables[i]) for i in rows.tolist()]
-        todo = sorted({key for key in keys if key not in decided})
-        if todo:
-            reports = table_reports([Confusion(*key) for key in todo], rule)
-            decided.update((key, r["calibrated"]) for key, r in zip(todo, reports, strict=True))
-        for i, key in zip(rows.tolist(), keys, strict=True):
-            if decided[key]:
-                return i + 1
+    # In stretches, so that a gate calibrated early costs little on a long record.
+    for offset in range(0, len(tables), _STRETCH):
+        stretch = tables[offset : offset + _STRETCH]
+        candidates = np.flatnonzero(necessary(stretch, rule))
+        for start in range(0, len(candidates), _BATCH):
+            rows = candidates[start : start + _BATCH]
+            keys = [tuple(int(v) for v in stretch[i]) for i in rows.tolist()]
+            todo = sorted({key for key in keys if key not in decided})
+            if todo:
+                reports = table_reports([Confusion(*key) for key in todo], rule)
+                decided.update((key, r["calibrated"]) for key, r in zip(todo, reports, strict=True))
+            for i, key in zip(rows.tolist(), keys, strict=True):
+                if decided[key]:
+                    return offset + i + 1
     return None
 
 
@@ -154,13 +161,14 @@ def detect(
         if p1 <= p0:  # a baseline this close to the threshold: watch for any rise
             p1 = p0 + (1.0 - p0) / 2.0
         up, down = math.log(p1 / p0), math.log((1.0 - p1) / (1.0 - p0))
-        steps = np.where(gate[end:] != pm[end:], up, down).tolist()
-        s, alarm = 0.0, None
-        for i, step in enumerate(steps):
-            s = max(0.0, s + step)
-            if s >= DECISION_INTERVAL:
-                alarm = i
-                break
+        steps = np.where(gate[end:] != pm[end:], up, down)
+        # S_i = max(0, S_(i-1) + step_i) is C_i - min(0, min over j <= i of C_j), C the
+        # running sum: the whole CUSUM path in array operations.
+        running = np.cumsum(steps)
+        path = running - np.minimum(np.minimum.accumulate(running), 0.0) if len(steps) else running
+        crossed = np.flatnonzero(path >= DECISION_INTERVAL)
+        alarm = int(crossed[0]) if len(crossed) else None
+        s = float(path[alarm if alarm is not None else -1]) if len(steps) else 0.0
         baseline = {
             "method": METHOD,
             "baseline_pairs": c.n,

@@ -413,6 +413,7 @@ class _Groups:
         self.reports = table_reports(tables, rule)
         #: Decisions on tables, shared by every group's drift detector.
         self.decided: dict[tuple[int, ...], bool] = {}
+        self.order: Any = None
 
     def _mask(self, group: int | None) -> Any:
         import numpy as np
@@ -529,9 +530,12 @@ class _Groups:
         pairs in the order the PM labelled them."""
         import numpy as np
 
-        rows = np.flatnonzero(self._mask(group))
-        ats, runs = self.paired.label_ats, self.paired.label_runs
-        ordered = sorted(rows.tolist(), key=lambda i: (ats[i], runs[i]))
+        if self.order is None:  # every pair in label order, once for all groups
+            ats, runs = self.paired.label_ats, self.paired.label_runs
+            self.order = np.asarray(
+                sorted(range(len(ats)), key=lambda i: (ats[i], runs[i])), dtype=np.int64
+            )
+        ordered = self.order[self._mask(group)[self.order]]
         found = drift.detect(
             self.columns.gate[ordered], self.columns.pm[ordered], self.rule, self.decided
         )
