@@ -15,7 +15,23 @@ Measures, with the code ``pmos metrics`` runs (:mod:`pmos.calibration.agreement`
 * cells outside the target grid (other kappas and prevalences, a lenient gate
   whose pass rate exceeds the PM's), printed for information;
 * the wall time of ``pmos stats agreement --json`` on 10,000 random tables, as
-  a real process (target: at most 60 s).
+  a real process (target: at most 60 s);
+* **repeated looks** (issue 26): kits whose pairs arrive one at a time, the
+  decision read after every label from the first possible look to 500 pairs
+  with the default rule (``sequential``, :mod:`pmos.calibration.sequential`):
+  the share of kits at the threshold (true kappa 0.60; PM pass rate 0.5 and
+  0.8) ever called calibrated (target: at most 5%), and the power, the share
+  of kits at true kappa 0.8 called calibrated by 100, 200 and 500 pairs.
+  Every decision is made by :func:`pmos.calibration.agreement.table_reports`,
+  the code ``pmos metrics`` runs; the rule's necessary conditions (its bound
+  for repeated looks, both classes, enough pairs) only pick which tables it
+  is asked about;
+* **drift** (issue 26): with :func:`pmos.calibration.drift.detect`, the
+  frozen-baseline CUSUM ``pmos metrics`` runs, on kits labelling 20 pairs a
+  month at PM pass rate 0.5: false alarms on a stationary gate (kappa 0.85
+  for two years; target: flagged at month 12 in at most 5% of kits), and the
+  detection of a lasting drop from kappa 0.85 to 0.30 after month 3 (share
+  flagged at months 4, 5, 6, 9 and 12: it must not fade).
 
 The true table has cell probabilities with the given kappa, PM pass rate
 ``prev`` and gate pass rate ``gate`` (``prev`` unless given):
@@ -26,10 +42,12 @@ kappa is undefined has none; their share is printed).
 
 Usage::
 
-    python benchmarks/calibration_sim.py [--reps 2000] [--quick] [--no-timing] [--check]
+    python benchmarks/calibration_sim.py [--reps 2000] [--kits 4000] [--quick]
+        [--no-timing] [--looks] [--check]
 
-``--quick`` measures n = 20 only (the reduced run the test suite uses);
-``--check`` exits 1 when a target is missed.
+``--quick`` measures n = 20 only, 500 kits per repeated-looks cell and 200
+kits per drift scenario (the reduced run the test suite uses); ``--looks`` and
+``--drift`` run only that part; ``--check`` exits 1 when a target is missed.
 """
 
 from __future__ import annotations
@@ -48,7 +66,7 @@ from scipy.special import gammaln
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from pmos.calibration import intervals, stats  # noqa: E402
+from pmos.calibration import drift, intervals, sequential, stats  # noqa: E402
 from pmos.calibration.agreement import table_reports  # noqa: E402
 from pmos.calibration.decision import CalibrationRule, Rule  # noqa: E402
 from pmos.calibration.stats import Confusion, Undefined  # noqa: E402
@@ -200,16 +218,188 @@ def time_stats_command() -> float:
     return seconds
 
 
+LOOKS_UP_TO = 500
+POWER_AT = (100, 200, 500)
+
+
+def arriving(kappa: float, prev: float, kits: int, n: int, rng) -> np.ndarray:
+    """Cumulative (tp, fn, fp, tn) of ``kits`` kits after each of ``n`` pairs: (kits, n, 4)."""
+    draws = rng.choice(4, size=(kits, n), p=cells(kappa, prev))
+    return np.stack([(draws == i) for i in range(4)], axis=-1).cumsum(axis=1, dtype=np.int64)
+
+
+def first_calibrated(tables: np.ndarray, rule: Rule) -> np.ndarray:
+    """Per kit, the first number of pairs at which ``rule`` calls it calibrated
+    (0: never). Candidates are the looks that meet the rule's necessary
+    conditions; each is decided by table_reports, in order, until one holds."""
+    tp, fn, fp, tn = (tables[..., i] for i in range(4))
+    n = tables.sum(axis=-1)
+    kappa = intervals.kappa_of_cells(tables.astype(float))
+    necessary = (
+        (n >= rule.min_pairs)
+        & (tp + fn >= rule.min_per_class)
+        & (fp + tn >= rule.min_per_class)
+        & (kappa > rule.kappa_threshold)
+    )
+    if rule.rule is CalibrationRule.SEQUENTIAL:
+        first = sequential.first_look(rule.min_pairs, rule.min_per_class)
+        with np.errstate(invalid="ignore"):
+            bound = sequential.lower_bound(kappa, tp, fn, fp, tn, first)
+        necessary &= bound >= rule.kappa_threshold - 1e-6
+    found = np.zeros(len(tables), dtype=np.int64)
+    candidates = [np.flatnonzero(row) for row in necessary]
+    step = 0
+    decided: dict[tuple[int, ...], bool] = {}
+    while True:
+        kits = [k for k, c in enumerate(candidates) if not found[k] and step < len(c)]
+        if not kits:
+            return found
+        keys = [tuple(int(v) for v in tables[k, candidates[k][step]]) for k in kits]
+        todo = sorted({key for key in keys if key not in decided})
+        if todo:
+            reports = table_reports([Confusion(*key) for key in todo], rule)
+            decided.update((key, r["calibrated"]) for key, r in zip(todo, reports, strict=True))
+        for k, key in zip(kits, keys, strict=True):
+            if decided[key]:
+                found[k] = candidates[k][step] + 1
+        step += 1
+
+
+def repeated_looks(kits: int, rng) -> int:
+    """Print the false-calibration rate under continuous monitoring and the power."""
+    missed = 0
+    rule = Rule()
+    print(f"\nrepeated looks: the decision read after every label, {kits} kits per cell, rule")
+    print(f"{rule.rule} ({sequential.SEQUENTIAL_METHOD})")
+    print(f"  {'kappa':>5} {'prev':>5}  ever calibrated by " + " / ".join(map(str, POWER_AT)))
+    for kappa, prev in ((0.6, 0.5), (0.6, 0.8), (0.8, 0.5), (0.8, 0.8), (0.8, 0.95)):
+        started = time.perf_counter()
+        found = first_calibrated(arriving(kappa, prev, kits, LOOKS_UP_TO, rng), rule)
+        shares = [float(((found > 0) & (found <= m)).mean()) for m in POWER_AT]
+        note = ""
+        if kappa == 0.6:
+            ok = shares[-1] <= FALSE_CALIBRATION_TARGET
+            missed += not ok
+            note = "  false calibration under repeated looks " + ("ok" if ok else "MISSED")
+        row = " / ".join(f"{share:.4f}" for share in shares)
+        print(f"  {kappa:5.2f} {prev:5.2f}  {row}{note}  ({time.perf_counter() - started:.0f}s)")
+    print(
+        f"  target: at true kappa 0.60 (the threshold) ever calibrated from the first look to "
+        f"{LOOKS_UP_TO} pairs <= {FALSE_CALIBRATION_TARGET}"
+    )
+    return missed
+
+
+PER_MONTH = 20
+DRIFT_MONTHS = (4, 5, 6, 9, 12)
+STATIONARY_MONTHS = (6, 12, 24)
+FALSE_ALARM_TARGET = 0.05
+
+
+def flagged_by_month(gate: np.ndarray, pm: np.ndarray, months, rule, decided) -> list[bool | None]:
+    """The drift flag ``pmos metrics`` would show at the end of each month (the
+    detector is causal: one run over all the pairs gives the flag after any of them)."""
+    found = drift.detect(gate, pm, rule, decided)
+    return [found.flag_after(m * PER_MONTH) for m in months]
+
+
+def kit_pairs(kappas: list[float], prev: float, rng) -> tuple[np.ndarray, np.ndarray]:
+    """One kit's pairs, the i-th drawn at true kappa ``kappas[i]``: (gate, pm)."""
+    p = np.array([cells(k, prev) for k in kappas])
+    u = rng.random(len(kappas))[:, None]
+    index = (u > p.cumsum(axis=1)).sum(axis=1)
+    return np.isin(index, (0, 2)), np.isin(index, (0, 1))  # gate pass: tp, fp; PM pass: tp, fn
+
+
+def drift_section(kits: int, rng) -> int:
+    """Print false alarms on a stationary kit and the detection of a lasting drop."""
+    missed = 0
+    rule, decided = Rule(), {}
+    print(f"\ndrift ({drift.METHOD}), {kits} kits per scenario, {PER_MONTH} pairs a month, ")
+    print("PM pass rate 0.5; 'calibrated' = kits with a baseline by then")
+    started = time.perf_counter()
+    months = max(STATIONARY_MONTHS)
+    flags = np.array(
+        [
+            flagged_by_month(
+                *kit_pairs([0.85] * months * PER_MONTH, 0.5, rng), STATIONARY_MONTHS, rule, decided
+            )
+            for _ in range(kits)
+        ],
+        dtype=object,
+    )
+    print("  stationary kappa 0.85: flagged at month " + ", ".join(map(str, STATIONARY_MONTHS)))
+    shares = [float((flags[:, j] == True).mean()) for j in range(len(STATIONARY_MONTHS))]  # noqa: E712
+    based = [float((flags[:, j] != None).mean()) for j in range(len(STATIONARY_MONTHS))]  # noqa: E711
+    ok = shares[STATIONARY_MONTHS.index(12)] <= FALSE_ALARM_TARGET
+    missed += not ok
+    print(
+        "    "
+        + " / ".join(f"{v:.4f}" for v in shares)
+        + f"  (calibrated: {' / '.join(f'{v:.3f}' for v in based)})"
+        + f"  false alarms by month 12 {'ok' if ok else 'MISSED'}"
+    )
+    months = max(DRIFT_MONTHS)
+    drop = 3 * PER_MONTH
+    schedule = [0.85] * drop + [0.30] * (months - 3) * PER_MONTH
+    rows, delays = [], []
+    for _ in range(kits):
+        found = drift.detect(*kit_pairs(schedule, 0.5, rng), rule, decided)
+        rows.append([found.flag_after(m * PER_MONTH) for m in DRIFT_MONTHS])
+        if found.flag_after(drop) is False:  # calibrated, no alarm, before the drop
+            alarms = [at for kind, at in found.events if kind == "alarm" and at > drop]
+            delays.append(alarms[0] - drop if alarms else np.inf)
+    flags = np.array(rows, dtype=object)
+    shares = [float((flags[:, j] == True).mean()) for j in range(len(DRIFT_MONTHS))]  # noqa: E712
+    calibrated = float((np.array([detect_at_none(f) for f in flags[:, 0]])).mean())
+    print(
+        "  kappa 0.85 for 3 months, then 0.30: flagged at month "
+        + ", ".join(map(str, DRIFT_MONTHS))
+    )
+    fades = shares[-1] + 0.02 < max(shares)
+    missed += fades
+    print(
+        "    "
+        + " / ".join(f"{v:.4f}" for v in shares)
+        + f"  (calibrated before the drop: {calibrated:.3f})"
+        + ("  the flag FADES: MISSED" if fades else "  the flag does not fade ok")
+    )
+    delays = np.asarray(delays)
+    print(
+        f"    detection delay, kits calibrated before the drop ({len(delays)}): median "
+        f"{np.median(delays):.0f} pairs; detected within 20 / 40 / 60 pairs: "
+        + " / ".join(f"{float((delays <= d).mean()):.3f}" for d in (20, 40, 60))
+    )
+    print(f"  ({time.perf_counter() - started:.0f}s)")
+    return missed
+
+
+def detect_at_none(flag) -> bool:
+    return flag is not None
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=2000, help="draws per cell at n = 200")
     parser.add_argument("--quick", action="store_true", help="n = 20 only")
     parser.add_argument("--no-timing", action="store_true", help="skip the 10,000-table timing")
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument("--kits", type=int, default=4000, help="kits per repeated-looks cell")
+    parser.add_argument("--looks", action="store_true", help="only the repeated-looks part")
+    parser.add_argument("--drift", action="store_true", help="only the drift part")
+    parser.add_argument("--drift-kits", type=int, default=1000, help="kits per drift scenario")
     args = parser.parse_args()
+    if args.drift:
+        missed = drift_section(200 if args.quick else args.drift_kits, np.random.default_rng(3))
+        return 1 if missed and args.check else 0
+    if args.looks:
+        kits = 500 if args.quick else args.kits
+        missed = repeated_looks(kits, np.random.default_rng(20260102))
+        return 1 if missed and args.check else 0
     sizes = (20,) if args.quick else SIZES
     rng = np.random.default_rng(20260101)
-    measured = Measured(Rule())
+    # The single-look rule: what one reading of the interval is measured against.
+    measured = Measured(Rule(rule=CalibrationRule.INTERVAL))
     point = Measured(Rule(rule=CalibrationRule.POINT))
     missed = 0
     started = time.perf_counter()
@@ -251,6 +441,8 @@ def main() -> int:
                     note = "  false calibration " + ("ok" if ok else "MISSED")
                 print(f"  {kappa:5.2f} {prev:5.2f} {n:4d}  {new:13.4f}  {old:10.4f}{note}")
     print(f"  target: interval rule <= {FALSE_CALIBRATION_TARGET} at true kappa 0.50, n 20 and 50")
+    missed += repeated_looks(500 if args.quick else args.kits, np.random.default_rng(20260102))
+    missed += drift_section(200 if args.quick else args.drift_kits, np.random.default_rng(3))
     print(f"\nsimulation time {time.perf_counter() - started:.0f}s")
 
     if not args.no_timing:

@@ -157,6 +157,7 @@ def sample_session(work: Path) -> list[tuple[str | None, list[str]]]:
         ("evidence", "evidence --run-id demo-run-1"),
         ("metrics", "metrics"),
         ("queue", "queue"),
+        ("label next", "label next --blind"),
         ("exemplars", "exemplars"),
         ("ledger verify", "ledger verify"),
         ("ledger show", "ledger show runs"),

@@ -19,6 +19,9 @@ from pmos.calibration.decision import CalibrationRule, Evidence, Rule, decide, l
 from pmos.calibration.scores import score_report
 from pmos.calibration.stats import Confusion, Undefined
 
+#: The single-look interval rule, whose labels_needed formula the hand computations check.
+INTERVAL = Rule(rule=CalibrationRule.INTERVAL)
+
 Z2 = 1.959963984540054**2  # 3.841459
 
 
@@ -197,7 +200,7 @@ def evidence(c, kappa, low, tnr=None, tnr_low=None):
 
 
 def test_each_condition_of_the_interval_rule_has_a_passing_and_a_failing_case():
-    rule = Rule()
+    rule = INTERVAL
     good = Confusion(tp=30, fn=2, fp=1, tn=20)
     ok, reason = decide(rule, evidence(good, 0.88, 0.7, 0.95, 0.77))
     assert ok and reason.startswith("the lower end of kappa's 95% interval, 0.700, reaches")
@@ -244,24 +247,24 @@ def test_labels_needed_by_hand_for_kappa():
     # n 90, kappa .8, lower end .5: ceil(90 * ((.8 - .5) / (.8 - .6))^2) = ceil(202.5) = 203;
     # classes: 10 * 90 / 45 = 20; TNR .9 with lower end .8 already >= .5: no more.
     c = Confusion(tp=40, fn=5, fp=5, tn=40)
-    assert labels_needed(Rule(), evidence(c, 0.8, 0.5, 0.9, 0.8)) == 203 - 90
+    assert labels_needed(INTERVAL, evidence(c, 0.8, 0.5, 0.9, 0.8)) == 203 - 90
 
 
 def test_labels_needed_by_hand_for_a_short_class_and_for_tnr():
     # 100/0/0/5 at perfect agreement, lower end .8 >= .6: the fail class needs 10, so
     # the same balance needs ceil(10 * 105 / 5) = 210 pairs: 105 more.
     c = Confusion(tp=100, fn=0, fp=0, tn=5)
-    assert labels_needed(Rule(), evidence(c, 1.0, 0.8, 1.0, 0.5655)) == 105
+    assert labels_needed(INTERVAL, evidence(c, 1.0, 0.8, 1.0, 0.5655)) == 105
     # TNR .7 over 10 fails, Wilson lower end .3968 (see above): f' = ceil(10 * ((.7 - .3968)
     # / (.7 - .5))^2) = ceil(22.98) = 23 fails; in the same balance ceil(23 * 40 / 10) = 92
     # pairs: 52 more (kappa's lower end .7 and the classes need fewer).
     c = Confusion(tp=28, fn=2, fp=3, tn=7)
-    assert labels_needed(Rule(), evidence(c, 0.9, 0.7, 0.7, 0.3968)) == 52
+    assert labels_needed(INTERVAL, evidence(c, 0.9, 0.7, 0.7, 0.3968)) == 52
 
 
 def test_labels_needed_is_zero_once_calibrated_and_null_with_a_reason_otherwise():
     c = Confusion(tp=30, fn=2, fp=1, tn=20)
-    assert labels_needed(Rule(), evidence(c, 0.88, 0.7, 0.95, 0.77)) == 0
+    assert labels_needed(INTERVAL, evidence(c, 0.88, 0.7, 0.95, 0.77)) == 0
     cases = [
         (Evidence(Confusion(), None, None, None, None), "no labelled pairs"),
         (Evidence(Confusion(tp=6), None, None, None, None), "kappa is undefined"),
@@ -272,14 +275,14 @@ def test_labels_needed_is_zero_once_calibrated_and_null_with_a_reason_otherwise(
     ]
     for e, why in cases:
         with pytest.raises(Undefined, match=why):
-            labels_needed(Rule(), e)
+            labels_needed(INTERVAL, e)
 
 
 @pytest.mark.parametrize("cells", [(12, 1, 2, 9), (24, 3, 2, 11), (8, 1, 1, 8), (30, 5, 4, 25)])
 def test_the_projection_lands_near_the_threshold(cells):
     """The 1/sqrt(n) projection against the exact posterior interval at the projected
     size: it lands at or a little above the threshold (it errs towards more labels)."""
-    r = table_report(Confusion(*cells), Rule(min_tnr=0.0, min_per_class=1))
+    r = table_report(Confusion(*cells), Rule(min_tnr=0.0, min_per_class=1, rule=INTERVAL.rule))
     needed = r["labels_needed"]
     n = sum(cells)
     assert needed > 0

@@ -71,13 +71,17 @@ def test_periods_and_drift_in_metrics(cli, kit):
     assert first["kappa"] == 1.0 and second["kappa"] == -1.0
     assert first["pass_fraction"] == 0.5 and second["pass_fraction"] == 0.5
     assert first["start"] <= first["end"] <= second["start"]
+    # Calibrated at pair 20 (perfect agreement, ten of each class): the baseline. The
+    # CUSUM: p0 = 1/22, p1 = 0.4 * 0.5 = 0.2, each disagreement adds log(0.2/p0) =
+    # 1.48, so the sixth (pair 26) crosses 8.
     assert r["drift"] is True
     basis = r["drift_basis"]
-    assert basis["by"] == 20 and basis["latest_period"] == "runs 21-40"
-    assert basis["latest_kappa_ci95"][1] < basis["earlier_kappa_ci95"][0]
+    assert (basis["baseline_pairs"], basis["baseline_start_pair"]) == (20, 1)
+    assert basis["baseline_kappa"] == 1.0 and basis["alarm_disagreement"] == 0.2
+    assert (basis["alarm_at_pair"], basis["recalibrated"]) == (26, False)
     assert r["by_model"]["gpt-5"]["drift"] is True
     human = cli("metrics", "--by", "20")
-    assert "runs 21-40" in human.stdout and "drift (20): YES" in human.stdout
+    assert "runs 21-40" in human.stdout and "drift: YES since pair 26" in human.stdout
 
 
 def test_no_drift_when_agreement_holds(cli, kit):
@@ -87,12 +91,12 @@ def test_no_drift_when_agreement_holds(cli, kit):
     assert r["drift"] is False
 
 
-def test_without_by_there_are_no_periods_and_drift_compares_months(cli, kit):
+def test_without_by_there_are_no_periods_and_drift_needs_a_baseline(cli, kit):
     seed_table(kit, 3, 0, 0, 3)
     r = metrics(cli)
     assert r["periods"] is None
     assert r["drift"] is None and r["drift_basis"] is None
-    assert r["undefined"]["drift"] == "fewer than two periods (month) with pairs"
+    assert r["undefined"]["drift"] == "the gate has not been calibrated yet: no baseline"
     week = metrics(cli, "--by", "week")
     assert len(week["periods"]) == 1 and week["periods"][0]["pairs"] == 6
 
@@ -122,4 +126,5 @@ def test_the_simulation_meets_its_targets_in_a_reduced_run():
     assert done.returncode == 0, done.stdout + done.stderr
     assert "MISSED" not in done.stdout
     assert done.stdout.count("false calibration ok") == 2
+    assert done.stdout.count("false calibration under repeated looks ok") == 2
     assert done.stdout.count("  ok") >= 6

@@ -57,13 +57,17 @@ def _why(report: Mapping[str, Any], *names: str) -> str:
 def banner(data: BoardData) -> dict[str, Any]:
     r = data.metrics
     calibrated = bool(r.get("calibrated"))
+    # The decision is the current evaluator model's own (a model change starts
+    # calibration again); the banner says which model it is about.
+    model = r.get("model")
+    about = f" (evaluator model {model})" if model else ""
     out: dict[str, Any] = {
         "calibrated": calibrated,
         "headline": "CALIBRATED" if calibrated else "ADVISORY",
         "meaning": (
-            "The review gate agrees with PM labels well enough to gate on."
+            f"The review gate{about} agrees with PM labels well enough to gate on."
             if calibrated
-            else "The review gate is not calibrated: its verdicts inform, the PM decides."
+            else f"The review gate{about} is not calibrated: its verdicts inform, the PM decides."
         ),
         "reason": r.get("calibration_reason", ""),
         "alarm": None,

@@ -12,8 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pmos.calibration import intervals, stats
-from pmos.calibration.decision import Evidence, Rule, decide, labels_needed, point_meets_threshold
+from pmos.calibration import intervals, sequential, stats
+from pmos.calibration.decision import (
+    Evidence,
+    Rule,
+    decide,
+    first_look,
+    labels_needed,
+    point_meets_threshold,
+)
 from pmos.calibration.stats import Confusion, Undefined
 
 #: Float outputs are rounded to this many decimals (the pass fraction on records uses 6 too).
@@ -28,6 +35,8 @@ TABLE_KEYS = (
     "kappa_ci95",
     "kappa_ci_method",
     "kappa_point_meets_threshold",
+    "kappa_sequential_low",
+    "kappa_sequential_alpha",
     "tpr",
     "tpr_ci95",
     "tnr",
@@ -109,6 +118,12 @@ def _one(
     meets = point_meets_threshold(rule, kappa)
     if meets is None:
         undefined["kappa_point_meets_threshold"] = "kappa is undefined"
+    bound = alpha = None
+    if kappa is None:
+        undefined["kappa_sequential_low"] = "kappa is undefined"
+    else:
+        bound, alpha = sequential.lower_bound_of(kappa, c.tp, c.fn, c.fp, c.tn, first_look(rule))
+        bound, alpha = rounded(bound), float(f"{alpha:.6g}")
     evidence = Evidence(
         c,
         kappa,
@@ -116,6 +131,8 @@ def _one(
         tnr,
         None if tnr_ci is None else (tnr_ci[0], tnr_ci[1]),
         undefined.get("kappa"),
+        bound,
+        alpha,
     )
     calibrated, reason = decide(rule, evidence)
     needed = _attempt(undefined, "labels_needed", lambda: labels_needed(rule, evidence))
@@ -129,6 +146,8 @@ def _one(
         "kappa_ci95": kappa_ci,
         "kappa_ci_method": intervals.KAPPA_CI_METHOD,
         "kappa_point_meets_threshold": meets,
+        "kappa_sequential_low": bound,
+        "kappa_sequential_alpha": alpha,
         "tpr": tpr,
         "tpr_ci95": tpr_ci,
         "tnr": tnr,

@@ -7,7 +7,10 @@ of kappa's 95% interval to reach the threshold, each PM label class to have
 ``min_per_class`` pairs, and the lower end of TNR's Wilson interval to reach
 ``min_tnr``: its measured false-calibration rate is in calibration-method.md.
 The point rule stays available as ``calibration_rule: point`` for a team that
-chooses it, never by default.
+chooses it, never by default. The default, ``sequential``, is the interval rule
+plus kappa's alpha-spending bound (:mod:`pmos.calibration.sequential`), which
+keeps the false-calibration rate at most 5% for a team that checks after every
+label; ``interval`` alone is safe for one reading only.
 
 Both functions work on the numbers as reported (rounded), so a reader can
 redo every decision and every ``labels_needed`` by hand from the JSON.
@@ -20,12 +23,18 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from pmos.calibration import sequential
 from pmos.calibration.stats import Confusion, Undefined
 
 
 class CalibrationRule(StrEnum):
     """``calibration_rule`` in pmos.yaml."""
 
+    #: The default: the interval rule, and kappa's alpha-spending bound
+    #: (:mod:`pmos.calibration.sequential`) at the threshold: safe for a team
+    #: that looks after every label.
+    SEQUENTIAL = "sequential"
+    #: One reading's rule: safe for a single look, not under repeated looks.
     INTERVAL = "interval"
     POINT = "point"
 
@@ -38,7 +47,7 @@ class Rule:
     min_pairs: int = 20
     min_per_class: int = 10
     min_tnr: float = 0.50
-    rule: CalibrationRule = CalibrationRule.INTERVAL
+    rule: CalibrationRule = CalibrationRule.SEQUENTIAL
 
     @classmethod
     def from_config(cls, config: Any) -> Rule:
@@ -62,6 +71,10 @@ class Evidence:
     tnr_ci: tuple[float, float] | None
     #: Why kappa is undefined, when it is.
     kappa_undefined: str | None = None
+    #: Kappa's alpha-spending lower bound at this look, and the look's alpha
+    #: (:mod:`pmos.calibration.sequential`); None where kappa is undefined.
+    kappa_sequential: float | None = None
+    sequential_alpha: float | None = None
 
 
 def decide(rule: Rule, e: Evidence) -> tuple[bool, str]:
@@ -69,7 +82,38 @@ def decide(rule: Rule, e: Evidence) -> tuple[bool, str]:
     or, when none does, the figures that met them."""
     if rule.rule is CalibrationRule.POINT:
         return _point_rule(rule, e)
+    if rule.rule is CalibrationRule.SEQUENTIAL:
+        return _sequential_rule(rule, e)
     return _interval_rule(rule, e)
+
+
+def first_look(rule: Rule) -> int:
+    """The fewest pairs at which the rule could hold (the sequential rule's first look)."""
+    return sequential.first_look(rule.min_pairs, rule.min_per_class)
+
+
+def _sequential_rule(rule: Rule, e: Evidence) -> tuple[bool, str]:
+    """The interval rule, and kappa's alpha-spending bound at the threshold."""
+    calibrated, reason = _interval_rule(rule, e)
+    bound, alpha = e.kappa_sequential, e.sequential_alpha
+    if bound is None or alpha is None or e.c.n == 0:
+        return calibrated, reason
+    t = rule.kappa_threshold
+    if bound >= t:
+        if not calibrated:
+            return calibrated, reason
+        return True, reason.removesuffix(".") + (
+            f"; kappa's bound for repeated looks, {bound:.3f} (alpha {alpha:.2g} at "
+            f"{e.c.n} pairs), reaches it too."
+        )
+    why = (
+        f"kappa's bound for repeated looks, {bound:.3f} (alpha {alpha:.2g} at {e.c.n} pairs, "
+        f"so that checking after every label calls a gate at the threshold calibrated at most "
+        f"{sequential.ALPHA:.0%} of the time), is below the threshold {t:.2f}"
+    )
+    if calibrated:
+        return False, why + "."
+    return False, reason.removesuffix(".") + "; " + why + "."
 
 
 def _class_presence(c: Confusion) -> list[str]:
@@ -146,6 +190,22 @@ def _interval_rule(rule: Rule, e: Evidence) -> tuple[bool, str]:
     )
 
 
+def require_blind(
+    min_blind_labels: int, blind_pairs: int, calibrated: bool, reason: str
+) -> tuple[bool, str]:
+    """pmos.yaml ``calibration.min_blind_labels``: a decision also needs that many pairs
+    whose label was given without the verdict in view (anchoring inflates agreement)."""
+    if blind_pairs >= min_blind_labels:
+        return calibrated, reason
+    why = (
+        f"only {blind_pairs} blind label(s) among the pairs, at least {min_blind_labels} are "
+        "needed (calibration.min_blind_labels; 'pmos label next --blind')"
+    )
+    if calibrated:
+        return False, why + "."
+    return False, reason.removesuffix(".") + "; " + why + "."
+
+
 def point_meets_threshold(rule: Rule, kappa: float | None) -> bool | None:
     """Whether the point estimate alone reaches the threshold (None when kappa is undefined)."""
     return None if kappa is None else kappa >= rule.kappa_threshold
@@ -208,6 +268,14 @@ def labels_needed(rule: Rule, e: Evidence) -> int:
         _ceil_ratio(rule.min_per_class * c.n, c.pm_fail),
         rule.min_pairs,
     ]
+    if rule.rule is CalibrationRule.SEQUENTIAL:
+        reach = sequential.pairs_to_reach(e.kappa, c.tp, c.fn, c.fp, c.tn, t, first_look(rule))
+        if reach is None:
+            raise Undefined(
+                f"cannot at the current agreement: kappa {e.kappa:.3f} is too close to the "
+                f"threshold {t:.2f} for the bound for repeated looks to reach it"
+            )
+        sizes.append(reach)
     if rule.min_tnr > 0:
         assert e.tnr is not None and e.tnr_ci is not None
         if e.tnr <= rule.min_tnr:

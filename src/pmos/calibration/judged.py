@@ -39,6 +39,7 @@ import numpy as np
 
 from pmos.errors import LedgerCorrupt
 from pmos.gate.latest import instant_key
+from pmos.gate.seeded import is_seeded_label
 from pmos.gate.vocabulary import PASS_SIDE, SKIPPED
 
 
@@ -74,6 +75,10 @@ class Label(NamedTuple):
     gate_record_id: str | None
     initiative: str | None
     record_id: str
+    #: A seeded known-bad case's ground truth (:func:`pmos.gate.seeded.is_seeded_label`).
+    seeded: bool = False
+    #: Given without the gate's verdict in view (``pmos accept --blind``).
+    blind: bool = False
 
 
 class Earlier:
@@ -194,6 +199,17 @@ class LatestLabels:
     names: np.ndarray
     gate_hashes: np.ndarray
     initiatives: list[Any] | None
+    #: Whether each label is a seeded known-bad case's ground truth (by ``seeded``):
+    #: it judges the case's latest judged verdict whenever that came.
+    seeded: np.ndarray | None = None
+    #: Whether each label was given blind (``blind: true``).
+    blind: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.seeded is None:
+            self.seeded = np.zeros(len(self.runs), dtype=bool)
+        if self.blind is None:
+            self.blind = np.zeros(len(self.runs), dtype=bool)
 
     def __len__(self) -> int:
         return len(self.runs)
@@ -210,6 +226,8 @@ class LatestLabels:
             np.array([gate is not None for gate in gates], dtype=bool),
             _hashes(gates, len(gates)),
             [label.initiative for label in rows],
+            np.array([label.seeded for label in rows], dtype=bool),
+            np.array([label.blind for label in rows], dtype=bool),
         )
 
 
@@ -223,7 +241,10 @@ VERDICT_FIELDS = (
     "score",
     "form",
 )
-LABEL_FIELDS = ("run_id", "label", "record_id", "recorded_at", "gate_record_id")
+LABEL_FIELDS = ("run_id", "label", "record_id", "recorded_at", "gate_record_id", "by")
+#: Read from the kit's ledgers besides LABEL_FIELDS (a row without it, such as a
+#: database's, has no blind labels).
+BLIND_FIELDS = ("blind",)
 #: A scope that filters by initiative also needs each record's initiative.
 FILTER_FIELDS = ("initiative_id",)
 
@@ -231,6 +252,15 @@ _RUN, _AT, _ID = attrgetter("run_id"), attrgetter("recorded_at"), attrgetter("re
 _WORD, _MODEL, _FORM = attrgetter("verdict"), attrgetter("evaluator_model"), attrgetter("form")
 _SCORE, _LABEL, _GATE = attrgetter("score"), attrgetter("label"), attrgetter("gate_record_id")
 _INITIATIVE = attrgetter("initiative_id")
+
+
+def _BY(row: Any) -> Any:
+    """The label's author; None for rows read elsewhere without it."""
+    return getattr(row, "by", None)
+
+
+def _blind(row: Any) -> bool:
+    return getattr(row, "blind", None) is True
 
 
 #: The length of a stamp in the writers' layout, ``YYYY-MM-DDTHH:MM:SS.ffffffZ``; a
@@ -707,9 +737,9 @@ def latest_labels(
 
     As :func:`latest_verdicts`: batches in the readers' order go to
     :class:`_LastRows`, and from the first that is not, row by row through
-    ``latest``: run -> (time, passed, names, gate hash, initiative, record id).
+    ``latest``: run -> (time, passed, names, gate hash, initiative, record id, seeded).
     """
-    last = _LastRows(3)  # per row (key, run[, initiative]); passed, names, gate hash
+    last = _LastRows(5)  # per row (key, run[, initiative]); passed, names, gate hash, seeded, blind
     latest: dict[str, tuple[Any, ...]] | None = None
     for batch, ordered in _in_turn(batches):
         if ordered is not None:
@@ -727,6 +757,10 @@ def latest_labels(
                 np.array([label == "pass" for label in map(_LABEL, batch)], dtype=bool),
                 np.array([gate is not None for gate in gates], dtype=bool),
                 _hashes(gates, len(gates)),
+                np.fromiter(
+                    map(is_seeded_label, runs, map(_BY, batch)), dtype=bool, count=len(runs)
+                ),
+                np.fromiter(map(_blind, batch), dtype=bool, count=len(runs)),
             )
             continue
         if latest is None:  # from here on, row by row
@@ -736,8 +770,8 @@ def latest_labels(
             ats, ids = [k[:STAMP] for k in keys], [k[STAMP:] for k in keys]
             initiatives = columns[2] if detailed else repeat(None, len(runs))
             latest = {
-                run: (at, passed, names, gate, initiative, record_id)
-                for run, at, record_id, initiative, passed, names, gate in zip(
+                run: (at, passed, names, gate, initiative, record_id, seeded, blind)
+                for run, at, record_id, initiative, passed, names, gate, seeded, blind in zip(
                     runs, ats, ids, initiatives, *(v.tolist() for v in values), strict=True
                 )
             }
@@ -754,9 +788,11 @@ def latest_labels(
                     hash(gate),
                     row.initiative_id if detailed else None,
                     record_id,
+                    is_seeded_label(row.run_id, _BY(row)),
+                    _blind(row),
                 )
     if latest is None:
-        _, _, kept, (passed, names, gate_hashes) = last.rows()
+        _, _, kept, (passed, names, gate_hashes, seeded, blind) = last.rows()
         columns = _unzip(kept, 3 if detailed else 2)
         return LatestLabels(
             columns[1],
@@ -765,10 +801,12 @@ def latest_labels(
             names,
             gate_hashes,
             columns[2] if detailed else None,
+            seeded.astype(bool),
+            blind.astype(bool),
         )
     runs = list(latest)
-    ats, passed, names, gate_hashes, initiatives, _ = (
-        zip(*latest.values(), strict=True) if latest else ((),) * 6
+    ats, passed, names, gate_hashes, initiatives, _, seeded, blind = (
+        zip(*latest.values(), strict=True) if latest else ((),) * 8
     )
     return LatestLabels(
         runs,
@@ -777,6 +815,8 @@ def latest_labels(
         np.array(names, dtype=bool),
         np.array(gate_hashes, dtype=np.int64),
         list(initiatives) if detailed else None,
+        np.array(seeded, dtype=bool),
+        np.array(blind, dtype=bool),
     )
 
 

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
 
-from pmos.calibration import stats
+from pmos.calibration import drift, stats
 from pmos.calibration.agreement import TABLE_KEYS, pair_of, rounded, table_reports
-from pmos.calibration.decision import Rule
+from pmos.calibration.decision import Rule, require_blind
 from pmos.calibration.pairs import PARALLEL_MIN_BYTES, Paired, Scope, ScoredPair, read_and_pair
 from pmos.calibration.periods import MONTH, WEEK, By
 from pmos.calibration.scores import SCORE_KEYS, score_report
@@ -31,9 +31,11 @@ from pmos.gate.pass_fraction import MAX_WINDOW, PassFraction
 from pmos.kit import Config, Kit
 
 __all__ = [
+    "DECISION_KEYS",
     "PARALLEL_MIN_BYTES",
     "REPORT_KEYS",
     "ScoredPair",
+    "calibration_decision",
     "compute_metrics",
     "parse_since",
     "report_and_pairs",
@@ -70,12 +72,21 @@ REPORT_KEYS = (
                 "min_per_class",
                 "min_tnr",
                 "calibration_rule",
+                "min_blind_labels",
+                "model",
+                "model_source",
             ),
             "undefined": (
                 "skipped",
                 "unlabeled_verdicts",
                 "labels_without_verdict",
                 "labels_superseded",
+                "acceptance_debt",
+                "seeded_pairs",
+                "seeded_caught",
+                "blind_pairs",
+                "blind_observed_agreement",
+                "blind_kappa",
                 "corrected_pass_rate",
                 *SCORE_KEYS,
                 "periods",
@@ -93,6 +104,9 @@ _KIT_WIDE = (
     "min_per_class",
     "min_tnr",
     "calibration_rule",
+    "min_blind_labels",
+    "model",
+    "model_source",
     "labels_without_verdict",
     "by_model",
     "excluded_records",
@@ -134,6 +148,7 @@ class _Columns:
     full: Any
     score: Any
     period: Any
+    blind: Any
 
 
 def compute_metrics(
@@ -154,7 +169,7 @@ def compute_metrics(
     window = _check_window(config, window)
     by = _check_by(by)
     paired = read_and_pair(kit, Scope(initiative, model, since), window, by)
-    return _report(paired, config, window, by, _rubric_threshold(kit))
+    return _report(paired, config, window, by, _rubric_threshold(kit), model)
 
 
 def metrics_from_rows(
@@ -188,7 +203,23 @@ def metrics_from_rows(
         if rubric_threshold is not None
         else (None, "no rubric threshold was synced for these kits (one kit: --kit K)")
     )
-    return _report(paired, config, window, by, rubric)
+    return _report(paired, config, window, by, rubric, model)
+
+
+#: What :func:`calibration_decision` returns: the headline decision and whose it is.
+DECISION_KEYS = ("calibrated", "calibration_reason", "labels_needed", "model", "model_source")
+
+
+def calibration_decision(
+    verdict_rows: Iterable[Any], label_rows: Iterable[Any], config: Config
+) -> dict[str, Any]:
+    """The headline decision alone (:data:`DECISION_KEYS`), for a caller that holds the
+    records of a revision (the merge gate reads the base's): verdict rows of
+    :data:`pmos.calibration.judged.VERDICT_FIELDS` and label rows of ``LABEL_FIELDS``
+    (``by`` included: a seeded answer key never counts as the PM's; ``blind`` when
+    the rows have it), each oldest first, and that revision's pmos.yaml."""
+    report = metrics_from_rows(verdict_rows, label_rows, config)
+    return {key: report[key] for key in DECISION_KEYS}
 
 
 def _check_window(config: Config, window: int | None) -> int:
@@ -207,16 +238,18 @@ def _report(
     window: int,
     by: By | None,
     rubric: tuple[float | None, str | None],
+    scope_model: str | None = None,
 ) -> dict[str, Any]:
     rule = Rule.from_config(config)
     rubric_threshold, rubric_problem = rubric
-    groups = _Groups(paired, rule, window, config.goodhart_alarm, by)
+    groups = _Groups(paired, rule, window, config.goodhart_alarm, by, config.min_blind_labels)
     report: dict[str, Any] = groups.report(None, rubric_threshold, rubric_problem)
     report["pass_fraction_window"] = window
     report["kappa_threshold"] = rule.kappa_threshold
     report["min_per_class"] = rule.min_per_class
     report["min_tnr"] = rule.min_tnr
     report["calibration_rule"] = str(rule.rule)
+    report["min_blind_labels"] = config.min_blind_labels
     report["labels_without_verdict"] = paired.labels_without_verdict
     report["excluded_records"] = [e.as_dict() for e in paired.excluded]
     report["by_model"] = {
@@ -224,7 +257,54 @@ def _report(
         for i, name in sorted(enumerate(paired.models), key=lambda item: item[1])
         if _in_scope(paired, i)
     }
+    current, source = current_model(paired, config, scope_model)
+    report["model"], report["model_source"] = current, source
+    if current is not None:
+        entry = report["by_model"].get(current)
+        _headline(report, current, entry if entry and entry["pairs"] else None)
     return {key: report[key] for key in REPORT_KEYS}
+
+
+#: The decision keys of the headline, taken from the current evaluator model's own table.
+HEADLINE_KEYS = ("calibrated", "calibration_reason", "labels_needed")
+
+
+def current_model(
+    paired: Paired, config: Config, scope_model: str | None = None
+) -> tuple[str | None, str | None]:
+    """(the evaluator model whose own pairs decide the headline, where that came from).
+
+    A report filtered to one model (``--model``) is that model's; else pmos.yaml's
+    ``calibration.model``; else the model of the latest judged verdict in scope.
+    None when no model is known (no judged verdict and no policy)."""
+    if scope_model is not None:
+        return scope_model, "scope"
+    if config.calibration_model is not None:
+        return config.calibration_model, "policy"
+    if paired.latest_model is not None:
+        return paired.latest_model, "latest-verdict"
+    return None, None
+
+
+def _headline(report: dict[str, Any], model: str, table: dict[str, Any] | None) -> None:
+    """Replace the pooled decision with the current model's: a model change starts
+    calibration again, so another model's pairs never make this one calibrated."""
+    undefined = report["undefined"]
+    undefined.pop("labels_needed", None)
+    if table is None:
+        report["calibrated"] = False
+        report["calibration_reason"] = (
+            f"evaluator model {model}: no labelled pairs of this model yet (a model change "
+            "starts calibration again; other models are in by_model)."
+        )
+        report["labels_needed"] = None
+        undefined["labels_needed"] = f"no labelled pairs of evaluator model {model} yet"
+        return
+    report["calibrated"] = table["calibrated"]
+    report["calibration_reason"] = table["calibration_reason"]
+    report["labels_needed"] = table["labels_needed"]
+    if "labels_needed" in table["undefined"]:
+        undefined["labels_needed"] = table["undefined"]["labels_needed"]
 
 
 def _in_scope(paired: Paired, i: int) -> bool:
@@ -232,7 +312,15 @@ def _in_scope(paired: Paired, i: int) -> bool:
     verdict in its pass-fraction window."""
     return (
         i in paired.model
-        or any(column[i] for column in (paired.unlabelled, paired.skipped, paired.superseded))
+        or any(
+            column[i]
+            for column in (
+                paired.unlabelled,
+                paired.skipped,
+                paired.superseded,
+                paired.seeded_pairs,
+            )
+        )
         or paired.models[i] in paired.pass_fraction_by_model
     )
 
@@ -299,10 +387,19 @@ class _Groups:
     """The report of every group of pairs (all, or one evaluator model), with the
     kappa intervals of all their tables computed in one batch."""
 
-    def __init__(self, paired: Paired, rule: Rule, window: int, alarm: float, by: By | None):
+    def __init__(
+        self,
+        paired: Paired,
+        rule: Rule,
+        window: int,
+        alarm: float,
+        by: By | None,
+        min_blind_labels: int = 0,
+    ):
         import numpy as np
 
         self.paired, self.rule, self.window, self.alarm, self.by = paired, rule, window, alarm, by
+        self.min_blind_labels = min_blind_labels
         self.columns = _Columns(
             np.asarray(paired.model, dtype=np.int64),
             np.asarray(paired.gate, dtype=bool),
@@ -310,6 +407,7 @@ class _Groups:
             np.asarray(paired.full, dtype=bool),
             np.asarray([np.nan if s is None else s for s in paired.score], dtype=float),
             np.asarray(paired.period, dtype=np.int64),
+            np.asarray(paired.blind or [0] * len(paired.model), dtype=bool),
         )
         groups: list[int | None] = [None, *range(len(paired.models))]
         tables: list[stats.Confusion] = []
@@ -322,12 +420,14 @@ class _Groups:
         for group in groups:
             mask = self._mask(group)
             add(("all", group), mask)
+            add(("blind", group), mask & self.columns.blind)
             present = sorted(set(self.columns.period[mask].tolist()))
             for p in present:
                 add(("period", group, p), mask & (self.columns.period == p))
-            if len(present) >= 2:
-                add(("earlier", group), mask & (self.columns.period < present[-1]))
         self.reports = table_reports(tables, rule)
+        #: Decisions on tables, shared by every group's drift detector.
+        self.decided: dict[tuple[int, ...], bool] = {}
+        self.order: Any = None
 
     def _mask(self, group: int | None) -> Any:
         import numpy as np
@@ -347,17 +447,37 @@ class _Groups:
         table = self._table("all", group)
         undefined = dict(table["undefined"])
         report = {k: v for k, v in table.items() if k != "undefined"}
+        blind = self._table("blind", group)
+        report["blind_pairs"] = blind["pairs"]
+        report["blind_observed_agreement"] = blind["observed_agreement"]
+        report["blind_kappa"] = blind["kappa"]
+        if blind["kappa"] is None:
+            why = blind["undefined"].get("kappa", "no blind labels among the pairs")
+            undefined["blind_kappa"] = why if blind["pairs"] else "no blind labels among the pairs"
+        if blind["observed_agreement"] is None:
+            undefined["blind_observed_agreement"] = "no blind labels among the pairs"
+        if self.min_blind_labels:
+            report["calibrated"], report["calibration_reason"] = require_blind(
+                self.min_blind_labels,
+                blind["pairs"],
+                report["calibrated"],
+                report["calibration_reason"],
+            )
         if group is None:
             fraction = paired.pass_fraction or PassFraction(self.window)
             skipped = sum(paired.skipped) + paired.skipped_unknown_model
             unlabelled, unlabelled_pass = sum(paired.unlabelled), sum(paired.unlabelled_pass)
             superseded = sum(paired.superseded)
+            debt, seeded = sum(paired.acceptance_debt), sum(paired.seeded_pairs)
+            caught = sum(paired.seeded_caught)
         else:
             name = paired.models[group]
             fraction = paired.pass_fraction_by_model.get(name) or PassFraction(self.window)
             skipped = paired.skipped[group]
             unlabelled, unlabelled_pass = paired.unlabelled[group], paired.unlabelled_pass[group]
             superseded = paired.superseded[group]
+            debt, seeded = paired.acceptance_debt[group], paired.seeded_pairs[group]
+            caught = paired.seeded_caught[group]
         pass_fraction = fraction.value
         if pass_fraction is None:
             undefined["pass_fraction"] = "no non-SKIPPED verdict in scope yet"
@@ -371,6 +491,9 @@ class _Groups:
         report["skipped"] = skipped
         report["unlabeled_verdicts"] = unlabelled
         report["labels_superseded"] = superseded
+        report["acceptance_debt"] = debt
+        report["seeded_pairs"] = seeded
+        report["seeded_caught"] = caught
         report["corrected_pass_rate"] = _corrected(
             unlabelled_pass, unlabelled, _table_confusion(table), undefined
         )
@@ -417,30 +540,22 @@ class _Groups:
     def _drift(
         self, group: int | None, undefined: dict[str, str]
     ) -> tuple[bool | None, dict[str, Any] | None]:
-        """Whether the latest period's kappa interval lies entirely below the interval
-        of all earlier periods' pairs pooled."""
-        by = self.by or MONTH
-        present = self._present(group)
-        unit = f"runs-of-{by}" if isinstance(by, int) else by
-        if len(present) < 2:
-            undefined["drift"] = f"fewer than two periods ({unit}) with pairs"
-            return None, None
-        latest = self._table("period", group, present[-1])
-        earlier = self._table("earlier", group)
-        basis = {
-            "by": by,
-            "latest_period": self.paired.periods[present[-1]].name,
-            "latest_pairs": latest["pairs"],
-            "latest_kappa_ci95": latest["kappa_ci95"],
-            "earlier_pairs": earlier["pairs"],
-            "earlier_kappa_ci95": earlier["kappa_ci95"],
-        }
-        for name, table in (("the latest period", latest), ("the earlier periods", earlier)):
-            if table["kappa_ci95"] is None:
-                why = table["undefined"].get("kappa", "no interval")
-                undefined["drift"] = f"{name} has no kappa interval: {why}"
-                return None, basis
-        return latest["kappa_ci95"][1] < earlier["kappa_ci95"][0], basis
+        """The frozen-baseline CUSUM of :mod:`pmos.calibration.drift` over the group's
+        pairs in the order the PM labelled them."""
+        import numpy as np
+
+        if self.order is None:  # every pair in label order, once for all groups
+            ats, runs = self.paired.label_ats, self.paired.label_runs
+            self.order = np.asarray(
+                sorted(range(len(ats)), key=lambda i: (ats[i], runs[i])), dtype=np.int64
+            )
+        ordered = self.order[self._mask(group)[self.order]]
+        found = drift.detect(
+            self.columns.gate[ordered], self.columns.pm[ordered], self.rule, self.decided
+        )
+        if found.undefined is not None:
+            undefined["drift"] = found.undefined
+        return found.drift, found.basis
 
 
 def _isnan(values: Any) -> Any:

@@ -14,7 +14,11 @@ statistics never see a record. The pairing rule (calibration-method.md,
   *superseded*: it still pairs with what the PM saw, never with the newer
   verdict, and the run is in acceptance debt until the PM labels it again
   (``labels_superseded``). A label that judged nothing while the run now has
-  a judged verdict pairs with nothing.
+  a judged verdict (a PM label written before the first one) pairs with
+  nothing, and the run is back in acceptance debt;
+* a seeded known-bad case's answer key pairs with the case's latest judged
+  verdict whenever it came, and is counted apart (``seeded_pairs``), never in
+  the PM's pairs.
 
 Both ledgers are streamed once through the store's calibration reader
 (:mod:`pmos.calibration.judged`), on a large kit the eval ledger in a child process
@@ -33,6 +37,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from pmos.calibration.judged import (
+    BLIND_FIELDS,
     FILTER_FIELDS,
     LABEL_FIELDS,
     VERDICT_FIELDS,
@@ -169,7 +174,7 @@ def read_labels(
     ``screen``, labels that break a writer rule (a missing signature) are left out."""
     fields = LABEL_FIELDS + FILTER_FIELDS if detailed else LABEL_FIELDS
     if rows is None:
-        row = row_type("acceptances", fields)
+        row = row_type("acceptances", fields + BLIND_FIELDS)
         read = batches(store, "acceptances", row=row, screen=screen, excluded=excluded)  # type: ignore[arg-type]
     else:
         read = in_batches(rows)
@@ -194,17 +199,31 @@ class Paired:
     gate: list[int] = field(default_factory=list)
     pm: list[int] = field(default_factory=list)
     full: list[int] = field(default_factory=list)
+    #: 1 where the pair's label was given blind (``pmos accept --blind``).
+    blind: list[int] = field(default_factory=list)
     score: list[float | None] = field(default_factory=list)
     period: list[int] = field(default_factory=list)
     periods: list[Any] = field(default_factory=list)
     run_ids: list[str] | None = None
+    #: Each pair's label time and run: the order the PM labelled them in (drift).
+    label_ats: list[str] = field(default_factory=list)
+    label_runs: list[str] = field(default_factory=list)
     unlabelled: list[int] = field(default_factory=list)
     unlabelled_pass: list[int] = field(default_factory=list)
     skipped: list[int] = field(default_factory=list)
     superseded: list[int] = field(default_factory=list)
+    #: Judged runs whose latest judged verdict no label judges (``pmos queue``'s
+    #: acceptance debt): never labelled, labelled before it, or a label superseded.
+    acceptance_debt: list[int] = field(default_factory=list)
+    #: Seeded known-bad cases paired with a judged verdict, and those the gate failed.
+    seeded_pairs: list[int] = field(default_factory=list)
+    seeded_caught: list[int] = field(default_factory=list)
     #: Skips by runs whose model is not known (the writer lets a skip omit it).
     skipped_unknown_model: int = 0
     labels_without_verdict: int = 0
+    #: The evaluator model of the latest judged verdict in scope (None: none yet):
+    #: the current model, whose own pairs decide the headline ``calibrated``.
+    latest_model: str | None = None
     pass_fraction: PassFraction | None = None
     pass_fraction_by_model: dict[str, PassFraction] = field(default_factory=dict)
     #: Records left out because they break a writer rule (a screened read).
@@ -261,7 +280,8 @@ def pair(
     before = np.array(
         [v <= label for v, label in zip(current_ats, label_ats, strict=True)], dtype=bool
     )
-    takes_latest, named = judged_choice(names_current, found >= 0, before)
+    seeded = labels.seeded[labelled]
+    takes_latest, named = judged_choice(names_current, found >= 0, before, seeded)
     nothing = ~takes_latest & ~named
 
     def subject(latest_values: np.ndarray, earlier_values: np.ndarray) -> np.ndarray:
@@ -295,11 +315,18 @@ def pair(
     alone = in_scope & nothing
     unlabelled = np.bincount(model[alone], minlength=count)
     unlabelled_pass = np.bincount(model[alone & passed_of[current]], minlength=count)
-    paired = in_scope & ~nothing
+    # A seeded case's answer key pairs like a label but is reported apart: it is not
+    # the PM's judgement, so it never fills the PM's classes for the decision.
+    with_key = in_scope & ~nothing & seeded
+    gate_passed = subject(passed_of, earlier_passed)
+    out.seeded_pairs = np.bincount(model[with_key], minlength=count).tolist()
+    out.seeded_caught = np.bincount(model[with_key & ~gate_passed], minlength=count).tolist()
+    paired = in_scope & ~nothing & ~seeded
     out.model = model[paired].tolist()
-    out.gate = subject(passed_of, earlier_passed)[paired].astype(int).tolist()
+    out.gate = gate_passed[paired].astype(int).tolist()
     out.pm = labels.passed.astype(bool)[labelled][paired].astype(int).tolist()
     out.full = subject(full_of, earlier_full)[paired].astype(int).tolist()
+    out.blind = labels.blind[labelled][paired].astype(int).tolist()
     scores = subject(judged.scores, earlier.scores)[paired].tolist()
     out.score = [None if s != s else s for s in scores]  # NaN stood for None
     rows = labelled[paired]
@@ -312,7 +339,10 @@ def pair(
         unjudged[rows_alone] = [
             wanted(models[model_of[r]], inits[r], judged.ats[r]) for r in rows_alone.tolist()
         ]
-    unlabelled += np.bincount(model_of[unjudged], minlength=count)
+    never = np.bincount(model_of[unjudged], minlength=count)
+    unlabelled += never
+    # The queue's acceptance debt: judged runs whose latest judged verdict no label judges.
+    out.acceptance_debt = (superseded + never).tolist()
     unlabelled_pass += np.bincount(model_of[unjudged & passed_of], minlength=count)
     skipped = [0] * count
     index = {name: i for i, name in enumerate(models)}
@@ -340,10 +370,23 @@ def pair(
     out.unlabelled, out.unlabelled_pass = unlabelled.tolist(), unlabelled_pass.tolist()
     out.skipped, out.superseded = skipped, superseded.tolist()
     out.period, out.periods = assign_periods(times, runs, by or "month")
+    out.label_ats, out.label_runs = times, runs
     out.run_ids = runs if with_runs else None
+    out.latest_model = _latest_model(judged, models, model_of)
     out.pass_fraction = verdicts.pass_fraction
     out.pass_fraction_by_model = verdicts.pass_fraction_by_model
     return out
+
+
+def _latest_model(judged: LatestVerdicts, models: list[str], model_of: np.ndarray) -> str | None:
+    """The model of the latest judged verdict: the latest of the runs' latest ones, by
+    (recorded_at, model name) (the record id is kept only as a hash, so a tie in time
+    is broken by the name, the same in every process)."""
+    if not judged.ats:
+        return None
+    codes = model_of.tolist()
+    _, name = max(zip(judged.ats, (models[m] for m in codes), strict=True))
+    return name
 
 
 #: An eval ledger at least this large is read in a child process while this

@@ -5,9 +5,12 @@ The queue covers every run the kit knows of: registered, judged, or labelled.
 SKIPPED, registered or not: a skip is declared honestly, but judging still did
 not happen, so the debt stays until a real verdict lands. *Acceptance debt* is
 every run the gate has judged (a non-SKIPPED verdict) that the PM has not
-labelled, or whose latest label judged an earlier verdict than the run's latest
-judged one (the PM has not seen the newer verdict); those are the runs
-calibration cannot use.
+labelled, or whose latest label does not judge the run's latest judged verdict
+by calibration's pairing rule (:func:`pmos.gate.latest.judged_choice`): it
+judged an earlier verdict, or none because it was written before the run was
+first judged (the PM has not seen the latest verdict). A seeded known-bad
+case's answer key judges whatever verdict comes. ``pmos metrics`` counts the
+same runs in ``acceptance_debt``.
 
 *Calibration debt* is the seeded known-bad runs (``pmos known-bad seed``) that
 await a verdict. They are listed apart from verification debt: they exist to
@@ -25,9 +28,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from pmos.gate.latest import per_run, verdicts_per_run
+from pmos.gate.latest import judged_choice, per_run, verdicts_per_run
 from pmos.gate.screen import KitScreen
-from pmos.gate.seeded import is_seeded
+from pmos.gate.seeded import is_seeded, is_seeded_label
 from pmos.gate.vocabulary import SKIPPED
 from pmos.kit import Kit
 from pmos.store.read import records
@@ -95,7 +98,7 @@ VERDICT_FIELDS = (
     "recorded_at",
     "record_id",
 )
-LABEL_FIELDS = ("run_id", "initiative_id", "recorded_at", "record_id", "gate_record_id")
+LABEL_FIELDS = ("run_id", "initiative_id", "recorded_at", "record_id", "gate_record_id", "by")
 
 
 def compute_queue(kit: Kit, now: datetime | None = None) -> Queue:
@@ -129,7 +132,15 @@ def queue_from_rows(
     wherever they were read: the kit's ledgers, or a database (``pmos queue --db``)."""
     now = now or datetime.now(UTC)
     registered = per_run(run_rows)
-    verdicts = verdicts_per_run(verdict_rows)
+    judged_ids: set[tuple[str, str]] = set()
+
+    def noting(rows: Iterable[Any]) -> Iterator[Any]:
+        for row in rows:
+            if row.verdict != SKIPPED:
+                judged_ids.add((row.run_id, row.record_id))
+            yield row
+
+    verdicts = verdicts_per_run(noting(verdict_rows))
     labels = per_run(label_rows)
     # Every run the kit knows of, in the order its first record names it.
     known = dict.fromkeys([*registered, *verdicts, *labels])
@@ -165,14 +176,26 @@ def queue_from_rows(
         judged = verdict.judged if verdict else None
         if judged is None:
             continue
-        label_judged = label.latest.gate_record_id if label else None
-        superseded = label is not None and label_judged not in (None, judged.record_id)
-        if label is not None and not superseded:
-            continue
+        if label is not None:
+            # The pairing rule, as calibration applies it: the label judges the
+            # verdict it names, else the latest judged one recorded before it
+            # (any, for a seeded case's answer key), else nothing.
+            latest_label = label.latest
+            named_id = latest_label.gate_record_id
+            takes_latest, _ = judged_choice(
+                named_id is not None and named_id == judged.record_id,
+                named_id is not None and (run, named_id) in judged_ids,
+                judged.recorded_at <= latest_label.recorded_at,
+                is_seeded_label(run, getattr(latest_label, "by", None)),
+            )
+            if takes_latest:
+                continue
         item = entry(run, first)
         item["verdict"] = judged.verdict
         item["record_id"] = judged.record_id
-        item["label_superseded"] = superseded
+        # Labelled, but not since the latest judged verdict (an older verdict, or
+        # none: a label written before the run was first judged).
+        item["label_superseded"] = label is not None
         acceptance.append(item)
     order = lambda item: (parse_instant(item["age_from"]), item["run_id"])  # noqa: E731
     for debt in (verification, acceptance, calibration):

@@ -40,6 +40,7 @@ COMMAND_MODULES: dict[str, str] = {
     "assess": "assesscmds",
     "metrics": "metricscmds",
     "queue": "metricscmds",
+    "label": "labelcmds",
     "board": "boardcmds",
     "stats": "statscmds",
     "sync": "dbcmds",

@@ -134,12 +134,20 @@ def _threshold_note(r: dict[str, Any]) -> str:
 def _drift_line(r: dict[str, Any]) -> str:
     basis = r["drift_basis"]
     if r["drift"] is None:
-        return f"drift: undefined ({r['undefined'].get('drift', 'no periods')})"
-    word = "YES" if r["drift"] else "no"
+        return f"drift: undefined ({r['undefined'].get('drift', 'no baseline')})"
+    baseline = (
+        f"baseline: {basis['baseline_pairs']} pairs from pair {basis['baseline_start_pair']}, "
+        f"kappa {_num(basis['baseline_kappa'])}, "
+        f"disagreement {_num(basis['baseline_disagreement'])}"
+    )
+    if r["drift"]:
+        return (
+            f"drift: YES since pair {basis['alarm_at_pair']}, not yet recalibrated "
+            f"(disagreements rose towards {_num(basis['alarm_disagreement'])}; {baseline})"
+        )
     return (
-        f"drift ({basis['by']}): {word}: latest period {basis['latest_period']} kappa "
-        f"{_interval(basis['latest_kappa_ci95'])} vs earlier periods "
-        f"{_interval(basis['earlier_kappa_ci95'])}"
+        f"drift: no (CUSUM {_num(basis['cusum'])} of {basis['decision_interval']:g} over "
+        f"{basis['pairs_since_baseline']} pairs since the {baseline})"
     )
 
 
@@ -184,7 +192,11 @@ def render_metrics(r: dict[str, Any]) -> str:
         ],
         ["kappa threshold", _num(r["kappa_threshold"]), f"rule: {r['calibration_rule']}"],
         ["kappa point >= threshold", _num(r["kappa_point_meets_threshold"]), ""],
-        ["calibrated", _num(r["calibrated"]), ""],
+        [
+            "calibrated",
+            _num(r["calibrated"]),
+            f"evaluator model {r['model']} ({r['model_source']})" if r["model"] else "",
+        ],
         [
             "labels needed",
             _num(needed),
@@ -340,7 +352,7 @@ def queue(
                         note
                         for note, on in (
                             ("unregistered", not d["registered"]),
-                            ("label judged an older verdict", d["label_superseded"]),
+                            ("label judged an older verdict or none", d["label_superseded"]),
                         )
                         if on
                     ),

@@ -38,8 +38,9 @@ def agreement(
 
     The same code as pmos metrics computes them, and calibrated /
     calibration_reason are the decision a kit with the default settings would
-    make (kappa threshold 0.60, interval rule, min_per_class 10, min_tnr 0.50,
-    min_pairs 20). With --json, one JSON object per input table, in order.
+    make (kappa threshold 0.60, sequential rule with each table read as the look
+    at its number of pairs, min_per_class 10, min_tnr 0.50, min_pairs 20). With
+    --json, one JSON object per input table, in order.
     """
     import orjson
 

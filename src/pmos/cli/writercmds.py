@@ -305,6 +305,15 @@ def accept(
             "requires signatures (signing.required or signing.required_since).",
         ),
     ] = None,
+    blind: Annotated[
+        bool,
+        typer.Option(
+            "--blind",
+            help="The PM labelled without seeing the gate's verdict ('pmos label next "
+            "--blind' shows a run without it): the label is marked blind: true, and "
+            "calibration reports agreement on blind labels apart.",
+        ),
+    ] = False,
     ledger: Ledger = None,
     json_output: JsonFlag = False,
 ) -> None:
@@ -334,6 +343,7 @@ def accept(
             signing_key=key,
             refuse_unknown_run=not allow_unknown_run,
             verdict_id=verdict,
+            blind=blind,
         )
     _report(written, json_output)
 

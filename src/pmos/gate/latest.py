@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
+from pmos.gate.seeded import is_seeded_label
 from pmos.gate.vocabulary import SKIPPED
 from pmos.timestamps import parse_instant, rfc3339
 
@@ -97,7 +98,9 @@ def instant_key(stamp: str) -> str:
     return rfc3339(parse_instant(stamp))
 
 
-def judged_choice(names_latest: Any, names_earlier: Any, latest_before: Any) -> tuple[Any, Any]:
+def judged_choice(
+    names_latest: Any, names_earlier: Any, latest_before: Any, ground_truth: Any = False
+) -> tuple[Any, Any]:
     """The pairing rule: whether a run's latest label judges its latest judged
     verdict, or an earlier judged verdict of the run (at most one is true;
     neither: it judges nothing).
@@ -106,13 +109,18 @@ def judged_choice(names_latest: Any, names_earlier: Any, latest_before: Any) -> 
     its ``gate_record_id`` is that verdict's record id). A label naming none
     (recorded before any judgement, by an older writer, or against a SKIPPED
     verdict) judges the latest judged verdict if that was recorded before it
-    (``latest_before``), and nothing otherwise. Works on booleans and on numpy
-    arrays of them alike (calibration decides for every label at once).
+    (``latest_before``), and nothing otherwise: a PM label written before the
+    run's first judged verdict judged no verdict, so the run goes back to the
+    acceptance queue once it is judged. A seeded known-bad case's answer key
+    (``ground_truth``, :func:`pmos.gate.seeded.is_seeded_label`) is the case's
+    truth whatever the gate said, so it judges the latest judged verdict
+    whenever that came, whichever verdict it names. Works on booleans and on
+    numpy arrays of them alike (calibration decides for every label at once).
     """
     # ``x ^ True`` is "not x" for a bool and for a numpy array of them alike, and
     # this module stays free of numpy (the writers and the queue never load it).
-    takes_earlier = names_earlier & (names_latest ^ True)
-    takes_latest = names_latest | ((names_earlier ^ True) & latest_before)
+    takes_earlier = names_earlier & (names_latest ^ True) & (ground_truth ^ True)
+    takes_latest = names_latest | ground_truth | ((names_earlier ^ True) & latest_before)
     return takes_latest, takes_earlier
 
 
@@ -120,12 +128,14 @@ def judged_by(label: Any, latest: Any, named: Any = None) -> Any:
     """The verdict a run's latest ``label`` judges (None: none), by
     :func:`judged_choice`, given the run's latest judged verdict and ``named``,
     the judged verdict *of the same run* whose record id the label's
-    ``gate_record_id`` names, if there is one. Works on rows and named tuples.
+    ``gate_record_id`` names, if there is one. Works on rows and named tuples
+    (a row without ``by`` is never a seeded case's answer key).
     """
     gate_id = label.gate_record_id
     takes_latest, takes_earlier = judged_choice(
         gate_id is not None and gate_id == latest.record_id,
         named is not None and named.record_id == gate_id,
         latest.recorded_at <= label.recorded_at,
+        is_seeded_label(label.run_id, getattr(label, "by", None)),
     )
     return latest if takes_latest else named if takes_earlier else None

@@ -418,8 +418,12 @@ def record_acceptance(
     signing_key: Any = None,
     refuse_unknown_run: bool = False,
     verdict_id: str | None = None,
+    blind: bool = False,
 ) -> Written | None:
     """Store a PM's acceptance label; it supersedes any earlier label of the run.
+
+    ``blind`` marks a label the PM gave without seeing the gate's verdict
+    (``pmos accept --blind``): stored as ``blind: true``.
 
     The label is stored against the verdict it judges (``gate_verdict``,
     ``gate_record_id``): ``verdict_id`` when given (``pmos accept --verdict``),
@@ -469,6 +473,8 @@ def record_acceptance(
         }
         if note is not None:
             record["note"] = note
+        if blind:
+            record["blind"] = True
         notes: list[str] = []
         run = lookup.find_run(kit.store, run_id)
         if run is not None:

@@ -42,9 +42,15 @@ class Config(NamedTuple):
     min_per_class: int = 10
     #: The lower end of TNR's 95% interval must reach this (0 turns the check off).
     min_tnr: float = 0.50
-    #: interval (default): kappa's lower 95% bound must reach the threshold;
-    #: point: the earlier rule on kappa's point estimate.
-    calibration_rule: str = "interval"
+    #: sequential (default): the interval rule and kappa's alpha-spending bound,
+    #: safe under repeated looks; interval: kappa's lower 95% bound must reach the
+    #: threshold (safe for one reading only); point: the rule on kappa's point estimate.
+    calibration_rule: str = "sequential"
+    #: ``calibration.model``: the evaluator model whose own pairs decide the headline
+    #: ``calibrated`` (None: the model of the latest judged verdict).
+    calibration_model: str | None = None
+    #: ``calibration.min_blind_labels``: blind pairs the current model needs.
+    min_blind_labels: int = 0
     model_families: Mapping[str, list[str]] = DEFAULT_FAMILIES
     #: The whole parsed file, for sections that belong to other modules.
     raw: Mapping[str, Any] = {}
@@ -90,6 +96,13 @@ def parse_config(text: str, path: Path | str) -> Config:
     ledgers = {k.name: k.default_path for k in LEDGER_KINDS.values()}
     ledgers.update(data["ledgers"])
     known = {k: data[k] for k in Config._fields if k in data and k not in ("ledgers", "raw")}
+    section = data.get("calibration") or {}
+    if "model" in section:
+        known["calibration_model"] = section["model"]
+    if "min_blind_labels" in section:
+        if type(section["min_blind_labels"]) is not int:
+            raise ConfigError(f"{path}: calibration.min_blind_labels must be a whole number")
+        known["min_blind_labels"] = section["min_blind_labels"]
     return Config(ledgers=ledgers, raw=data, **known)
 
 
