@@ -180,7 +180,12 @@ def test_a_signed_label_has_exactly_one_valid_form(cli, kit_root, keys, tmp_path
         path = forge(kit_root, "acceptances", forged)
         code, problems = verify_json(cli)
         assert code == 1
-        assert [p["file"] for p in problems] == [str(path)]
+        # The second form is refused; sharing its original's record_id in one month,
+        # it also keeps the original from counting (a duplicate id counts for neither).
+        assert str(path) in [p["file"] for p in problems]
+        assert all(
+            p["file"] == str(path) or "duplicate record_id" in p["problem"] for p in problems
+        )
         path.unlink()
     stored = json.loads(cli("ledger", "show", "acceptances", "--json").stdout)
     assert len(stored) == 2

@@ -14,9 +14,10 @@ reads, in loose files and pack lines alike:
   its bucket and record count (a pack that fails is left out whole: its lines
   cannot be told apart from an edit);
 * within a ledger, records are ordered by (``recorded_at``, ``record_id``,
-  digest), copies of one record (one digest, in two files) count once, and of
-  two records with one ``record_id`` only the first counts: the others are
-  left out as "duplicate record_id, first stored as <digest>".
+  digest), copies of one record (one digest, in two files) count once; records
+  of one month that share a ``record_id`` are all left out (their order would
+  be their digests', which a forger chooses), and a record whose ``record_id``
+  an earlier month holds is left out.
 
 A record that fails is not raised: it is left out, with the reason
 :func:`scan` gives, which is the text ``pmos ledger verify`` reports. So
@@ -127,7 +128,10 @@ def scan(
     ``skip`` names packs (by the SHA-256 in their names) the caller holds already
     (``pmos sync``): they are not read, and their records are not yielded.
     """
-    seen: dict[str, str] = {}  # record_id -> digest of the record that counts
+    # The record ids of earlier months, as their hashes: a million-record ledger's
+    # strings would cost the reader more than everything else it keeps. Two ids
+    # are confused only if their 64-bit hashes collide in this process.
+    seen: set[int] = set()
     strays = [Refused(str(path), None, None, why) for path, why in sources.strays]
     for bucket in sources.buckets:
         result = scan_bucket(sources.folder, bucket, kind, seen, skip)
@@ -143,7 +147,7 @@ def scan_bucket(
     folder: Path,
     bucket: Bucket,
     kind: str,
-    seen: dict[str, str] | None,
+    seen: set[int] | None,
     skip: frozenset[str] = frozenset(),
 ) -> BucketScan:
     """One bucket (see :func:`scan`); ``seen`` carries the record ids of older buckets.
@@ -162,6 +166,12 @@ def scan_bucket(
     found.sort(key=lambda s: (s.key, s.digest))
     counted: list[Stored] = []
     last = None
+    # Of records that share a record_id within one month, none counts: which one
+    # sorts first would be decided by their digests, which whoever made the second
+    # can choose, so "the first" would let a forgery shadow the real record.
+    digests_of: dict[str, set[str]] = {}
+    for entry in found:
+        digests_of.setdefault(entry.key[1], set()).add(entry.digest)
     for entry in found:
         if entry.digest == last:
             continue  # a copy of the record before it (in another file)
@@ -170,18 +180,30 @@ def scan_bucket(
             counted.append(entry)
             continue
         record_id = entry.key[1]
-        first = seen.get(record_id)
-        if first is not None:
+        others = len(digests_of[record_id])
+        if others > 1:
             refused.append(
                 Refused(
                     entry.file,
                     entry.line,
                     record_id,
-                    f"duplicate record_id, first stored as {first}",
+                    f"duplicate record_id: {others} different records of {bucket.name} "
+                    "carry it, so none counts",
                 )
             )
             continue
-        seen[record_id] = entry.digest
+        key = hash(record_id)
+        if key in seen:
+            refused.append(
+                Refused(
+                    entry.file,
+                    entry.line,
+                    record_id,
+                    "duplicate record_id: an earlier month holds a record with this id",
+                )
+            )
+            continue
+        seen.add(key)
         counted.append(entry)
     return BucketScan(bucket.name, counted, refused, read)
 

@@ -183,7 +183,7 @@ def loose_values(store: Store, kind: str, field: str) -> set[str]:
     verdicts loose labels name)."""
     sources = store.sources(kind)
     found = set()
-    seen: dict[str, str] = {}
+    seen: set[int] = set()
     for bucket in sources.buckets:
         if not bucket.loose:
             continue
@@ -209,7 +209,7 @@ def newest_first(store: Store, kind: str, *, plain: bool = False) -> Iterator[di
     sources = store.sources(kind)
     decode, errors = lines.decoder(kind, None, plain)
     for bucket in reversed(sources.buckets):
-        scanned_bucket = integrity.scan_bucket(sources.folder, bucket, kind, {})
+        scanned_bucket = integrity.scan_bucket(sources.folder, bucket, kind, set())
         for entry in reversed(scanned_bucket.stored):
             try:
                 yield decode(entry.raw)

@@ -5,9 +5,6 @@ rule every reader applies, and reports every file and record it leaves out, so
 ``verify`` names exactly the records metrics, queue, board, gate and sync
 leave out, with the same reason. It also reports:
 
-* a record dated more than :data:`FUTURE_SLACK_S` after the machine's clock
-  (a writer's clock sets ``recorded_at``; a record from the future was not
-  written by one, or by a machine whose clock is wrong);
 * with a screen (:mod:`pmos.store.screening`), every record that breaks a
   writer's rule (a pack's outcome may come from the cache outside the
   repository, :mod:`pmos.store.screencache`);
@@ -23,25 +20,22 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Collection
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import orjson
 
-from pmos.errors import BadInput, LedgerCorrupt, Violation
+from pmos.errors import LedgerCorrupt, Violation
 from pmos.store import integrity, lines
 from pmos.store.append import schema_problems
 from pmos.store.layout import Store
 from pmos.store.read import Sieve
 from pmos.store.registry import LEDGER_KINDS
 from pmos.store.screening import Excluded, Screen
-from pmos.timestamps import parse_instant
 
 #: A check of one stored record beyond its schema: every broken rule, or none.
 RecordCheck = Callable[[str, dict[str, Any]], list[Violation]]
 #: How far after the machine's clock a record may be dated (clocks drift a little).
-FUTURE_SLACK_S = 300
 
 
 class Problem(NamedTuple):
@@ -108,7 +102,6 @@ def verify_store(
     check: RecordCheck | None = None,
     screen: Screen | None = None,
     verified_packs: Collection[str] = frozenset(),
-    now: datetime | None = None,
 ) -> list[KindReport]:
     """One report per ledger kind (see the module docstring and :func:`verify_kind`)."""
     return [
@@ -119,7 +112,6 @@ def verify_store(
             check=check,
             screen=screen,
             verified_packs=verified_packs,
-            now=now,
         )
         for kind in LEDGER_KINDS
     ]
@@ -133,7 +125,6 @@ def verify_kind(
     check: RecordCheck | None = None,
     screen: Screen | None = None,
     verified_packs: Collection[str] = frozenset(),
-    now: datetime | None = None,
 ) -> KindReport:
     """Verify one kind's ledger.
 
@@ -148,7 +139,6 @@ def verify_kind(
     except LedgerCorrupt as exc:
         report.add(exc.path, exc.line, exc.problem)
         return report
-    latest = (now or datetime.now(UTC)) + timedelta(seconds=FUTURE_SLACK_S)
     screened = Excluded()
     sieve = Sieve(store, kind, screen, screened) if screen is not None and check is None else None
     unreadable: list[str] = []  # a ledger the rules read is corrupt: said once
@@ -181,16 +171,6 @@ def verify_kind(
                     report.add(exc.path, exc.line, f"the writers' rules cannot be checked: {exc}")
         for entry in bucket.stored:
             report.digests[entry.digest] = entry.key[1]
-            try:
-                if parse_instant(entry.key[0]) > latest:
-                    report.add(
-                        entry.file,
-                        entry.line,
-                        f"the record is dated {entry.key[0]}, more than {FUTURE_SLACK_S // 60} "
-                        "minutes after this machine's clock: no writer's clock made it",
-                    )
-            except BadInput as exc:
-                report.add(entry.file, entry.line, f"the record's recorded_at: {exc}")
             if with_schema or check is not None:
                 record = orjson.loads(lines.split(entry.raw)[0])
                 if with_schema:
