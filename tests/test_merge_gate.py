@@ -592,3 +592,66 @@ def test_a_kit_made_before_the_policy_ledger_still_verifies(kit_root, cli):
     shutil.rmtree(kit_root / "state/evals")
     result = cli("ledger", "verify")
     assert result.exit_code == 1 and "the evals ledger folder is missing" in result.output
+
+
+def test_a_hand_made_label_dated_before_its_verdict_does_not_let_a_run_merge(
+    tmp_path, keys, cli, monkeypatch
+):
+    """Without signing, a hand-made pass label obeys every rule a stored label can be
+    checked against alone; dated before the verdict it names, the gate refuses it."""
+    from datetime import timedelta
+
+    import ledgerfiles
+    from pmos.timestamps import parse_instant, rfc3339
+
+    product = make_product(tmp_path, keys, cli, signing=False)
+    monkeypatch.setenv("PMOS_ROOT", str(product.kit))
+    monkeypatch.chdir(product.repo)
+    product.branch("feature")
+    product.register("r1")
+    product.verdict_id = product.verdict("r1")
+    record, _line, _digest = hand_made_label(product)
+    verdict = json.loads(product.cli("ledger", "show", "evals", "--json").stdout)[-1]
+    record["recorded_at"] = rfc3339(parse_instant(verdict["recorded_at"]) - timedelta(minutes=1))
+    ledgerfiles.forge(product.kit, "acceptances", record)
+    product.commit()
+    code, report = product.gate("--base", "origin/main")
+    assert code == 1
+    assert "[label-before-verdict]" in reasons(report)
+    # The honest order passes.
+    (tmp_path / "honest").mkdir()
+    honest = make_product(tmp_path / "honest", keys, cli, signing=False)
+    monkeypatch.setenv("PMOS_ROOT", str(honest.kit))
+    monkeypatch.chdir(honest.repo)
+    honest.branch("feature")
+    honest_run(honest)
+    honest.commit()
+    code, report = honest.gate("--base", "origin/main")
+    assert code == 0, report["reasons"]
+
+
+def test_a_verdict_passing_what_the_runs_assessment_failed_may_not_merge(product, tmp_path):
+    """The verdict is written before the assessment (so its writer could not refuse
+    it); the assessment of the same run then records the criterion's check failing.
+    The gate holds the verdict to that assessment, as the writer would have."""
+    import yaml
+
+    contract = tmp_path / "contract.yaml"
+    criterion = {"id": "c1", "text": "The build leaves done.txt."}
+    criterion["test_method"] = {"type": "test", "command": "test -f done.txt"}
+    contract.write_text(yaml.safe_dump({"done_criteria": [criterion]}))
+    product.ok(
+        "run", "register", "--run-id", "r1", "--initiative-id", "shop",
+        "--builder-model", "claude-sonnet-4", "--contract", str(contract),
+    )  # fmt: skip
+    product.ok(
+        "eval", "log", "r1", "shop", "0.9", "PASS", RUBRIC, "gpt-5",
+        "--criterion", "c1=pass:contract.yaml", "--standards", "pass",
+    )  # fmt: skip
+    product.label("r1")
+    assessed = product.cli("assess", "--run-id", "r1", "--cwd", str(product.repo), "--json")
+    assert assessed.exit_code == 1, assessed.output  # done.txt is not there: c1 fails
+    product.commit()
+    code, report = product.gate("--base", "origin/main")
+    assert code == 1
+    assert "[assessment-contradiction]" in reasons(report)

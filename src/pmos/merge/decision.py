@@ -49,9 +49,11 @@ from pmos._util.forked import ForkedCall
 from pmos._util.git import Repository, TreeEntry
 from pmos.errors import BadInput, PmosError
 from pmos.gate.approvals import signature_problem
+from pmos.gate.clock import label_before_verdict
 from pmos.gate.known_bad import INITIATIVE, LABELLER, RUN_PREFIX, load_case
 from pmos.gate.latest import instant_key
 from pmos.gate.recheck import Context, stored_record_problems
+from pmos.gate.rules import check_against_assessments
 from pmos.gate.vocabulary import PASS_SIDE, SKIPPED
 from pmos.kit import Kit
 from pmos.kit.config import CONFIG_NAME
@@ -551,7 +553,7 @@ class _Judge:
                 if (kind, record.record_id) in bad and record.run_id is not None:
                     changed_runs.setdefault(record.run_id, [])
         by_run: dict[str, dict[str, list[dict[str, Any]]]] = {}
-        for kind in ("runs", "evals", "acceptances"):
+        for kind in ("runs", "evals", "acceptances", "assessments"):
             for record in head.records.get(kind, {}).values():
                 run_id = record.run_id
                 if run_id in changed_runs and (kind, record.record_id) not in bad:
@@ -658,6 +660,21 @@ class _Judge:
                 reasons.append(
                     f"the PM labelled it fail ({decision.label_record_id} by {label.get('by')})"
                 )
+        if latest_judged is not None:
+            # The writers' rules that depend on other records of the run, applied to
+            # what the change holds (a hand-made record never passed a writer).
+            run = runs[-1] if runs else None
+            assessments = records.get("assessments", [])
+            for found in check_against_assessments(latest_judged, run, assessments, now=self.now):
+                reasons.append(f"its latest judged verdict {decision.verdict_record_id}: {found}")
+        if label is not None:
+            named = label.get("gate_record_id")
+            judged_by_label = next((v for v in verdicts if v.get("record_id") == named), None)
+            early = (
+                None if judged_by_label is None else label_before_verdict(label, judged_by_label)
+            )
+            if early is not None:
+                reasons.append(f"its PM label {decision.label_record_id}: {early}")
         model = decision.evaluator_model
         calibrated = model is not None and self.report.calibration.get(model, {}).get(
             "calibrated", False
