@@ -34,7 +34,7 @@ def test_label_next_blind_shows_the_run_without_the_verdict(cli, kit):
         rubric_path="planning/evals/agent-run-eval-rubric.md",
         evaluator_model="gpt-5",
         standards="fail",
-        criteria=[{"id": "c1", "result": "fail", "verified": True}],
+        criteria=[{"id": "c1", "result": "fail", "verified": True, "evidence": "contract.yaml"}],
     ).record
     seen = label_next(cli)
     assert (seen["run_id"], seen["blind"], seen["waiting"]) == ("r1", False, 1)

@@ -44,8 +44,15 @@ def judge_case(kit, case, word: str) -> None:
         rubric_path=RUBRIC,
         evaluator_model="gpt-5",
         standards="fail" if word == "FAIL" else "pass",
+        # Each grade cites the case's contract file as its evidence (a verified
+        # grade must cite something pmos can check).
         criteria=[
-            {"id": c["id"], "result": "fail" if c["id"] in failed else "pass", "verified": True}
+            {
+                "id": c["id"],
+                "result": "fail" if c["id"] in failed else "pass",
+                "verified": True,
+                "evidence": "contract.yaml",
+            }
             for c in case.contract["done_criteria"]
         ],
     )

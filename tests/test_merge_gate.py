@@ -435,15 +435,17 @@ def test_seeded_labels_never_count_toward_calibration(product, cli):
         )
         product.verdict(run, "FAIL", initiative="known-bad")
         product.ok("accept", run, "--label", "fail", "--by", "seeded")
-    # Read as pmos metrics reads it, the seeded labels make gpt-5 calibrated...
+    # Seeded labels are answer keys: pmos metrics pairs them apart and never counts
+    # them toward the PM's classes...
     metrics = json.loads(product.ok("metrics", "--json").stdout)
-    assert metrics["by_model"]["gpt-5"]["calibrated"] is True
+    assert metrics["seeded_pairs"] == 2
+    assert metrics["by_model"]["gpt-5"]["calibrated"] is False
     to_main(product)
     product.register("r1")
     product.verdict("r1")
     product.commit()
     code, report = product.gate("--base", "origin/main")
-    # ... but not for the gate, so the run still needs the PM's label.
+    # ... and neither does the gate, so the run still needs the PM's label.
     assert code == 1
     assert report["calibration"]["by_model"]["gpt-5"]["calibrated"] is False
     assert report["calibration"]["seeded_labels_excluded"] == 2
