@@ -263,3 +263,19 @@ def test_a_forged_record_that_breaks_a_writer_rule_is_named_by_verify(cli, kit_r
         [evals] = [r for r in json.loads(result.stdout)["ledgers"] if r["kind"] == "evals"]
         named = [p for p in evals["problems"] if p["file"] == str(pack)]
         assert named and all(p["problem"].startswith("rule: ") and p["line"] == 2 for p in named)
+
+
+def test_a_checkpoint_never_overwrites_a_kit_file_or_a_file_of_the_users(cli, kit_root, tmp_path):
+    files = {p: p.read_bytes() for p in kit_root.rglob("*") if p.is_file()}
+    for inside in (kit_root / "pmos.yaml", kit_root / "checkpoint.json"):
+        refused = cli("ledger", "checkpoint", "--out", str(inside))
+        assert refused.exit_code == 2 and "inside the kit" in refused.stderr
+    assert {p: p.read_bytes() for p in kit_root.rglob("*") if p.is_file()} == files
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine\n")
+    refused = cli("ledger", "checkpoint", "--out", str(notes))
+    assert refused.exit_code == 2 and "not a pmos checkpoint" in refused.stderr
+    assert notes.read_text() == "mine\n"
+    out = tmp_path / "checkpoint.json"
+    assert cli("ledger", "checkpoint", "--out", str(out)).exit_code == 0
+    assert cli("ledger", "checkpoint", "--out", str(out)).exit_code == 0  # an earlier one

@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from pmos import atomic
 from pmos.errors import BadInput, LedgerCorrupt
 from pmos.store import lines
 from pmos.store.digest import record_digest
@@ -83,11 +84,35 @@ def write_checkpoint(store: Store, out: Path) -> dict[str, Any]:
         "digest": summary(digests),
         "kinds": {kind: dict(sorted(found.items())) for kind, found in digests.items()},
     }
+    _check_checkpoint_target(store, out)
     try:
-        out.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
+        atomic.replace_file(out, orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
     except OSError as exc:
         raise BadInput(f"cannot write the checkpoint {out}: {exc.strerror}") from None
     return {k: data[k] for k in ("created_at", "records", "digest")} | {"path": str(out)}
+
+
+def _check_checkpoint_target(store: Store, out: Path) -> None:
+    """A checkpoint goes outside the kit (kept beside the kit, it proves nothing a
+    rewrite of the kit could not rewrite too), and replaces only an earlier
+    checkpoint: never pmos.yaml, a ledger file or any other file of the user's."""
+    real = Path(os.path.realpath(out))
+    root = Path(os.path.realpath(store.root))
+    if real == root or root in real.parents:
+        raise BadInput(
+            f"{out} is inside the kit {root}: keep the checkpoint outside the kit (and the "
+            "repository), where a change to the kit cannot change it too"
+        )
+    if real.exists() or out.is_symlink():
+        try:
+            earlier = orjson.loads(real.read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            earlier = None
+        if not (isinstance(earlier, dict) and "pmos_checkpoint" in earlier):
+            raise BadInput(
+                f"{out} exists and is not a pmos checkpoint: pmos ledger checkpoint replaces "
+                "only an earlier checkpoint; choose another --out"
+            )
 
 
 def read_checkpoint(path: Path) -> Digests:
