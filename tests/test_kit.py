@@ -238,3 +238,24 @@ def test_config_paths_are_checked(kit_root, cli, line, expected):
     result = cli("root")
     assert result.exit_code == 2, result.stderr
     assert expected in result.stderr
+
+
+def test_a_writer_says_which_kit_it_wrote_to_when_it_found_it_by_searching(
+    kit_root, cli, monkeypatch
+):
+    """Run inside a clone of pmos, or below a folder that holds another kit, the kit
+    found upward may not be the one meant: a command that writes says which it was."""
+    monkeypatch.delenv("PMOS_ROOT")
+    monkeypatch.chdir(kit_root / "planning")
+    wrote = cli("run", "register", "--run-id", "r1", "--initiative-id", "i", "--builder-model", "m")
+    assert wrote.exit_code == 0
+    assert f"pmos: wrote to the kit at {kit_root.resolve()}" in wrote.stderr
+    read = cli("ledger", "show", "runs")  # reading names nothing
+    assert read.exit_code == 0 and "wrote to the kit" not in read.stderr
+    monkeypatch.setenv("PMOS_ROOT", str(kit_root))  # named: nothing to say
+    named = cli("run", "register", "--run-id", "r2", "--initiative-id", "i", "--builder-model", "m")
+    assert named.exit_code == 0 and "wrote to the kit" not in named.stderr
+    monkeypatch.delenv("PMOS_ROOT")
+    monkeypatch.chdir(kit_root)  # in the kit root itself, the kit is plain to see
+    here = cli("run", "register", "--run-id", "r3", "--initiative-id", "i", "--builder-model", "m")
+    assert here.exit_code == 0 and "wrote to the kit" not in here.stderr

@@ -21,6 +21,7 @@ import io
 import os
 import sys
 from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -100,8 +101,9 @@ class PmosGroup(TyperGroup):
 
     def invoke(self, ctx: Any) -> Any:
         try:
-            return super().invoke(ctx)
+            result = super().invoke(ctx)
         except PmosError as exc:
+            say_where_written()
             typer.echo(f"pmos: error: {exc}", err=True)
             raise typer.Exit(exc.exit_code) from None
         except BrokenPipeError:
@@ -122,6 +124,8 @@ class PmosGroup(TyperGroup):
         except KeyboardInterrupt:
             typer.echo("pmos: interrupted", err=True)
             raise typer.Exit(exit_codes.INTERRUPTED) from None
+        say_where_written()
+        return result
 
 
 def new_typer(
@@ -161,6 +165,7 @@ class _State:
 
     root: str | None = None
     kit: Any = None
+    found_by: str | None = None
 
 
 STATE = _State()
@@ -169,6 +174,26 @@ STATE = _State()
 def set_root(root: str | None) -> None:
     STATE.root = root
     STATE.kit = None
+    STATE.found_by = None
+
+
+def say_where_written() -> None:
+    """After a command that wrote records to a kit it found by searching upward from
+    the working directory, say which kit that was: inside a clone of pmos, or a
+    product whose parent folder holds another kit, it may not be the one meant."""
+    from pmos.kit.root import SEARCHED
+
+    kit_ = STATE.kit
+    if kit_ is None or STATE.found_by != SEARCHED or not kit_.records_written:
+        return
+    STATE.found_by = None  # said once, though nested command groups return through here too
+    here = Path.cwd().resolve()
+    if here != kit_.root:
+        typer.echo(
+            f"pmos: wrote to the kit at {kit_.root}, found above {here} "
+            "(--root or PMOS_ROOT names another)",
+            err=True,
+        )
 
 
 def root_option() -> str | None:
@@ -177,10 +202,12 @@ def root_option() -> str | None:
 
 def kit():
     """The kit of the current command, resolved once from --root / PMOS_ROOT / cwd."""
-    from pmos.kit import open_kit
+    from pmos.kit import Kit
+    from pmos.kit.root import locate_root
 
     if STATE.kit is None:
-        STATE.kit = open_kit(STATE.root)
+        root, STATE.found_by = locate_root(STATE.root)
+        STATE.kit = Kit.open(root)
     return STATE.kit
 
 

@@ -40,6 +40,11 @@ class Kit:
         return self.root / relative
 
     @property
+    def records_written(self) -> int:
+        """How many records this kit's writers appended in this process."""
+        return 0 if self._store is None else self._store.written
+
+    @property
     def store(self) -> Store:
         """The kit's ledgers (see :mod:`pmos.store`)."""
         if self._store is None:
@@ -49,6 +54,17 @@ class Kit:
 
 def find_root(explicit: str | Path | None = None, cwd: Path | None = None) -> Path:
     """Resolve the kit root (see module docstring); raises with a how-to when none is found."""
+    return locate_root(explicit, cwd)[0]
+
+
+#: How :func:`locate_root` found a kit: named by --root or PMOS_ROOT, or by searching
+#: the working directory and its parents.
+SEARCHED = "search"
+
+
+def locate_root(explicit: str | Path | None = None, cwd: Path | None = None) -> tuple[Path, str]:
+    """The kit root and how it was found (``--root``, ``PMOS_ROOT`` or :data:`SEARCHED`):
+    a command that writes to a kit it found by searching says which one it was."""
     for source, value in (("--root", explicit), (ROOT_ENV, os.environ.get(ROOT_ENV))):
         if value:
             root = Path(value).expanduser()
@@ -57,12 +73,12 @@ def find_root(explicit: str | Path | None = None, cwd: Path | None = None) -> Pa
                     f"{source} points at {root}, which has no {CONFIG_NAME}; "
                     f"create a kit there with 'pmos init {root}'"
                 )
-            return root.resolve()
+            return root.resolve(), source
     here = (cwd or Path.cwd()).resolve()
     for folder in (here, *here.parents):
         for candidate in (folder, folder / "pmos"):
             if (candidate / CONFIG_NAME).is_file():
-                return candidate
+                return candidate, SEARCHED
     raise KitRootNotFound(
         f"no kit root found: pass --root DIR, set {ROOT_ENV}, or run inside a folder with "
         f"{CONFIG_NAME}. Create one with 'pmos init DIR'."

@@ -177,6 +177,7 @@ def append(
         draft = build()
         sealed = [_sealed(kind, record) for record in draft.records]
         write_sealed(folder, sealed)
+    store.written += len(sealed)
     return Written([s.record for s in sealed], list(draft.warnings))
 
 

@@ -181,10 +181,12 @@ class Store:
     kind each time was most of an append's CPU.
     """
 
-    __slots__ = ("_apart", "_real_root", "ledgers", "root")
+    __slots__ = ("_apart", "_real_root", "ledgers", "root", "written")
 
     def __init__(self, root: Path, ledgers: Mapping[str, str]) -> None:
         self.root = root
+        #: Records appended through this store (the CLI says which kit it wrote to).
+        self.written = 0
         self.ledgers = {k.name: ledgers.get(k.name, k.default_path) for k in LEDGER_KINDS.values()}
         self._real_root: Path | None = None
         self._apart = False  # every kind's folder was resolved and none overlaps another
