@@ -18,7 +18,6 @@ them; ``verify --checkpoint FILE`` checks against it the same way.
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -26,6 +25,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from pmos import atomic
+from pmos._util.git import Repository
 from pmos.errors import BadInput, LedgerCorrupt
 from pmos.store import lines
 from pmos.store.digest import record_digest
@@ -167,46 +167,26 @@ def _compare(store: Store, then: Digests) -> tuple[Digests, list[Missing]]:
 # ---------------------------------------------------------------- git
 
 
-def _git(root: Path, *args: str, data: bytes | None = None) -> bytes:
-    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"}
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(root), *args],
-            input=data,
-            capture_output=True,
-            env=env,
-            check=False,
-        )
-    except FileNotFoundError:
-        raise BadInput(
-            "git is not installed; use a checkpoint file with --checkpoint FILE"
-        ) from None
-    if done.returncode:
-        message = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise BadInput(f"git {args[0]}: {message[-1] if message else 'failed'}")
-    return done.stdout
-
-
 def digests_at_revision(store: Store, revision: str) -> Digests:
     """Every kind's record digests as committed at ``revision``, read from git objects
     (every file under each ledger folder, recursively; no checkout, no filters)."""
     if revision.startswith("-") or not revision.strip():
         raise BadInput(f"--since: {revision!r} is not a git revision")
-    root = store.root
-    _git(root, "rev-parse", "--show-toplevel")
+    repo = Repository(store.root)  # pmos's one git runner: no hooks, filters or network
     try:
-        commit = _git(root, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}")
+        commit = repo.run("rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}")
     except BadInput:
         raise BadInput(
             f"--since: {revision!r} is not a revision of the git repository that holds the "
             "kit (a checkpoint file is given with --checkpoint FILE)"
         ) from None
     commit_id = commit.decode().strip()
-    prefix = _git(root, "rev-parse", "--show-prefix").decode().strip()
+    prefix = repo.relative(store.root)
+    prefix = f"{prefix}/" if prefix else ""
     out: Digests = {}
     for kind in LEDGER_KINDS:
         folder = prefix + store.display(kind).rstrip("/")
-        listing = _git(root, "ls-tree", "-r", "-z", "--full-tree", commit_id, "--", folder)
+        listing = repo.run("ls-tree", "-r", "-z", "--full-tree", commit_id, "--", folder)
         found: dict[str, str] = {}
         blobs: list[tuple[str, str]] = []
         for item in filter(None, listing.split(b"\0")):
@@ -216,7 +196,7 @@ def digests_at_revision(store: Store, revision: str) -> Digests:
             base = path.rsplit("/", 1)[-1]
             if kind_of_object == "blob" and (LOOSE.match(base) or PACK.match(base)):
                 blobs.append((sha, path))
-        for path, content in _blob_contents(root, blobs):
+        for path, content in _blob_contents(repo, blobs):
             base = path.rsplit("/", 1)[-1]
             for record in _line_records(content, skip_header=bool(PACK.match(base))):
                 found.setdefault(record_digest(record), str(record.get("record_id", "")))
@@ -224,12 +204,12 @@ def digests_at_revision(store: Store, revision: str) -> Digests:
     return out
 
 
-def _blob_contents(root: Path, blobs: list[tuple[str, str]]) -> Iterator[tuple[str, bytes]]:
+def _blob_contents(repo: Repository, blobs: list[tuple[str, str]]) -> Iterator[tuple[str, bytes]]:
     """Each blob's content; a blob the repository lacks (a shallow or partial clone,
     a damaged object store) is a clean error naming it, never a crash."""
     if not blobs:
         return
-    data = _git(root, "cat-file", "--batch", data="".join(f"{sha}\n" for sha, _ in blobs).encode())
+    data = repo.run("cat-file", "--batch", data="".join(f"{sha}\n" for sha, _ in blobs).encode())
     pos = 0
     for sha, path in blobs:
         end = data.find(b"\n", pos)
