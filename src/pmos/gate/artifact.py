@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
-from pmos.errors import BadInput
+from pmos._util.git import Repository
+from pmos.errors import BadInput, GitError
 
 GIT_TIMEOUT_S = 30
 #: A remote repository: a URL with a scheme, or git's scp-like user@host:path.
@@ -28,30 +28,25 @@ def is_remote(repo: str) -> bool:
     return bool(_REMOTE.match(repo))
 
 
-def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+def _repository(path: Path) -> Repository | None:
+    """The repository holding ``path``, read through pmos's one git runner; None when
+    there is none (or its git directory lies elsewhere, which the runner refuses)."""
     try:
-        return subprocess.run(  # a fixed argv list, never a shell
-            ["git", "-C", str(repo), *args],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
+        return Repository(path, timeout=GIT_TIMEOUT_S)
+    except GitError:
+        return None
+
+
+def _commit(repo: Repository, option: str, revision: str) -> str:
+    try:
+        found = repo.run(
+            "rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}"
         )
-    except FileNotFoundError:
-        raise BadInput("git is not installed or not on PATH; it is needed for --repo") from None
-    except subprocess.TimeoutExpired:
-        raise BadInput(f"git took longer than {GIT_TIMEOUT_S}s in {repo}") from None
-
-
-def _commit(repo: Path, option: str, revision: str) -> str:
-    proc = _git(
-        repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}"
-    )
-    if proc.returncode != 0:
-        raise BadInput(f"{option} {revision!r} is not a commit of the repository {repo}")
-    return proc.stdout.strip()
+    except GitError:
+        raise BadInput(
+            f"{option} {revision!r} is not a commit of the repository {repo.top}"
+        ) from None
+    return found.decode("utf-8", "replace").strip()
 
 
 def run_artifact(
@@ -82,15 +77,18 @@ def run_artifact(
     path = Path(repo).expanduser()
     if not path.is_dir():
         raise BadInput(f"--repo {repo} is not a folder (give a local repository or a URL)")
-    top = _git(path, "rev-parse", "--show-toplevel")
-    if top.returncode != 0:
-        raise BadInput(f"--repo {repo} is not a git repository")
-    root = Path(top.stdout.strip())
+    repository = _repository(path)
+    if repository is None:
+        raise BadInput(
+            f"--repo {repo} is not a git repository (or its git directory lies elsewhere, "
+            "as in a linked worktree: give the repository itself)"
+        )
+    root = repository.top
     fields = {"repo": Path(os.path.relpath(root, os.path.realpath(kit_root))).as_posix()}
     if base is not None:
-        fields["base"] = _commit(root, "--base", base)
+        fields["base"] = _commit(repository, "--base", base)
     if head is not None:
-        fields["head"] = _commit(root, "--head", head)
+        fields["head"] = _commit(repository, "--head", head)
     return fields
 
 
@@ -104,8 +102,8 @@ def local_repository(kit_root: Path, run: dict[str, Any] | None) -> Path | None:
 
 def current_repository(where: Path | None = None) -> Path | None:
     """The git repository the working directory is in, or None."""
-    proc = _git(where or Path.cwd(), "rev-parse", "--show-toplevel")
-    return Path(proc.stdout.strip()) if proc.returncode == 0 else None
+    repository = _repository(where or Path.cwd())
+    return None if repository is None else repository.top
 
 
 def revision_range(run: dict[str, Any] | None) -> str | None:
