@@ -657,3 +657,38 @@ def test_a_verdict_passing_what_the_runs_assessment_failed_may_not_merge(product
     code, report = product.gate("--base", "origin/main")
     assert code == 1
     assert "[assessment-contradiction]" in reasons(report)
+
+
+def test_a_verdict_dated_in_the_future_does_not_let_a_run_merge(product):
+    """A rule-obeying verdict dated 2099 would stay its run's latest for ever; the
+    gate checks dates against its own clock, not the record's."""
+    import ledgerfiles
+
+    product.register("r1")
+    product.verdict("r1")
+    product.label("r1")
+    later = json.loads(product.cli("ledger", "show", "evals", "--json").stdout)[-1]
+    later = {**later, "record_id": later["record_id"][:-8] + "99999999"}
+    later["recorded_at"] = "2099-01-01T00:00:00.000000Z"
+    ledgerfiles.forge(product.kit, "evals", later)
+    product.commit()
+    code, report = product.gate("--base", "origin/main")
+    assert code == 1
+    assert "[future-dated]" in reasons(report)
+
+
+def test_a_label_signed_with_a_key_whose_window_closed_does_not_count(product, keys):
+    """The base's allowed-signers file lets the PM's key sign only before 2026; a
+    label signed with it counts for nothing now, whatever date the label carries."""
+    signers = product.kit / ".pmos/allowed_signers"
+    windowed = f'{PM} valid-before="20260101" {public_key(keys["pm"])}\n'
+    signers.write_text(windowed)
+    to_main(product)  # the base's policy: the window has closed
+    signers.write_text(f"{PM} {public_key(keys['pm'])}\n")  # only while the PM signs
+    honest_run(product)
+    signers.write_text(windowed)  # the change carries no policy change
+    product.commit()
+    code, report = product.gate("--base", "origin/main")
+    assert code == 1
+    assert report["policy_changes"]["changed"] == []
+    assert "not at the time of checking" in reasons(report)
