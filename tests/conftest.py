@@ -218,6 +218,16 @@ def kit(kit_root: Path) -> Kit:
     return open_kit(kit_root)
 
 
+def judged_pass(cli: Any, run: str = "r1") -> None:
+    """A short PASS verdict on ``run`` through ``pmos eval log`` (registered or not),
+    for tests about what comes after the verdict: labels, signatures, anchors."""
+    result = cli(
+        "eval", "log", run, "i1", "0.9", "PASS", RUBRIC, "gpt-5",
+        "--spec", "pass", "--standards", "pass", "--allow-unknown-run",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+
+
 def good_verdict(**overrides: Any) -> dict[str, Any]:
     """A complete verdict the writer accepts against the default rubric (score 0.9, PASS)."""
     verdict: dict[str, Any] = {

@@ -6,26 +6,9 @@ from __future__ import annotations
 
 import json
 
+from conftest import judged_pass
+
 OVERRIDES = "planning/evals/overrides"
-
-
-def judged_pass(cli, run: str) -> None:
-    result = cli(
-        "eval",
-        "log",
-        run,
-        "i1",
-        "0.9",
-        "PASS",
-        "planning/evals/agent-run-eval-rubric.md",
-        "gpt-5",
-        "--spec",
-        "pass",
-        "--standards",
-        "pass",
-        "--allow-unknown-run",
-    )
-    assert result.exit_code == 0, result.output
 
 
 def test_a_planted_override_entry_is_not_served_and_is_reported(cli, kit_root):

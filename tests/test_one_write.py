@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import judged_pass
+
 OVERRIDES = Path("planning/evals/overrides")
 
 
@@ -31,25 +33,6 @@ def tree(*roots: Path) -> dict[str, object]:
                 else:
                     out[str(path)] = ("file", path.read_bytes())
     return out
-
-
-def judged_pass(cli, run: str = "r1") -> None:
-    result = cli(
-        "eval",
-        "log",
-        run,
-        "i1",
-        "0.9",
-        "PASS",
-        "planning/evals/agent-run-eval-rubric.md",
-        "gpt-5",
-        "--spec",
-        "pass",
-        "--standards",
-        "pass",
-        "--allow-unknown-run",
-    )
-    assert result.exit_code == 0, result.output
 
 
 def override(cli, run: str = "r1"):

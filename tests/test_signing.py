@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ledger_bytes
+from conftest import judged_pass, ledger_bytes
 from pmos.errors import BadInput
 from pmos.gate import allowed_signers, signing, sshsig
 from pmos.gate.recheck import Context
@@ -332,25 +332,6 @@ def configure(kit_root: Path, keys: dict[str, Path], *, required: bool, signers:
         config.write(f"  required: {str(required).lower()}\n")
 
 
-def judged(cli, run: str = "r1") -> None:
-    result = cli(
-        "eval",
-        "log",
-        run,
-        "i1",
-        "0.9",
-        "PASS",
-        "planning/evals/agent-run-eval-rubric.md",
-        "gpt-5",
-        "--spec",
-        "pass",
-        "--standards",
-        "pass",
-        "--allow-unknown-run",
-    )
-    assert result.exit_code == 0, result.output
-
-
 def accept(cli, *extra: str, run: str = "r1", by: str = PM):
     return cli("accept", run, "--label", "pass", "--by", by, *extra, "--json")
 
@@ -359,7 +340,7 @@ def test_a_label_signed_by_an_allowed_pm_key_is_stored_and_verifies_with_ssh_key
     cli, kit_root, keys, tmp_path
 ):
     configure(kit_root, keys, required=True)
-    judged(cli)
+    judged_pass(cli)
     result = accept(cli, "--sign-key", str(keys["pm"]))
     assert result.exit_code == 0, result.output
     stored = json.loads(result.stdout)
@@ -396,7 +377,7 @@ def test_required_signatures_refuse_unsigned_and_foreign_labels(
     cli, kit_root, keys, key, by, message
 ):
     configure(kit_root, keys, required=True)
-    judged(cli)
+    judged_pass(cli)
     before = ledger_bytes(kit_root)
     extra = ("--sign-key", str(keys[key])) if key else ()
     result = accept(cli, *extra, by=by)
@@ -407,7 +388,7 @@ def test_required_signatures_refuse_unsigned_and_foreign_labels(
 
 def test_a_foreign_signature_is_refused_even_when_not_required(cli, kit_root, keys):
     configure(kit_root, keys, required=False)
-    judged(cli)
+    judged_pass(cli)
     before = ledger_bytes(kit_root)
     assert accept(cli, "--sign-key", str(keys["foreign"])).exit_code == 2
     assert ledger_bytes(kit_root) == before
@@ -415,7 +396,7 @@ def test_a_foreign_signature_is_refused_even_when_not_required(cli, kit_root, ke
 
 
 def test_without_signing_configured_a_signed_label_is_stored_with_a_warning(cli, keys):
-    judged(cli)
+    judged_pass(cli)
     result = accept(cli, "--sign-key", str(keys["foreign"]))
     assert result.exit_code == 0
     assert "names no signing.allowed_signers" in result.stderr
@@ -427,7 +408,7 @@ def test_gits_ssh_signing_key_is_never_used(cli, kit_root, keys, tmp_path, monke
     signatures are required, with a refusal that tells an agent to hand over and
     names no key or option to find one."""
     configure(kit_root, keys, required=True)
-    judged(cli)
+    judged_pass(cli)
     gitconfig = tmp_path / "gitconfig"
     gitconfig.write_text(f"[gpg]\n\tformat = ssh\n[user]\n\tsigningkey = {keys['pm']}\n")
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
@@ -446,7 +427,7 @@ def test_gits_ssh_signing_key_does_not_sign_where_signing_is_optional(
     cli, kit_root, keys, tmp_path, monkeypatch
 ):
     configure(kit_root, keys, required=False)
-    judged(cli)
+    judged_pass(cli)
     gitconfig = tmp_path / "gitconfig"
     gitconfig.write_text(f"[gpg]\n\tformat = ssh\n[user]\n\tsigningkey = {keys['pm']}\n")
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
@@ -457,7 +438,7 @@ def test_gits_ssh_signing_key_does_not_sign_where_signing_is_optional(
 
 def test_an_encrypted_key_without_a_terminal_is_a_clear_error(cli, kit_root, keys):
     configure(kit_root, keys, required=True)
-    judged(cli)
+    judged_pass(cli)
     result = accept(cli, "--sign-key", str(keys["encrypted"]))
     assert result.exit_code == 2 and "is encrypted" in result.stderr
 
@@ -483,7 +464,7 @@ def test_label_signature_problem_on_forged_records(cli, kit_root, keys):
     changed after signing, a signature moved to another record, an unsigned label
     and a seed label."""
     configure(kit_root, keys, required=True)
-    judged(cli)
+    judged_pass(cli)
     stored = json.loads(accept(cli, "--sign-key", str(keys["pm"])).stdout)
     problem = lambda record: signing_problem(open_kit(kit_root), record)  # noqa: E731
     assert problem(stored) is None
@@ -518,7 +499,7 @@ def test_signatures_checked_ahead_give_the_same_answers(cli, kit_root, keys):
     each answer is the one a check on the spot gives, and a record changed after
     the check ahead is checked again."""
     configure(kit_root, keys, required=True)
-    judged(cli)
+    judged_pass(cli)
     stored = json.loads(accept(cli, "--sign-key", str(keys["pm"])).stdout)
     flipped = {**copy.deepcopy(stored), "label": "fail"}
     bad = copy.deepcopy(stored)
@@ -549,7 +530,7 @@ def test_init_says_how_to_turn_signing_on(cli, tmp_path):
 
 
 def test_gits_key_is_not_used_in_a_kit_without_signing(cli, keys, tmp_path, monkeypatch):
-    judged(cli)
+    judged_pass(cli)
     gitconfig = tmp_path / "gitconfig"
     gitconfig.write_text(f"[gpg]\n\tformat = ssh\n[user]\n\tsigningkey = {keys['encrypted']}\n")
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
@@ -561,7 +542,7 @@ def test_gits_key_is_not_used_in_a_kit_without_signing(cli, keys, tmp_path, monk
 def test_a_missing_allowed_signers_file_is_a_clear_error(cli, kit_root, keys):
     configure(kit_root, keys, required=True)
     (kit_root / ".pmos/allowed_signers").unlink()
-    judged(cli)
+    judged_pass(cli)
     before = ledger_bytes(kit_root)
     result = accept(cli, "--sign-key", str(keys["pm"]))
     assert result.exit_code == 2 and "signing.allowed_signers" in result.stderr
@@ -575,8 +556,8 @@ def test_a_hand_appended_unsigned_label_is_reported_and_left_out_of_metrics(cli,
     from ledgerfiles import forge
 
     configure(kit_root, keys, required=True)
-    judged(cli, "r1")
-    judged(cli, "r2")
+    judged_pass(cli, "r1")
+    judged_pass(cli, "r2")
     signed = json.loads(accept(cli, "--sign-key", str(keys["pm"])).stdout)
     unsigned = {k: v for k, v in signed.items() if k not in ("signature", "digest")}
     unsigned.update(run_id="r2", record_id="acc-handmade-0001")

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ledger_bytes
+from conftest import judged_pass, ledger_bytes
 from ledgerfiles import forge
 from pmos.gate import allowed_signers, signing, sshsig
-from test_signing import PM, accept, configure, judged, keygen, public, ssh_sign, ssh_verify
+from test_signing import PM, accept, configure, keygen, public, ssh_sign, ssh_verify
 
 pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs ssh-keygen")
 
@@ -45,7 +45,7 @@ def test_a_label_copied_to_another_kit_onto_a_forged_verdict_does_not_count(
     """The reproduction: kit B has the same signers and run id; a PM-signed label
     from kit A is copied in, with a forged verdict carrying the record id it names."""
     configure(kit_root, keys, required=True)
-    judged(cli)
+    judged_pass(cli)
     label = json.loads(accept(cli, "--sign-key", str(keys["pm"])).stdout)
     [verdict] = json.loads(cli("ledger", "show", "evals", "--run-id", "r1", "--json").stdout)
     assert cli("metrics", "--json").exit_code == 0
@@ -70,7 +70,7 @@ def test_a_signed_label_set_onto_another_verdict_does_not_verify(cli, kit_root, 
     """Within one kit: a forged verdict with the record id a signed label names, in
     place of the verdict the PM judged, breaks the label's signature."""
     configure(kit_root, keys, required=True)
-    judged(cli)
+    judged_pass(cli)
     label = json.loads(accept(cli, "--sign-key", str(keys["pm"])).stdout)
     [verdict] = json.loads(cli("ledger", "show", "evals", "--run-id", "r1", "--json").stdout)
     assert verify_json(cli)[0] == 0
@@ -90,7 +90,7 @@ def test_a_kit_without_a_kit_id_refuses_to_sign_until_it_has_one(cli, kit_root, 
     config.write_text(
         "".join(line for line in config.read_text().splitlines(True) if "kit_id:" not in line)
     )
-    judged(cli)
+    judged_pass(cli)
     before = ledger_bytes(kit_root)
     result = accept(cli, "--sign-key", str(keys["pm"]))
     assert result.exit_code == 2
@@ -160,8 +160,8 @@ def test_a_signed_label_has_exactly_one_valid_form(cli, kit_root, keys, tmp_path
         required=True,
         signers=f"{PM} {public(keys['pm'])}\n{PM} {public(keys['ecdsa'])}\n",
     )
-    judged(cli, "r1")
-    judged(cli, "r2")
+    judged_pass(cli, "r1")
+    judged_pass(cli, "r2")
     ed = json.loads(accept(cli, "--sign-key", str(keys["pm"]), run="r1").stdout)
     ec = json.loads(accept(cli, "--sign-key", str(keys["ecdsa"]), run="r2").stdout)
     assert verify_json(cli)[0] == 0
@@ -215,7 +215,7 @@ def test_a_signature_the_library_cannot_handle_is_a_reported_record(cli, kit_roo
         + string(blob)
     )
     configure(kit_root, keys, required=True)
-    judged(cli)
+    judged_pass(cli)
     label = json.loads(accept(cli, "--sign-key", str(keys["pm"])).stdout)
     forged = {**label, "record_id": "acc-forged-0001", "signature": dict(label["signature"])}
     forged["signature"]["sshsig"] = _armor(envelope)
@@ -300,7 +300,7 @@ def test_switching_signing_on_in_a_live_kit_keeps_its_unsigned_labels(
     signing.required_since; verify and metrics stay green and count the same pairs,
     an unsigned label from then on is refused, and a signed one is stored."""
     for run in ("r1", "r2", "r3"):
-        judged(cli, run)
+        judged_pass(cli, run)
         assert accept(cli, run=run).exit_code == 0  # unsigned, as before signing
     assert cli("ledger", "verify").exit_code == 0
     before = json.loads(cli("metrics", "--json").stdout)
@@ -320,7 +320,7 @@ def test_switching_signing_on_in_a_live_kit_keeps_its_unsigned_labels(
     assert after["pairs"] == 3 and after["excluded_records"] == []
     assert cli("queue", "--json").exit_code == 0
 
-    judged(cli, "r4")
+    judged_pass(cli, "r4")
     snapshot = ledger_bytes(kit_root)
     refused = accept(cli, run="r4")
     assert refused.exit_code == 2
@@ -342,7 +342,7 @@ def test_required_since_takes_a_plain_date_and_refuses_a_contradiction(cli, kit_
     config = kit_root / "pmos.yaml"
     text = config.read_text()
     config.write_text(text.replace("  required: true\n", "  required_since: 2000-01-01\n"))
-    judged(cli)
+    judged_pass(cli)
     refused = accept(cli)
     assert refused.exit_code == 2 and "since 2000-01-01" in refused.stderr
     config.write_text(
@@ -383,7 +383,7 @@ def test_the_signing_documentation_runs_as_written(cli, kit_root, tmp_path, page
             "run", "register", "--run-id", run, "--initiative-id", "i1", "--builder-model", "m"
         )
         assert registered.exit_code == 0
-        judged(cli, run)
+        judged_pass(cli, run)
     assert cli("accept", "run-6", "--label", "pass", "--by", "ana@example.com").exit_code == 0
     env = {
         **os.environ,

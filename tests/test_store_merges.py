@@ -16,8 +16,6 @@ inject another, and these tests need records dated in closed months.
 
 from __future__ import annotations
 
-import os
-import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -30,27 +28,7 @@ from pmos.kit import init_kit
 from pmos.store.append import seal, write_sealed
 from pmos.store.digest import digest_bytes
 from pmos.store.layout import PACK
-
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@example.invalid",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@example.invalid",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-}
-
-
-def git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    done = subprocess.run(
-        ["git", "-C", str(repo), *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **GIT_ENV},
-    )
-    if check and done.returncode:
-        raise AssertionError(f"git {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
-    return done
+from test_store_git import git
 
 
 def month_back(months: int) -> str:
