@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ledger_bytes
+from conftest import judged_pass, ledger_bytes
 from ledgerfiles import forge
 from pmos.gate import clock, signing, sshsig
-from test_signing import PM, accept, configure, judged, keygen, public
+from test_signing import PM, accept, configure, keygen, public
 
 pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs ssh-keygen")
 
@@ -76,7 +76,7 @@ def expired(keys, days: int = 1) -> str:
 
 def test_a_key_past_its_valid_before_signs_no_label_now(cli, kit_root, keys):
     configure(kit_root, keys, required=True, signers=expired(keys))
-    judged(cli)
+    judged_pass(cli)
     before = ledger_bytes(kit_root)
     result = accept(cli, "--sign-key", str(keys["pm"]))
     assert result.exit_code == 2, result.output
@@ -88,7 +88,7 @@ def test_a_key_not_yet_valid_signs_no_label_now(cli, kit_root, keys):
     after = datetime.now(UTC) + timedelta(days=2)
     line = f'{PM} valid-after="{ssh_date(after)}" {public(keys["pm"])}\n'
     configure(kit_root, keys, required=True, signers=line)
-    judged(cli)
+    judged_pass(cli)
     result = accept(cli, "--sign-key", str(keys["pm"]))
     assert result.exit_code == 2 and "not at the time of checking" in result.stderr
 
@@ -98,7 +98,7 @@ def test_a_key_inside_its_window_signs(cli, kit_root, keys):
     end = datetime.now(UTC) + timedelta(days=1)
     line = f'{PM} valid-after="{ssh_date(start)}",valid-before="{ssh_date(end)}" '
     configure(kit_root, keys, required=True, signers=line + public(keys["pm"]) + "\n")
-    judged(cli)
+    judged_pass(cli)
     result = accept(cli, "--sign-key", str(keys["pm"]))
     assert result.exit_code == 0, result.output
     assert cli("ledger", "verify").exit_code == 0
@@ -127,7 +127,7 @@ def test_a_label_dated_inside_an_expired_window_does_not_count_now(cli, kit_root
     signed claims a date before that. Checked at the time of checking, it is refused
     by verify and left out by the readers; the same label with a key still valid counts."""
     configure(kit_root, keys, required=True, signers=expired(keys, days=30))
-    judged(cli)
+    judged_pass(cli)
     earlier = stamp(datetime.now(UTC) - timedelta(days=60))
     label = forged_label(cli, kit_root, keys, earlier)
     kit_signers = kit_root / ".pmos/allowed_signers"
@@ -156,7 +156,7 @@ def test_a_packed_outcome_stands_only_until_a_window_closes(cli, kit_root, keys)
     soon = datetime.now(UTC) + timedelta(days=3)
     line = f'{PM} valid-before="{ssh_date(soon)}" {public(keys["pm"])}\n'
     configure(kit_root, keys, required=True, signers=line)
-    judged(cli)
+    judged_pass(cli)
     assert accept(cli, "--sign-key", str(keys["pm"])).exit_code == 0
     assert cli("ledger", "pack").exit_code == 0
     screen = KitScreen(open_kit(kit_root))
@@ -173,7 +173,7 @@ def test_a_packed_outcome_stands_only_until_a_window_closes(cli, kit_root, keys)
 
 
 def test_a_verdict_dated_2099_is_reported_and_no_label_binds_to_it(cli, kit_root):
-    judged(cli)
+    judged_pass(cli)
     [real] = json.loads(cli("ledger", "show", "evals", "--json").stdout)
     future = {k: v for k, v in real.items() if k != "digest" and v is not None}
     future["record_id"] = "ev-20991231T000000000000Z-0badf00d"
@@ -212,7 +212,7 @@ def test_input_cannot_date_a_verdict(cli, kit_root, tmp_path, verdict, field):
 
 def test_the_writers_date_records_by_the_clock(cli):
     start = datetime.now(UTC)
-    judged(cli)
+    judged_pass(cli)
     assert accept(cli).exit_code == 0
     end = datetime.now(UTC)
     for kind in ("evals", "acceptances"):
