@@ -212,50 +212,21 @@ CREATE TABLE policy (
 -- UPDATE or DELETE policy exists, and no such privilege is granted). Every role
 -- granted SELECT may read every row. The owner (who runs `pmos db migrate`) is
 -- not subject to these policies.
-ALTER TABLE syncs ENABLE ROW LEVEL SECURITY;
-CREATE POLICY pmos_read ON syncs FOR SELECT USING (true);
-CREATE POLICY pmos_own_kit ON syncs FOR INSERT
-    WITH CHECK (kit = (SELECT k.kit FROM kits k WHERE k.role = current_user));
-ALTER TABLE synced_packs ENABLE ROW LEVEL SECURITY;
-CREATE POLICY pmos_read ON synced_packs FOR SELECT USING (true);
-CREATE POLICY pmos_own_kit ON synced_packs FOR INSERT
-    WITH CHECK (kit = (SELECT k.kit FROM kits k WHERE k.role = current_user));
-ALTER TABLE calibration_pairs ENABLE ROW LEVEL SECURITY;
-CREATE POLICY pmos_read ON calibration_pairs FOR SELECT USING (true);
-CREATE POLICY pmos_own_kit ON calibration_pairs FOR INSERT
-    WITH CHECK (kit = (SELECT k.kit FROM kits k WHERE k.role = current_user));
-ALTER TABLE runs ENABLE ROW LEVEL SECURITY;
-CREATE POLICY pmos_read ON runs FOR SELECT USING (true);
-CREATE POLICY pmos_own_kit ON runs FOR INSERT
-    WITH CHECK (kit = (SELECT k.kit FROM kits k WHERE k.role = current_user));
-ALTER TABLE evals ENABLE ROW LEVEL SECURITY;
-CREATE POLICY pmos_read ON evals FOR SELECT USING (true);
-CREATE POLICY pmos_own_kit ON evals FOR INSERT
-    WITH CHECK (kit = (SELECT k.kit FROM kits k WHERE k.role = current_user));
-ALTER TABLE acceptances ENABLE ROW LEVEL SECURITY;
-CREATE POLICY pmos_read ON acceptances FOR SELECT USING (true);
-CREATE POLICY pmos_own_kit ON acceptances FOR INSERT
-    WITH CHECK (kit = (SELECT k.kit FROM kits k WHERE k.role = current_user));
-ALTER TABLE assessments ENABLE ROW LEVEL SECURITY;
-CREATE POLICY pmos_read ON assessments FOR SELECT USING (true);
-CREATE POLICY pmos_own_kit ON assessments FOR INSERT
-    WITH CHECK (kit = (SELECT k.kit FROM kits k WHERE k.role = current_user));
-ALTER TABLE task_evals ENABLE ROW LEVEL SECURITY;
-CREATE POLICY pmos_read ON task_evals FOR SELECT USING (true);
-CREATE POLICY pmos_own_kit ON task_evals FOR INSERT
-    WITH CHECK (kit = (SELECT k.kit FROM kits k WHERE k.role = current_user));
-ALTER TABLE followups ENABLE ROW LEVEL SECURITY;
-CREATE POLICY pmos_read ON followups FOR SELECT USING (true);
-CREATE POLICY pmos_own_kit ON followups FOR INSERT
-    WITH CHECK (kit = (SELECT k.kit FROM kits k WHERE k.role = current_user));
-ALTER TABLE tasks ENABLE ROW LEVEL SECURITY;
-CREATE POLICY pmos_read ON tasks FOR SELECT USING (true);
-CREATE POLICY pmos_own_kit ON tasks FOR INSERT
-    WITH CHECK (kit = (SELECT k.kit FROM kits k WHERE k.role = current_user));
-ALTER TABLE policy ENABLE ROW LEVEL SECURITY;
-CREATE POLICY pmos_read ON policy FOR SELECT USING (true);
-CREATE POLICY pmos_own_kit ON policy FOR INSERT
-    WITH CHECK (kit = (SELECT k.kit FROM kits k WHERE k.role = current_user));
+DO $$
+DECLARE
+    t text;
+BEGIN
+    FOREACH t IN ARRAY ARRAY['syncs', 'synced_packs', 'calibration_pairs', 'runs', 'evals', 'acceptances', 'assessments', 'task_evals', 'followups', 'tasks', 'policy']
+    LOOP
+        EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', t);
+        EXECUTE format('CREATE POLICY pmos_read ON %I FOR SELECT USING (true)', t);
+        EXECUTE format(
+            'CREATE POLICY pmos_own_kit ON %I FOR INSERT '
+            'WITH CHECK (kit = (SELECT k.kit FROM kits k WHERE k.role = current_user))', t
+        );
+    END LOOP;
+END
+$$;
 
 -- The views only select, expand and count what pmos computed.
 
