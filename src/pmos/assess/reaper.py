@@ -35,6 +35,8 @@ import threading
 import time
 from collections.abc import Iterator
 
+from pmos.assess.shepherd import process_table
+
 PR_SET_CHILD_SUBREAPER = 36
 #: How long a sweep keeps killing adopted processes before giving up on them
 #: (a process stuck in the kernel, in state D, cannot be killed at once).
@@ -55,19 +57,7 @@ def _prctl_subreaper(on: bool) -> bool:
 
 def _processes() -> dict[int, tuple[int, int, str]]:
     """Every process: pid -> (parent pid, session id, state)."""
-    found: dict[int, tuple[int, int, str]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                raw = f.read().decode("utf-8", "replace")
-        except OSError:
-            continue  # it exited meanwhile
-        fields = raw.rpartition(")")[2].split()
-        if len(fields) >= 5:
-            found[int(entry)] = (int(fields[1]), int(fields[4]), fields[0])
-    return found
+    return {pid: (ppid, sid, state) for pid, (_, ppid, sid, state) in process_table().items()}
 
 
 def _foreign_children() -> frozenset[int]:

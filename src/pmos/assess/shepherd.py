@@ -39,10 +39,12 @@ SWEEP_S = 10.0
 NAMES_SHOWN = 5
 
 
-def _descendants(me: int) -> dict[int, tuple[str, str]]:
-    """Every live or zombie descendant of ``me``: pid -> (name, state)."""
-    children: dict[int, list[int]] = {}
-    info: dict[int, tuple[str, str]] = {}
+def process_table() -> dict[int, tuple[str, int, int, str]]:
+    """Every process, from ``/proc``: pid -> (name, parent pid, session id, state).
+
+    pmos's own clean-up of what a check left behind (:mod:`pmos.assess.reaper`)
+    reads the same table."""
+    found: dict[int, tuple[str, int, int, str]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -53,11 +55,18 @@ def _descendants(me: int) -> dict[int, tuple[str, str]]:
             continue  # it exited meanwhile
         left, _, right = raw.rpartition(")")
         fields = right.split()
-        if len(fields) < 2:
-            continue
-        pid = int(entry)
-        info[pid] = (left.partition("(")[2], fields[0])
-        children.setdefault(int(fields[1]), []).append(pid)
+        if len(fields) >= 5:
+            found[int(entry)] = (left.partition("(")[2], int(fields[1]), int(fields[4]), fields[0])
+    return found
+
+
+def _descendants(me: int) -> dict[int, tuple[str, str]]:
+    """Every live or zombie descendant of ``me``: pid -> (name, state)."""
+    children: dict[int, list[int]] = {}
+    info: dict[int, tuple[str, str]] = {}
+    for pid, (name, ppid, _session, state) in process_table().items():
+        info[pid] = (name, state)
+        children.setdefault(ppid, []).append(pid)
     found: dict[int, tuple[str, str]] = {}
     todo = list(children.get(me, []))
     while todo:
