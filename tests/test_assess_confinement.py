@@ -26,6 +26,7 @@ import pytest
 from assess_support import alive, calls, jury, reviewer, scores, set_config, write_spec
 from conftest import ledger_bytes, pmos_process
 from pmos.assess import beneath
+from pmos.assess.shepherd import process_table
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
@@ -363,6 +364,26 @@ def test_setsid_and_double_forked_processes_are_stopped_and_reported(tmp_path, w
         in (check["reason"])
     )
     assert "check 0 (script) left 2 process(es) running" in done.stderr
+
+
+def test_the_process_table_gives_each_process_its_session_and_parent():
+    """pmos adopts only processes outside its own session, so the table must
+    give the session itself, not the terminal (the field after it in
+    /proc/PID/stat): both are 0 for a CI runner's processes, which live in the
+    kernel's session 0 with no terminal, and reading the terminal there made
+    pmos take its orphans for its own and leave them running."""
+    mine = subprocess.Popen(["sleep", "30"])
+    apart = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        table = process_table()
+        assert table[os.getpid()][1:3] == (os.getppid(), os.getsid(0))
+        assert table[mine.pid][1:3] == (os.getpid(), os.getsid(0))
+        assert table[apart.pid][1:3] == (os.getpid(), apart.pid)
+        assert table[apart.pid][0] == "sleep"
+    finally:
+        for child in (mine, apart):
+            child.kill()
+            child.wait()
 
 
 def _marked(marker: str) -> list[int]:

@@ -53,10 +53,11 @@ def process_table() -> dict[int, tuple[str, int, int, str]]:
                 raw = f.read().decode("utf-8", "replace")
         except OSError:
             continue  # it exited meanwhile
+        # After the name: state, parent pid, process group, session, tty (proc(5)).
         left, _, right = raw.rpartition(")")
         fields = right.split()
-        if len(fields) >= 5:
-            found[int(entry)] = (left.partition("(")[2], int(fields[1]), int(fields[4]), fields[0])
+        if len(fields) >= 4:
+            found[int(entry)] = (left.partition("(")[2], int(fields[1]), int(fields[3]), fields[0])
     return found
 
 
