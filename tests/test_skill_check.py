@@ -200,7 +200,7 @@ def test_a_broken_anchor_and_a_root_absolute_link_fail(cli, copy):
     acceptance = copy / "skills/acceptance/SKILL.md"
 
     def change() -> None:
-        edit(acceptance, "#d02-the-pm-acceptance-gate-is-the-final-authority", "#d02-nope")
+        edit(acceptance, "#cross-family-spot-check", "#nope")
         edit(acceptance, "(../evaluator/SKILL.md)", "(/skills/evaluator/SKILL.md)")
 
     code, new = introduced(cli, copy, change)
@@ -208,7 +208,7 @@ def test_a_broken_anchor_and_a_root_absolute_link_fail(cli, copy):
     messages = " | ".join(m for _, _, m in new)
     assert len(new) == 2
     assert "/skills/evaluator/SKILL.md is root-absolute" in messages
-    assert "no heading with the anchor #d02-nope in DECISIONS.md" in messages
+    assert "no heading with the anchor #nope in calibration-method.md" in messages
 
 
 @pytest.mark.parametrize("field", ["name", "description"])
