@@ -187,3 +187,58 @@ def test_the_examples_of_a_document_run(document: Path, product_template: Produc
             f"{shown}:{block.line} fails (exit {done.returncode}):\n{block.text}\n"
             f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
         )
+
+
+# ---------------------------------------------------------------- fields the skills name
+
+#: Spans that name something other than a pmos field: files, and git's own settings.
+_NOT_FIELDS = re.compile(r"\.(ya?ml|md|json|toml|sh)$|^user\.signingkey$|^gpg\.")
+_FIELD_SPAN = re.compile(r"`([a-z][a-z0-9_]*(?:\.[a-z0-9_]+)*)`")
+FIELD_DOCUMENTS = ["skills/evaluator/SKILL.md", "skills/acceptance/SKILL.md", "kit/AGENTS.md"]
+
+
+def known_fields() -> set[str]:
+    """Every key a record, an input, pmos.yaml or a --json output has: the schemas,
+    the meanings of the --json keys (docs/reference/json-keys.yaml, which
+    scripts/gen-reference.py checks against what the commands print) and pmos.yaml."""
+    import yaml
+
+    names: set[str] = set()
+
+    def walk(value: object) -> None:
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                if isinstance(key, str):
+                    names.update(p for p in re.split(r"[.*\[\]]+", key) if p)
+                walk(inner)
+        elif isinstance(value, list):
+            for inner in value:
+                walk(inner)
+
+    for schema in (REPO / "schemas").glob("*.json"):
+        walk(json.loads(schema.read_text(encoding="utf-8")))
+    walk(yaml.safe_load((REPO / "docs/reference/json-keys.yaml").read_text(encoding="utf-8")))
+    walk(yaml.safe_load((REPO / "pmos.yaml").read_text(encoding="utf-8")))
+    return names
+
+
+def unknown_fields(text: str, names: set[str]) -> list[str]:
+    """The field-like code spans (snake_case or dotted) of ``text`` pmos has no key for."""
+    found = []
+    for span in sorted(set(_FIELD_SPAN.findall(text))):
+        field_like = ("_" in span or "." in span) and not _NOT_FIELDS.search(span)
+        if field_like and not all(part in names for part in span.split(".")):
+            found.append(span)
+    return found
+
+
+def test_every_field_the_skills_and_the_kit_agents_md_name_exists():
+    names = known_fields()
+    for rel in FIELD_DOCUMENTS:
+        text = (REPO / rel).read_text(encoding="utf-8")
+        assert unknown_fields(text, names) == [], rel
+    # The check fails on a field pmos does not have, and passes the real ones.
+    assert unknown_fields("set `spot_check_mark` and read `calibration_reason`", names) == [
+        "spot_check_mark"
+    ]
+    assert unknown_fields("`signing.required` and `signing.nope`", names) == ["signing.nope"]
