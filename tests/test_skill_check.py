@@ -63,7 +63,13 @@ def test_the_repository_documents_pass(cli):
     data = json.loads(result.stdout)
     assert data["ok"] is True
     assert set(data["skills"]) == {"skills/acceptance/SKILL.md", "skills/evaluator/SKILL.md"}
-    for name in ("AGENTS.md", "README.md", "DECISIONS.md", "skills/SKILL-FORMAT.md"):
+    for name in (
+        "AGENTS.md",
+        "kit/AGENTS.md",
+        "README.md",
+        "DECISIONS.md",
+        "skills/SKILL-FORMAT.md",
+    ):
         assert name in data["files"]
     assert any(f.startswith("planning/research/") for f in data["files"])
     assert data["commands_checked"] > 50
@@ -349,3 +355,28 @@ def test_the_command_tree_is_the_real_cli():
     root = typer.main.get_command(app)
     ctx = root.context_class(root)
     assert "skill" in root.list_commands(ctx)
+
+
+def test_the_kit_agents_md_template_is_checked_where_it_is_shipped(cli, tmp_path):
+    """kit/AGENTS.md lands at the kit root (pmos.kit.init.SHIPPED_AS), so its links
+    are checked from there: one that only works from kit/ is broken once shipped."""
+    root = tmp_path / "repo"
+    init_kit(root)
+    (root / "kit").mkdir()
+    template = root / "kit" / "AGENTS.md"
+    template.write_text(
+        "# AGENTS.md\n\nRead [the rubric](planning/evals/agent-run-eval-rubric.md).\n",
+        encoding="utf-8",
+    )
+    result = cli("--root", str(root), "skill", "check", "--json")
+    data = json.loads(result.stdout)
+    assert "kit/AGENTS.md" in data["files"]
+    assert not [p for p in data["problems"] if p["path"] == "kit/AGENTS.md"], data["problems"]
+    template.write_text(
+        "# AGENTS.md\n\nRead [the rubric](../planning/evals/agent-run-eval-rubric.md).\n",
+        encoding="utf-8",
+    )
+    result = cli("--root", str(root), "skill", "check", "--json")
+    assert result.exit_code == 1
+    [problem] = [p for p in json.loads(result.stdout)["problems"] if p["path"] == "kit/AGENTS.md"]
+    assert problem["rule"] == "link" and "does not resolve" in problem["message"]
