@@ -40,6 +40,7 @@ from pmos.board.page import MARKER, render
 from pmos.board.scores import score_bins
 from pmos.board.visible import plain
 from pmos.calibration.metrics import compute_metrics
+from pmos.gate import writers
 from pmos.store.read import newest_first
 
 
@@ -517,3 +518,9 @@ def test_latest_verdicts_show_the_pm_label_and_excluded_records_their_rule(kit, 
     rows = table_rows(page, "excluded-records")
     [row] = [r for r in rows if r[1] == "ev-forged-1"]
     assert row[0] == "evals" and row[2] and row[3]
+
+    # A label the PM gave without seeing the verdict says so.
+    writers.record_acceptance(kit, run_id=QUEUE_OWED, label="pass", by="pm", blind=True)
+    page = parse_page(render(collect(kit, BoardOptions())).html)
+    latest = {row[0]: row for row in table_rows(page, "latest-verdicts")}
+    assert latest[QUEUE_OWED][7] == "pass (unsigned, blind)"
