@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+import ledgerfiles
 from board_support import (
     HOSTILE_MODEL,
     HOSTILE_RUN,
@@ -39,6 +40,7 @@ from pmos.board.page import MARKER, render
 from pmos.board.scores import score_bins
 from pmos.board.visible import plain
 from pmos.calibration.metrics import compute_metrics
+from pmos.gate import writers
 from pmos.store.read import newest_first
 
 
@@ -448,3 +450,77 @@ def test_no_pyplot_and_no_raster(kit, tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["no-pyplot", "no-image"]
+
+
+# ---------------------------------------------------------------- the PM's order
+
+
+@pytest.mark.usefixtures("known")
+def test_what_waits_for_the_pm_takes_an_order_with_reasons(kit):
+    """A labelling plan's suggestion replaces the acceptance queue's order; a run
+    without a reason reads as the queue's own order."""
+    plain_order = collect(kit, BoardOptions())
+    assert [w.run_id for w in plain_order.waiting] == [QUEUE_OWED]
+    page = parse_page(render(plain_order).html)
+    [row] = table_rows(page, "acceptance-queue")
+    assert row[0] == QUEUE_OWED and row[1] == "init-b" and "PASS" in row[3]
+    assert row[4] == "oldest first (the acceptance queue)"
+
+    suggested = collect(
+        kit,
+        BoardOptions(),
+        order=[("known-fn-1", "the gate and the PM disagreed"), (QUEUE_OWED, None)],
+    )
+    page = parse_page(render(suggested).html)
+    rows = table_rows(page, "acceptance-queue")
+    assert [r[0] for r in rows] == ["known-fn-1", QUEUE_OWED]
+    assert rows[0][4] == "the gate and the PM disagreed"
+    assert rows[1][4] == "oldest first (the acceptance queue)"
+    assert words(page.by_id("waiting").find_all("h2")[0].text()) == (
+        "Waits for the PM: 2 run(s) to label"
+    )
+
+
+@pytest.mark.usefixtures("known")
+def test_the_banner_says_one_thing_and_every_undefined_says_why(kit):
+    page = parse_page(render(collect(kit, BoardOptions())).html)
+    banner = words(page.by_id("banner").text())
+    assert "point estimate" not in banner
+    assert words(page.by_id("gate-sentence").text()).startswith("The gate is ADVISORY for")
+    # Short-form verdicts carry no score: AUC is undefined, and says why beside it.
+    rows = table_rows(page, "score-statistics")
+    auc = next(r for r in rows if r[0].startswith("ROC AUC"))
+    assert auc[1] == "undefined" and "full-form" in auc[3]
+    for row in rows:
+        assert row[1] != "undefined" or row[3], row
+
+
+@pytest.mark.usefixtures("known")
+def test_latest_verdicts_show_the_pm_label_and_excluded_records_their_rule(kit, kit_root):
+    page = parse_page(render(collect(kit, BoardOptions())).html)
+    latest = {row[0]: row for row in table_rows(page, "latest-verdicts")}
+    # The SKIPPED verdict names no builder; the run record does.
+    assert latest[QUEUE_SKIPPED][6] == "claude-sonnet-4"
+    assert latest["known-fp-1"][7] == "fail (unsigned)"
+    assert latest[QUEUE_OWED][7] == "none (no label yet)"
+    assert page.find_all(id="excluded-records") == []
+    assert "No record was left out." in words(page.by_id("excluded").text())
+
+    # A verdict made by hand that contradicts the combine rule counts nowhere, and
+    # the board lists it with its rule.
+    [original] = [r for r in ledgerfiles.stored(kit_root, "evals") if r["run_id"] == QUEUE_OWED]
+    forged = {**original, "record_id": "ev-forged-1", "verdict": "FAIL"}
+    forged.pop("digest", None)
+    ledgerfiles.forge(kit_root, "evals", forged)
+    report = compute_metrics(kit)
+    assert any(e["record_id"] == "ev-forged-1" for e in report["excluded_records"])
+    page = parse_page(render(collect(kit, BoardOptions())).html)
+    rows = table_rows(page, "excluded-records")
+    [row] = [r for r in rows if r[1] == "ev-forged-1"]
+    assert row[0] == "evals" and row[2] and row[3]
+
+    # A label the PM gave without seeing the verdict says so.
+    writers.record_acceptance(kit, run_id=QUEUE_OWED, label="pass", by="pm", blind=True)
+    page = parse_page(render(collect(kit, BoardOptions())).html)
+    latest = {row[0]: row for row in table_rows(page, "latest-verdicts")}
+    assert latest[QUEUE_OWED][7] == "pass (unsigned, blind)"

@@ -146,9 +146,10 @@ def test_the_known_board_in_chromium(known_board, tmp_path, browser):
         kappa = seen.page.locator('td[data-stat="Cohen\'s kappa"]')
         assert kappa.inner_text() == "0.600" and kappa.is_visible()
         queues = seen.text("#queues")
-        for run in (QUEUE_WAITING, QUEUE_SKIPPED, QUEUE_OWED):
+        for run in (QUEUE_WAITING, QUEUE_SKIPPED):
             assert run in queues
             assert seen.page.locator("#queues td", has_text=run).first.is_visible()
+        assert seen.page.locator("#waiting td", has_text=QUEUE_OWED).first.is_visible()
         # The per-model chart: one mark per model with a defined kappa, one threshold.
         assert seen.count("#chart-by-model svg") == 1
         assert seen.count("#chart-by-model svg .mark") == 2
@@ -159,6 +160,54 @@ def test_the_known_board_in_chromium(known_board, tmp_path, browser):
         seen.page.screenshot(path=str(shot), full_page=True)
         assert shot.stat().st_size > 10_000
         assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+#: The board's sections, top to bottom: what the PM acts on first.
+SECTION_ORDER = [
+    "banner",  # the gate's state for the current evaluator model, with the reason
+    "waiting",  # the runs waiting for the PM's label, in the order to take them
+    "over-time",
+    "by-model",
+    "scores",
+    "confusion",
+    "queues",
+    "latest",
+    "excluded",
+    "overrides",
+    "provenance",
+]
+
+
+def test_the_pm_reads_the_gate_and_what_waits_first(known_board, browser):
+    """Sections in the PM's order, as laid out on screen; the top sentence says what
+    the gate does now, for which model, and what waits is in the first screenful."""
+    kit, out = known_board
+    report = compute_metrics(kit)
+    with opened(out, browser) as seen:
+        assert_quiet(seen)
+        tops = []
+        for ident in SECTION_ORDER:
+            box = seen.page.locator(f"section#{ident}").bounding_box()
+            assert box is not None and box["height"] > 0, ident
+            tops.append(box["y"])
+        assert tops == sorted(tops) and len(set(tops)) == len(tops), tops
+        found = seen.page.evaluate(
+            "Array.from(document.querySelectorAll('body > section')).map(s => s.id)"
+        )
+        assert found == SECTION_ORDER
+        sentence = seen.text("#gate-sentence")
+        assert sentence == (
+            f"The gate is ADVISORY for evaluator model {report['model']}: a run merges only "
+            "with the PM's pass label on its passing verdict."
+        )
+        # The first thing read is that sentence; no point estimate pulls the other way.
+        assert seen.text("#banner").split(" ", 1)[1].startswith(sentence)
+        assert "point estimate" not in seen.text("#banner")
+        waiting = seen.page.locator("#waiting h2").bounding_box()
+        assert waiting is not None and waiting["y"] < 900  # within the first screenful
+        assert seen.text("#waiting h2") == "Waits for the PM: 1 run(s) to label"
+        row = seen.text("#acceptance-queue tr:nth-child(2)")
+        assert row.startswith(QUEUE_OWED) and "oldest first" in row
 
 
 @pytest.mark.usefixtures("known")

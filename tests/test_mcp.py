@@ -161,7 +161,6 @@ def test_resources_are_the_skill_and_the_documents_it_links(kit_root):
         "planning/evals/calibration-method.md",
         "planning/evals/eval-calibration.md",
         "planning/research/injection-defenses.md",
-        "DECISIONS.md",
         "AGENTS.md",
     ):
         assert f"pmos://kit/{linked}" in uris

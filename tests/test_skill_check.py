@@ -63,7 +63,13 @@ def test_the_repository_documents_pass(cli):
     data = json.loads(result.stdout)
     assert data["ok"] is True
     assert set(data["skills"]) == {"skills/acceptance/SKILL.md", "skills/evaluator/SKILL.md"}
-    for name in ("AGENTS.md", "README.md", "DECISIONS.md", "skills/SKILL-FORMAT.md"):
+    for name in (
+        "AGENTS.md",
+        "kit/AGENTS.md",
+        "README.md",
+        "DECISIONS.md",
+        "skills/SKILL-FORMAT.md",
+    ):
         assert name in data["files"]
     assert any(f.startswith("planning/research/") for f in data["files"])
     assert data["commands_checked"] > 50
@@ -200,7 +206,7 @@ def test_a_broken_anchor_and_a_root_absolute_link_fail(cli, copy):
     acceptance = copy / "skills/acceptance/SKILL.md"
 
     def change() -> None:
-        edit(acceptance, "#d02-the-pm-acceptance-gate-is-the-final-authority", "#d02-nope")
+        edit(acceptance, "#cross-family-spot-check", "#nope")
         edit(acceptance, "(../evaluator/SKILL.md)", "(/skills/evaluator/SKILL.md)")
 
     code, new = introduced(cli, copy, change)
@@ -208,7 +214,7 @@ def test_a_broken_anchor_and_a_root_absolute_link_fail(cli, copy):
     messages = " | ".join(m for _, _, m in new)
     assert len(new) == 2
     assert "/skills/evaluator/SKILL.md is root-absolute" in messages
-    assert "no heading with the anchor #d02-nope in DECISIONS.md" in messages
+    assert "no heading with the anchor #nope in calibration-method.md" in messages
 
 
 @pytest.mark.parametrize("field", ["name", "description"])
@@ -349,3 +355,28 @@ def test_the_command_tree_is_the_real_cli():
     root = typer.main.get_command(app)
     ctx = root.context_class(root)
     assert "skill" in root.list_commands(ctx)
+
+
+def test_the_kit_agents_md_template_is_checked_where_it_is_shipped(cli, tmp_path):
+    """kit/AGENTS.md lands at the kit root (pmos.kit.init.SHIPPED_AS), so its links
+    are checked from there: one that only works from kit/ is broken once shipped."""
+    root = tmp_path / "repo"
+    init_kit(root)
+    (root / "kit").mkdir()
+    template = root / "kit" / "AGENTS.md"
+    template.write_text(
+        "# AGENTS.md\n\nRead [the rubric](planning/evals/agent-run-eval-rubric.md).\n",
+        encoding="utf-8",
+    )
+    result = cli("--root", str(root), "skill", "check", "--json")
+    data = json.loads(result.stdout)
+    assert "kit/AGENTS.md" in data["files"]
+    assert not [p for p in data["problems"] if p["path"] == "kit/AGENTS.md"], data["problems"]
+    template.write_text(
+        "# AGENTS.md\n\nRead [the rubric](../planning/evals/agent-run-eval-rubric.md).\n",
+        encoding="utf-8",
+    )
+    result = cli("--root", str(root), "skill", "check", "--json")
+    assert result.exit_code == 1
+    [problem] = [p for p in json.loads(result.stdout)["problems"] if p["path"] == "kit/AGENTS.md"]
+    assert problem["rule"] == "link" and "does not resolve" in problem["message"]

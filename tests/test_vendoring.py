@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tomllib
@@ -50,7 +51,6 @@ def test_init_copies_everything_the_skills_link(product):
     for rel in (
         "AGENTS.md",
         "CLAUDE.md",
-        "DECISIONS.md",
         "skills/SKILL-FORMAT.md",
         "skills/evaluator/SKILL.md",
         "skills/acceptance/SKILL.md",
@@ -66,6 +66,19 @@ def test_init_copies_everything_the_skills_link(product):
     shipped = sorted(p.name for p in (REPO / "planning/evals/known-bad").iterdir())
     assert sorted(p.name for p in (kit / "planning/evals/known-bad").iterdir()) == shipped
     assert not (kit / "README.md").exists()
+
+
+def test_the_kit_gets_the_product_agents_md_and_no_decisions(product):
+    """The kit's AGENTS.md speaks to agents in the product; pmos's own (for its
+    developers) and DECISIONS.md stay in the pmos repository."""
+    kit = product / "pmos"
+    shipped = (kit / "AGENTS.md").read_text(encoding="utf-8")
+    assert shipped == (REPO / "kit/AGENTS.md").read_text(encoding="utf-8")
+    assert shipped != (REPO / "AGENTS.md").read_text(encoding="utf-8")
+    assert "## What you must never do" in shipped and "Never record a PM label" in shipped
+    assert not (kit / "DECISIONS.md").exists() and not (kit / "kit").exists()
+    for doc in kit.rglob("*.md"):
+        assert re.search(r"\]\([^)]*DECISIONS\.md", doc.read_text(encoding="utf-8")) is None, doc
 
 
 def test_the_vendored_exemplar_log_is_valid_and_holds_no_history(product):

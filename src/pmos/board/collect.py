@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -91,6 +91,48 @@ class QueuePart:
     shown: list[dict[str, Any]]
 
 
+@dataclass(frozen=True)
+class Waiting:
+    """One run that waits for the PM's label, in the order the PM should take them.
+
+    ``reason`` says why the run is suggested at its place (a labelling plan's
+    word); None when the order is the acceptance queue's own (oldest first).
+    The board takes any list of these, so a plan that ranks runs can replace
+    the queue's order without the page changing.
+    """
+
+    run_id: str
+    initiative_id: str = ""
+    age: str = ""
+    verdict: str = ""
+    registered: bool = True
+    reason: str | None = None
+
+
+def waiting_for_pm(
+    acceptance: QueuePart, order: Sequence[tuple[str, str | None]] | None = None
+) -> list[Waiting]:
+    """The runs the PM owes a label: ``order`` (run ids, each with an optional
+    reason) when given, else the acceptance queue's order. A run ``order`` names
+    that the queue does not list is shown with what is known of it: its id."""
+    queued = {d["run_id"]: d for d in acceptance.shown}
+
+    def entry(run_id: str, reason: str | None) -> Waiting:
+        d = queued.get(run_id, {})
+        return Waiting(
+            run_id=run_id,
+            initiative_id=str(d.get("initiative_id") or ""),
+            age=str(d.get("age") or ""),
+            verdict=str(d.get("verdict") or ""),
+            registered=bool(d.get("registered", True)),
+            reason=reason,
+        )
+
+    if order is None:
+        return [entry(run_id, None) for run_id in queued]
+    return [entry(run_id, reason) for run_id, reason in order]
+
+
 @dataclass
 class BoardData:
     """What one board shows; built by :func:`collect`, rendered by :mod:`pmos.board.page`."""
@@ -115,6 +157,12 @@ class BoardData:
     #: True when a ledger gained records while the board was being read.
     moved: bool = False
     notes: list[str] = field(default_factory=list)
+    #: What waits for the PM, in the order to take it (:func:`waiting_for_pm`).
+    waiting: list[Waiting] = field(default_factory=list)
+    #: Each listed run's latest PM label (``label``, ``by``, ``signed``, ``blind``).
+    labels: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Each listed run's builder model from its run record (a short verdict names none).
+    builders: dict[str, str] = field(default_factory=dict)
 
 
 def _stamp(moment: datetime) -> str:
@@ -204,6 +252,44 @@ def latest_verdicts(kit: Kit, options: BoardOptions) -> list[dict[str, Any]]:
     return found
 
 
+def latest_labels(kit: Kit, runs: Collection[str]) -> dict[str, dict[str, Any]]:
+    """The newest PM label of each run in ``runs``: its label, who gave it, whether
+    it carries a signature and whether it was given blind. Whether the label
+    counts (a signature the policy requires, a verdict it names) is the metrics'
+    call; a label left out is listed with its reason under excluded records."""
+    found: dict[str, dict[str, Any]] = {}
+    wanted = set(runs)
+    if not wanted:
+        return found
+    for record in newest_first(kit.store, "acceptances"):
+        run = record.get("run_id")
+        if run in wanted and run not in found:
+            found[run] = {
+                "label": record.get("label", ""),
+                "by": record.get("by", ""),
+                "signed": bool(record.get("signature")),
+                "blind": bool(record.get("blind")),
+            }
+            if len(found) == len(wanted):
+                break
+    return found
+
+
+def run_builders(kit: Kit, runs: Collection[str]) -> dict[str, str]:
+    """The builder model each run in ``runs`` registered with (its newest run record)."""
+    found: dict[str, str] = {}
+    wanted = set(runs)
+    if not wanted:
+        return found
+    for record in newest_first(kit.store, "runs"):
+        run = record.get("run_id")
+        if run in wanted and run not in found and record.get("builder_model"):
+            found[run] = str(record["builder_model"])
+            if len(found) == len(wanted):
+                break
+    return found
+
+
 def recent_overrides(kit: Kit, options: BoardOptions) -> list[dict[str, Any]]:
     """The newest override entries of the exemplar log, with their lessons."""
     from pmos.gate.exemplars import read_log
@@ -252,8 +338,18 @@ class _Inline:
         pass
 
 
-def collect(kit: Kit, options: BoardOptions, now: datetime | None = None) -> BoardData:
-    """Read everything the board shows (see the module docstring for where each part comes from)."""
+def collect(
+    kit: Kit,
+    options: BoardOptions,
+    now: datetime | None = None,
+    order: Sequence[tuple[str, str | None]] | None = None,
+) -> BoardData:
+    """Read everything the board shows (see the module docstring for where each part comes from).
+
+    ``order``: the runs waiting for the PM's label as ``(run_id, reason)`` in the
+    order to take them (a labelling plan's suggestion); the acceptance queue's
+    order (oldest first, no reason) when None.
+    """
     options = options.checked()
     now = now or datetime.now(UTC)
     before = checkpoint(kit)
@@ -274,6 +370,9 @@ def collect(kit: Kit, options: BoardOptions, now: datetime | None = None) -> Boa
         for call in calls:
             call.cancel()
     latest = latest_verdicts(kit, options)
+    listed = [str(v.get("run_id")) for v in latest]
+    labels = latest_labels(kit, listed)
+    builders = run_builders(kit, listed)
     overrides = recent_overrides(kit, options)
     rubric_threshold, rubric_note = _rubric_threshold(kit, report)
     after = checkpoint(kit)
@@ -296,4 +395,7 @@ def collect(kit: Kit, options: BoardOptions, now: datetime | None = None) -> Boa
         checkpoint=after,
         moved=before != after,
         notes=notes,
+        waiting=waiting_for_pm(acceptance, order),
+        labels=labels,
+        builders=builders,
     )

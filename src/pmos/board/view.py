@@ -55,36 +55,70 @@ def _why(report: Mapping[str, Any], *names: str) -> str:
 
 
 def banner(data: BoardData) -> dict[str, Any]:
+    """The gate's state in one sentence a PM can act on, and the reason beside it.
+
+    It says what the merge gate (``pmos gate``) does with a passing verdict now,
+    for the evaluator model that decides calibration, and nothing that pulls the
+    other way (no point estimate beside an interval that decides).
+    """
     r = data.metrics
     calibrated = bool(r.get("calibrated"))
     # The decision is the current evaluator model's own (a model change starts
-    # calibration again); the banner says which model it is about.
+    # calibration again); the sentence says which model it is about.
     model = r.get("model")
-    about = f" (evaluator model {model})" if model else ""
+    about = f"evaluator model {model}" if model else "no evaluator model yet"
+    if calibrated:
+        sentence = (
+            f"The gate is CALIBRATED for {about}: a passing verdict lets a run merge "
+            "without the PM's label."
+        )
+    else:
+        sentence = (
+            f"The gate is ADVISORY for {about}: a run merges only with the PM's pass "
+            "label on its passing verdict."
+        )
     out: dict[str, Any] = {
         "calibrated": calibrated,
         "headline": "CALIBRATED" if calibrated else "ADVISORY",
-        "meaning": (
-            f"The review gate{about} agrees with PM labels well enough to gate on."
-            if calibrated
-            else f"The review gate{about} is not calibrated: its verdicts inform, the PM decides."
-        ),
+        "sentence": sentence,
         "reason": r.get("calibration_reason", ""),
         "alarm": None,
-        "point": None,
     }
     if r.get("goodhart_alarm"):
         out["alarm"] = (
             f"Leniency alarm: {number(r.get('pass_fraction'))} of the last "
             f"{r.get('pass_fraction_window')} verdicts are on the pass side."
         )
-    if "kappa_point_meets_threshold" in r:
-        out["point"] = (
-            "The kappa point estimate "
-            + ("reaches" if r["kappa_point_meets_threshold"] else "does not reach")
-            + f" the threshold {number(r.get('kappa_threshold'), 2)}."
-        )
     return out
+
+
+def waiting(data: BoardData) -> list[dict[str, Any]]:
+    """The runs waiting for the PM's label, in the order to take them."""
+    return [
+        {
+            "run_id": w.run_id,
+            "initiative_id": w.initiative_id,
+            "age": w.age,
+            "verdict": w.verdict,
+            "registered": w.registered,
+            "reason": w.reason if w.reason is not None else "oldest first (the acceptance queue)",
+        }
+        for w in data.waiting
+    ]
+
+
+def excluded(r: Mapping[str, Any]) -> list[dict[str, str]]:
+    """Records the metrics left out, each with the rule it breaks."""
+    return [
+        {
+            "kind": str(e.get("kind") or ""),
+            "record_id": str(e.get("record_id") or ""),
+            "rule": str(e.get("rule") or ""),
+            "problem": str(e.get("problem") or ""),
+            "file": str(e.get("file") or ""),
+        }
+        for e in r.get("excluded_records") or []
+    ]
 
 
 def statistics(r: Mapping[str, Any]) -> list[dict[str, str]]:
@@ -100,13 +134,14 @@ def statistics(r: Mapping[str, Any]) -> list[dict[str, str]]:
          _why(r, "tnr")),
         (f"pass fraction (last {r.get('pass_fraction_window', '?')} verdicts)",
          key(r, "pass_fraction"), "", _why(r, "pass_fraction")),
-        ("observed agreement", key(r, "observed_agreement"), "", ""),
+        ("observed agreement", key(r, "observed_agreement"), "", _why(r, "observed_agreement")),
         ("corrected pass rate (unlabelled runs)",
          number(crp["value"]) if crp else UNDEFINED,
          interval(crp["ci95"]) if crp else "",
          _why(r, "corrected_pass_rate")),
         ("kappa threshold", key(r, "kappa_threshold", lambda v: number(v, 2)), "", ""),
-        ("more labelled pairs needed", labels_needed, "", ""),
+        ("more labelled pairs needed (at the current agreement)", labels_needed, "",
+         _why(r, "labels_needed")),
         ("labels superseded by a newer verdict", key(r, "labels_superseded"), "", ""),
         ("runs skipped by the gate", key(r, "skipped"), "", ""),
         ("judged runs without a PM label", key(r, "unlabeled_verdicts"), "", ""),
@@ -163,6 +198,7 @@ def models(r: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "pass_fraction": key(m, "pass_fraction"),
                 "calibrated": bool(m.get("calibrated")),
                 "reason": m.get("calibration_reason", ""),
+                "undefined": _why(m, "kappa", "tpr", "tnr"),
             }
         )
     return rows
@@ -172,13 +208,15 @@ def score_statistics(data: BoardData) -> list[dict[str, str]]:
     r = data.metrics
     rows = [
         ("ROC AUC of the score against the PM label", key(r, "score_auc"),
-         key(r, "score_auc_ci95", interval)),
-        ("Brier score (lower is better)", key(r, "brier"), ""),
-        ("rubric threshold", number(data.rubric_threshold, 2), ""),
-        ("PM-optimal threshold (Youden's J)", key(r, "youden_threshold"), ""),
-        ("kappa at the PM-optimal threshold", key(r, "kappa_at_youden_threshold"), ""),
+         key(r, "score_auc_ci95", interval), _why(r, "score_auc")),
+        ("Brier score (lower is better)", key(r, "brier"), "", _why(r, "brier")),
+        ("rubric threshold", number(data.rubric_threshold, 2), "", _why(r, "rubric_threshold")),
+        ("PM-optimal threshold (Youden's J)", key(r, "youden_threshold"), "",
+         _why(r, "youden_threshold")),
+        ("kappa at the PM-optimal threshold", key(r, "kappa_at_youden_threshold"), "",
+         _why(r, "kappa_at_youden_threshold")),
     ]  # fmt: skip
-    return [{"name": a, "value": b, "interval": c} for a, b, c in rows]
+    return [{"name": a, "value": b, "interval": c, "note": d} for a, b, c, d in rows]
 
 
 def optimal_threshold(r: Mapping[str, Any]) -> float | None:
@@ -186,7 +224,13 @@ def optimal_threshold(r: Mapping[str, Any]) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def verdict_row(record: Mapping[str, Any]) -> dict[str, Any]:
+def verdict_row(
+    record: Mapping[str, Any],
+    labels: Mapping[str, Mapping[str, Any]] | None = None,
+    builders: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """One row of the latest-verdicts table: the verdict, the builder (from the run
+    record when the verdict names none) and the run's PM label."""
     axes = record.get("axes") or {}
 
     def axis(name: str) -> dict[str, Any]:
@@ -205,15 +249,28 @@ def verdict_row(record: Mapping[str, Any]) -> dict[str, Any]:
         "spec": axis("spec"),
         "standards": axis("standards"),
         "evaluator_model": record.get("evaluator_model") or "",
-        "builder_model": record.get("builder_model") or "",
+        "builder_model": record.get("builder_model")
+        or (builders or {}).get(str(record.get("run_id")))
+        or "",
         "flags": [str(f) for f in record.get("flags") or []],
         "initiative_id": record.get("initiative_id", ""),
         "note": record.get("note") or record.get("skipped_reason") or "",
+        "label": _label((labels or {}).get(str(record.get("run_id")))),
         "criteria": criteria[:ITEMS_LIMIT],
         "criteria_more": max(0, len(criteria) - ITEMS_LIMIT),
         "defects": defects[:ITEMS_LIMIT],
         "defects_more": max(0, len(defects) - ITEMS_LIMIT),
     }
+
+
+def _label(label: Mapping[str, Any] | None) -> dict[str, str]:
+    """The run's PM label as the latest-verdicts table shows it."""
+    if not label:
+        return {"label": "none", "how": "no label yet"}
+    how = ["signed" if label.get("signed") else "unsigned"]
+    if label.get("blind"):
+        how.append("blind")
+    return {"label": str(label.get("label") or ""), "how": ", ".join(how)}
 
 
 def scope(data: BoardData) -> list[tuple[str, str]]:

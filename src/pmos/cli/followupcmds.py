@@ -35,7 +35,8 @@ def register(app: typer.Typer) -> None:
     )(promote)
     app.add_typer(followups_app, name="followups")
     tasks_app = new_typer(
-        "Tasks created from follow-ups (state/tasks.jsonl).", example="pmos tasks list --open"
+        "Tasks created from follow-ups (the tasks ledger, state/tasks/).",
+        example="pmos tasks list --open",
     )
     tasks_app.command("list", epilog=examples("pmos tasks list --open --json"))(tasks_list)
     tasks_app.command(

@@ -24,15 +24,20 @@ KIT_TEMPLATE_PATHS: list[str] = [
     "planning/evals/agent-run-eval-rubric.md",
     "scripts/pmos-log.sh",
     # What an agent in a product repository needs to find everything the skills link.
-    "AGENTS.md",
+    # The kit's AGENTS.md speaks to agents in the product (shipped as AGENTS.md,
+    # SHIPPED_AS); the repository's own speaks to pmos's developers, and
+    # DECISIONS.md stays in the pmos repository: no shipped document links it.
+    "kit/AGENTS.md",
     "CLAUDE.md",
-    "DECISIONS.md",
     "skills",
     "planning/evals/calibration-method.md",
     "planning/evals/eval-calibration.md",  # entry-free in the repository: no inherited history
     "planning/evals/known-bad",
     "planning/research",
 ]
+
+#: Template files shipped under another name: repository path -> path in the kit.
+SHIPPED_AS: dict[str, str] = {"kit/AGENTS.md": "AGENTS.md"}
 
 
 #: The project-scoped MCP configuration Claude Code reads (Cursor's
@@ -235,7 +240,9 @@ def _template_files(source: Path) -> list[tuple[Path, str]]:
     for rel in KIT_TEMPLATE_PATHS:
         origin = source / rel
         found = sorted(p for p in origin.rglob("*") if p.is_file()) if origin.is_dir() else [origin]
-        files += [(src, src.relative_to(source).as_posix()) for src in found]
+        for src in found:
+            rel_file = src.relative_to(source).as_posix()
+            files.append((src, SHIPPED_AS.get(rel_file, rel_file)))
     return files
 
 

@@ -34,6 +34,7 @@ from urllib.parse import unquote
 from pmos import markdown
 from pmos.errors import BadInput
 from pmos.inputs import read_input_text
+from pmos.kit.init import SHIPPED_AS
 
 #: What ``pmos skill check`` reads when given no path (those present in the kit root).
 DEFAULT_TARGETS = (
@@ -44,6 +45,8 @@ DEFAULT_TARGETS = (
     "DECISIONS.md",
     "README.md",
     "docs",
+    # The pmos repository's template of the kit's AGENTS.md (pmos.kit.init.SHIPPED_AS).
+    "kit",
 )
 MAX_BODY_LINES = 500
 SHELL_LANGUAGES = frozenset({"", "sh", "bash", "shell", "console", "zsh", "shell-session"})
@@ -397,7 +400,10 @@ def _check_file(
     names: dict[str, str],
     cache: dict[Path, set[str]],
     tools: Collection[str] | None = None,
+    shipped: Path | None = None,
 ) -> None:
+    """``shipped``: where the file lands in a kit when it is shipped under another
+    name; its links are checked from there, where they are read."""
     try:
         text = read_input_text(path, what="document", stdin_ok=False)
     except BadInput as exc:
@@ -442,7 +448,7 @@ def _check_file(
         found += tool_problems(number, span)
     for number, target in document.prose.links:
         report.links += 1
-        problem = _link_problem(path, target, cache)
+        problem = _link_problem(shipped or path, target, cache)
         if problem:
             found.append(Problem(shown, number, "link", problem))
     report.problems += sorted(found, key=lambda p: p.line)
@@ -482,7 +488,10 @@ def check(
         shown = str(path)
         if base is not None and base in real.parents:
             shown = real.relative_to(base).as_posix()
-        _check_file(path, shown, tree, report, names, cache, tools)
+        shipped = None
+        if base is not None and shown in SHIPPED_AS:
+            shipped = base / SHIPPED_AS[shown]
+        _check_file(path, shown, tree, report, names, cache, tools, shipped)
     return report
 
 
