@@ -168,7 +168,7 @@ def scored_pairs_available() -> bool:
 def _score_part(kit: Kit, options: BoardOptions) -> ScoreBins:
     from pmos.calibration import metrics
 
-    pairs = metrics.scored_pairs(  # type: ignore[attr-defined]
+    pairs = metrics.scored_pairs(
         kit, initiative=options.initiative, model=options.model, since=options.since
     )
     return score_bins(pairs)

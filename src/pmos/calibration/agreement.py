@@ -10,6 +10,7 @@ vectorised pass (:func:`pmos.calibration.intervals.kappa_intervals`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 from pmos.calibration import intervals, sequential, stats
@@ -69,7 +70,7 @@ def table_reports(tables: Sequence[Confusion], rule: Rule) -> list[dict[str, Any
     reasons: list[dict[str, str]] = []
     for c in tables:
         undefined: dict[str, str] = {}
-        kappas.append(_attempt(undefined, "kappa", lambda c=c: stats.cohen_kappa(c)))
+        kappas.append(_attempt(undefined, "kappa", partial(stats.cohen_kappa, c)))
         reasons.append(undefined)
     defined = [
         (c.tp, c.fn, c.fp, c.tn) for c, k in zip(tables, kappas, strict=True) if k is not None
@@ -93,7 +94,9 @@ def _attempt(undefined: dict[str, str], name: str, compute: Callable[[], Any]) -
         return None
 
 
-def _wilson(undefined: dict[str, str], name: str, hits: int, total: int, rate: float | None):
+def _wilson(
+    undefined: dict[str, str], name: str, hits: int, total: int, rate: float | None
+) -> list[float] | None:
     if rate is None:
         undefined[name] = f"{name.removesuffix('_ci95').upper()} is undefined"
         return None

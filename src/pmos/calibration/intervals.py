@@ -92,7 +92,8 @@ def kappa_of_cells(cells: np.ndarray) -> np.ndarray:
 
     tp, fn, fp, tn = cells[..., 0], cells[..., 1], cells[..., 2], cells[..., 3]
     with np.errstate(invalid="ignore", divide="ignore"):
-        return kappa_formula(tp, fn, fp, tn)
+        kappas: np.ndarray = kappa_formula(tp, fn, fp, tn)
+    return kappas
 
 
 def kappa_intervals(tables: Sequence[tuple[int, int, int, int]]) -> list[tuple[float, float]]:
@@ -169,7 +170,7 @@ def _gamma_draws(shapes: np.ndarray) -> np.ndarray:
     a = shapes[:, :, None, :]
     draws = (1.0 - 1.0 / (9.0 * a)) + _normals()[None] * (1.0 / (3.0 * np.sqrt(a)))
     np.maximum(draws, 0.0, out=draws)
-    cube = draws * draws
+    cube: np.ndarray = draws * draws
     cube *= draws
     cube *= a
     for t, p, c in zip(*np.nonzero(shapes < _EXACT_BELOW), strict=True):

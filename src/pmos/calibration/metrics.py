@@ -132,7 +132,8 @@ def parse_since(text: str) -> datetime:
 
 def _check_by(by: Any) -> By | None:
     if by is None or by in (WEEK, MONTH):
-        return by
+        named: str | None = by
+        return named
     if isinstance(by, int) and not isinstance(by, bool) and by >= 1:
         return by
     raise BadInput(f"by: expected week, month or a whole number of pairs (at least 1); got {by!r}")

@@ -65,13 +65,16 @@ class AssessGroup(PmosGroup):
         self.format_commands(ctx, formatter)
 
 
-class _DefaultContext(TyperCommand.context_class):  # type: ignore[misc,name-defined]
+# click's Context as the typer in use carries it (its own copy of click or the package),
+# which a type checker cannot take as a base class.
+class _DefaultContext(TyperCommand.context_class):  # type: ignore[misc, valid-type]
     """The default command's context answers to the group's name (``pmos assess``),
     so usage errors say "Try 'pmos assess --help'", never the hidden command's name."""
 
     @property
     def command_path(self) -> str:
-        return self.parent.command_path if self.parent is not None else super().command_path
+        path: str = self.parent.command_path if self.parent is not None else super().command_path
+        return path
 
 
 class _DefaultCommand(TyperCommand):
@@ -288,7 +291,7 @@ def _print_review(check: dict[str, Any]) -> None:
     typer.echo(
         _safe(f"check {check['index']} (llm_review, {check['aggregate']}): {check['reason']}")
     )
-    rows = []
+    rows: list[tuple[Any, ...]] = []
     for r in check["reviewers"]:
         if r["ok"]:
             scores = ", ".join(f"{n} {s:g}" for n, s in r["scores"].items())

@@ -83,7 +83,7 @@ def metrics(
         period = parse_by(by) if by is not None else None
     except ValueError as exc:
         raise BadInput(f"--by: {exc}") from None
-    filters = {
+    filters: dict[str, Any] = {
         "window": window,
         "initiative": initiative,
         "model": model,

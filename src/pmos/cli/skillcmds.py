@@ -126,7 +126,7 @@ def skill_check(
         if not paths:
             raise
         root = None  # explicit paths can be checked outside any kit
-    targets = list(paths) if paths else default_targets(root)
+    targets = list(paths or []) if paths or root is None else default_targets(root)
     from pmos.mcp.tools import TOOL_NAMES  # the tool registry alone: no SDK, no server
 
     tree = CommandTree.from_app(app, script_path(root))

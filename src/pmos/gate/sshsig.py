@@ -257,8 +257,12 @@ def _signature_maker(private_key: Any) -> Callable[[bytes], bytes]:
         name = curve.get(private_key.curve.name)
         if name is None:
             raise BadInput(f"ECDSA curve {private_key.curve.name} is not an SSH curve")
-        hash_of = {"nistp256": hashes.SHA256, "nistp384": hashes.SHA384, "nistp521": hashes.SHA512}
-        algorithm, ecdsa = f"ecdsa-sha2-{name}".encode(), ec.ECDSA(hash_of[name]())
+        hash_of = {
+            "nistp256": hashes.SHA256(),
+            "nistp384": hashes.SHA384(),
+            "nistp521": hashes.SHA512(),
+        }
+        algorithm, ecdsa = f"ecdsa-sha2-{name}".encode(), ec.ECDSA(hash_of[name])
 
         order = CURVE_ORDERS[algorithm.decode()]
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -140,7 +142,7 @@ def init_kit(
     try:
         dest.mkdir(parents=True, exist_ok=True)
         for src, rel_file in _template_files(source):
-            make = lambda t, s=src: shutil.copy2(s, t)  # noqa: E731
+            make: Callable[[Path], object] = partial(shutil.copy2, src)
             if rel_file == CONFIG_NAME:
                 make = _writer(with_kit_id(src.read_text(encoding="utf-8")).encode("utf-8"))
             _create(dest / rel_file, rel_file, report, make)
@@ -159,9 +161,9 @@ def init_kit(
         return report
     import json
 
-    config = mcp_config(mcp_target.parent, report.root)
+    servers = mcp_config(mcp_target.parent, report.root)
     try:
-        _write_new(mcp_target, (json.dumps(config, indent=2) + "\n").encode("utf-8"))
+        _write_new(mcp_target, (json.dumps(servers, indent=2) + "\n").encode("utf-8"))
     except OSError as exc:
         raise BadInput(f"cannot write {mcp_target}: {exc.strerror}") from None
     return report._replace(mcp_config=mcp_target.resolve())
@@ -219,7 +221,7 @@ _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL
 LEDGER_GITIGNORE = f"{TEMP_PREFIX}*\n".encode()
 
 
-def _writer(data: bytes):
+def _writer(data: bytes) -> Callable[[Path], None]:
     def make(target: Path) -> None:
         fd = os.open(target, _NEW_FILE, 0o644)
         try:
@@ -252,7 +254,7 @@ def _ledger_targets(dest: Path, config: Config) -> list[tuple[str, str, Path]]:
     return out
 
 
-def _create(target: Path, rel: str, report: InitReport, make) -> None:
+def _create(target: Path, rel: str, report: InitReport, make: Callable[[Path], object]) -> None:
     if target.exists() or target.is_symlink():
         report.kept.append(rel)
         return

@@ -28,7 +28,7 @@ import shlex
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import unquote
 
 from pmos import markdown
@@ -190,7 +190,10 @@ def _default_route(group: Any, rest: list[str]) -> list[str] | None:
     import typer
 
     # Whichever click typer uses (its own copy or the package), its ClickException.
-    click_error = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+    click_error = cast(
+        "type[Exception]",
+        next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"),
+    )
     ctx = group.context_class(group, info_name="pmos", resilient_parsing=True)
     try:
         group.parse_args(ctx, list(rest))

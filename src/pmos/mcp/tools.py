@@ -64,7 +64,8 @@ class Tool:
 
 
 def _verdict_property(name: str) -> dict[str, Any]:
-    return inlined_schema("verdict")["properties"][name]
+    schema: dict[str, Any] = inlined_schema("verdict")["properties"][name]
+    return schema
 
 
 def _object(
@@ -168,7 +169,7 @@ def show_run(kit: Kit, args: dict[str, Any]) -> dict[str, Any]:
 
     facts = gather_known(kit.store, args["run_id"])
     run = facts.run or {}
-    artifact = {k: run[k] for k in ("repo", "base", "head") if k in run}
+    artifact: dict[str, Any] = {k: run[k] for k in ("repo", "base", "head") if k in run}
     artifact["range"] = revision_range(run)
     history = [
         {"ledger": kind, "record": record} for kind, record in facts.events if kind != "acceptances"

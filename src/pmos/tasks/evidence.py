@@ -42,6 +42,7 @@ import os
 import re
 import subprocess
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -218,7 +219,7 @@ def build_bundle(
     *,
     repo: str | Path | None = None,
     rev_range: str | None = None,
-    logs: list[str | Path] | tuple[str | Path, ...] = (),
+    logs: Sequence[str | Path] = (),
 ) -> Bundle:
     """Collect the evidence of ``run_id`` from the kit, the repository and log files."""
     if rev_range is not None and repo is None:
