@@ -9,6 +9,7 @@ checker for it is unavailable rather than silently accept anything.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from collections.abc import Iterable
@@ -16,6 +17,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import jsonschema_rs
 import orjson
 
 from pmos.assets import schema_dir
@@ -121,13 +123,12 @@ def inlined_schema(name: str) -> dict[str, Any]:
     """Schema ``name`` as one self-contained document: every ``$ref`` replaced by
     the schema it names. For readers with no registry of pmos's schemas, such as
     an MCP host showing a tool's input schema; a fresh copy, safe to edit."""
-    import copy
-
     return copy.deepcopy(_inlined(name))
 
 
 @cache
 def _validator(name: str) -> Validator:
+    # Deferred: the Python validator (about 0.2 s), only to word a violation.
     from jsonschema import Draft202012Validator
     from referencing import Registry, Resource
 
@@ -160,8 +161,6 @@ def _fast_validator(name: str) -> jsonschema_rs.Validator:
     record it does not accept goes to the Python validator, which words every
     violation; the two must agree, which tests/test_schemas_fast.py checks.
     """
-    import jsonschema_rs
-
     return jsonschema_rs.Draft202012Validator(_inlined(name), validate_formats=True)
 
 

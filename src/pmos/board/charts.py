@@ -70,6 +70,7 @@ class Chart:
 
 @contextmanager
 def _figure(width: float, height: float) -> Iterator[Any]:
+    # Deferred: matplotlib, the optional 'board' extra, heavy, only to draw a chart.
     import matplotlib
     from matplotlib.figure import Figure
 
@@ -257,6 +258,7 @@ def score_histogram(
                         linewidth=0,
                         gid=f"mark-{side}-{i}",
                     )
+        # Deferred: matplotlib, the optional 'board' extra, heavy, only to draw a chart.
         from matplotlib.patches import Patch
         from matplotlib.ticker import MaxNLocator
 

@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
+import orjson
+
 from pmos.calibration import intervals, sequential, stats
 from pmos.calibration.decision import (
     Evidence,
@@ -23,6 +25,7 @@ from pmos.calibration.decision import (
     point_meets_threshold,
 )
 from pmos.calibration.stats import Confusion, Undefined
+from pmos.errors import BadInput
 
 #: Float outputs are rounded to this many decimals (the pass fraction on records uses 6 too).
 DIGITS = 6
@@ -176,10 +179,6 @@ def parse_tables(data: bytes, *, source: str) -> list[tuple[int, Confusion]]:
     """(line number, table) for each JSON line ``{"tp": .., "fn": .., "fp": .., "tn": ..}``;
     blank lines are skipped. Any bad line is refused (BadInput naming it):
     nothing is computed from an input that is partly wrong."""
-    import orjson
-
-    from pmos.errors import BadInput
-
     tables: list[tuple[int, Confusion]] = []
     problems: list[str] = []
     for number, line in enumerate(data.split(b"\n"), start=1):

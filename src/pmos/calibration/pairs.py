@@ -36,6 +36,8 @@ from typing import Any, NamedTuple, cast
 
 import numpy as np
 
+from pmos._util.forked import ForkedCall
+from pmos.calibration import stats
 from pmos.calibration.judged import (
     BLIND_FIELDS,
     FILTER_FIELDS,
@@ -412,9 +414,6 @@ def read_and_pair(
         labels = read_labels(store, detailed, screen=screen, excluded=excluded)
         paired = pair(judged, labels, scope, by, with_runs=with_runs)
     else:
-        from pmos._util.forked import ForkedCall
-        from pmos.calibration import stats
-
         # The child reads the larger ledger. On its way it notes the verdicts the
         # loose labels name, and posts them: screening those labels needs them,
         # and this process need not read the eval ledger a second time. It then

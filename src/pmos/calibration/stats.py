@@ -270,6 +270,7 @@ def corrected_pass_rate(
         raise Undefined(f"the correction needs the gate's TPR and TNR; {exc}") from None
     value = rogan_gladen(apparent, sensitivity, specificity)
 
+    # Deferred: numpy (about 0.2 s), for the statistics alone.
     import numpy as np
 
     rng = np.random.default_rng(seed)

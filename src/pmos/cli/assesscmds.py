@@ -16,7 +16,10 @@ import typer
 from typer.core import TyperCommand
 
 from pmos import exit_codes
+from pmos.assess.assessment import assess as run_assessment
+from pmos.assess.assessment import resolve_task_id, spec_to_assess, summary, task_history
 from pmos.cli._app import JsonFlag, PmosGroup, emit_json, examples, kit, new_typer, table, warn
+from pmos.text import neutralise
 
 _DEFAULT = "run"
 
@@ -143,9 +146,6 @@ def assess(
     json_output: JsonFlag = False,
 ) -> None:
     """Assess a task: run its checks and metrics, record the result."""
-    from pmos.assess.assessment import assess as run_assessment
-    from pmos.assess.assessment import resolve_task_id, spec_to_assess, summary
-
     k = kit()
     parsed, run = spec_to_assess(k, spec, run_id, lenient=lenient)
     written = run_assessment(
@@ -172,8 +172,6 @@ def history(
     json_output: JsonFlag = False,
 ) -> None:
     """Show a task's latest assessment and the earlier ones."""
-    from pmos.assess.assessment import summary, task_history
-
     latest, earlier = task_history(kit(), task_id)
     if json_output:
         emit_json(
@@ -282,8 +280,6 @@ def _print_assessment(record: dict[str, Any]) -> None:
 
 
 def _safe(text: str) -> str:
-    from pmos.text import neutralise
-
     return neutralise(text)
 
 

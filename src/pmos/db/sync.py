@@ -57,6 +57,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from pmos import __version__
 from pmos._util.forked import ForkedCall
 from pmos.calibration.metrics import report_and_pairs
 from pmos.calibration.pairs import ScoredPair
@@ -69,7 +70,8 @@ from pmos.db.migrate import require_current
 from pmos.db.policy import policy_kit
 from pmos.db.settings import settings_of
 from pmos.db.tables import table_of
-from pmos.errors import LedgerCorrupt
+from pmos.errors import BadInput, LedgerCorrupt
+from pmos.gate.rubric import load_rubric
 from pmos.gate.screen import KitScreen
 from pmos.kit import Kit
 from pmos.store.read import StoredLine, stored_lines
@@ -535,17 +537,12 @@ def _pmos_version() -> str:
     try:
         return version("pmos")
     except PackageNotFoundError:  # a source checkout that was never installed
-        from pmos import __version__
-
         return __version__
 
 
 def _settings_with_rubric(kit: Kit) -> dict[str, Any]:
     """The kit's settings, with its default rubric's pass threshold: the database
     holds no rubric file, and the score statistics compare against it."""
-    from pmos.errors import BadInput
-    from pmos.gate.rubric import load_rubric
-
     settings = settings_of(kit.config)
     try:
         settings["rubric_threshold"] = load_rubric(kit.root, kit.config.default_rubric).threshold

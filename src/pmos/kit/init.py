@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import uuid
@@ -12,12 +13,14 @@ from typing import Any, NamedTuple
 
 from pmos import __version__
 from pmos.assets import kit_source
+from pmos.atomic import replace_file
 from pmos.errors import BadInput, ConfigError, SinkRefused
 from pmos.kit.ci import ci_file
 from pmos.kit.ci import write as write_ci
 from pmos.kit.config import CONFIG_NAME, Config, load_config
 from pmos.store.layout import MARKER, TEMP_PREFIX, Store, marker_text
 from pmos.store.registry import LEDGER_KINDS
+from pmos.yamlio import load_yaml
 
 #: Files and folders ``pmos init`` copies from the bundled kit (existing ones are kept).
 KIT_TEMPLATE_PATHS: list[str] = [
@@ -159,8 +162,6 @@ def init_kit(
         ) from None
     if mcp_target is None:
         return report
-    import json
-
     servers = mcp_config(mcp_target.parent, report.root)
     try:
         _write_new(mcp_target, (json.dumps(servers, indent=2) + "\n").encode("utf-8"))
@@ -195,8 +196,6 @@ def create_kit_id(root: Path) -> str:
     """Give a kit made before kits had an identity its ``kit_id`` (``pmos kit-id
     --create``), written into its pmos.yaml whole or not at all; refused when it
     has one already (an identity never changes)."""
-    from pmos.atomic import replace_file
-
     path = root / CONFIG_NAME
     config = load_config(path)
     if config.raw.get("kit_id"):
@@ -204,8 +203,6 @@ def create_kit_id(root: Path) -> str:
     text = path.read_text(encoding="utf-8")
     kit_id = new_kit_id()
     updated = with_kit_id(text, kit_id)
-    from pmos.yamlio import load_yaml
-
     reread = load_yaml(updated)
     if not isinstance(reread, dict) or reread.get("kit_id") != kit_id:
         raise BadInput(f"{path} is not laid out so a kit_id line can be added; add it by hand")

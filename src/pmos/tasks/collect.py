@@ -105,6 +105,7 @@ def collect(kit: Kit, run_id: str) -> dict[str, Any]:
     Computed only from records that obey the writers' rules: a record made by
     hand that breaks one is left out and listed in ``excluded_records``.
     """
+    # Deferred: pmos.gate.screen imports sshsig and cryptography (about 50 ms).
     from pmos.gate.screen import KitScreen
 
     excluded = Excluded()
