@@ -12,7 +12,7 @@ from pmos.cli import app
 from pmos.cli._app import JsonFlag, emit_json, examples, kit, new_typer, table, warn
 from pmos.errors import KitRootNotFound
 from pmos.kit.skills import CommandTree, check, default_targets, script_path
-from pmos.mcp.tools import TOOL_NAMES
+from pmos.mcp import tools as mcp_tools
 
 
 def register(app: typer.Typer) -> None:
@@ -130,7 +130,7 @@ def skill_check(
         root = None  # explicit paths can be checked outside any kit
     targets = list(paths or []) if paths or root is None else default_targets(root)
     tree = CommandTree.from_app(app, script_path(root))
-    report = check(targets, tree, root=root, tools=TOOL_NAMES)
+    report = check(targets, tree, root=root, tools=mcp_tools.TOOL_NAMES)
     if json_output:
         emit_json(report.as_dict())
     else:
