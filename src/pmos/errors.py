@@ -99,7 +99,7 @@ class LedgerCorrupt(PmosError):
         where = f"{path}:{line}" if line is not None else path
         super().__init__(f"{where}: {problem} (run 'pmos ledger verify' for a full report)")
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[LedgerCorrupt], tuple[str, int | None, str]]:
         # Keeps the fields when the error travels from a reader process (pmos.forked).
         return (type(self), (self.path, self.line, self.problem))
 

@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from pmos.errors import BadInput
 
 #: Inputs larger than this are refused (ledgers are not inputs and are streamed).
@@ -56,8 +58,6 @@ def read_input(source: str | Path, *, what: str, stdin_ok: bool = True) -> bytes
 def read_json_input(source: str | Path, *, what: str) -> object:
     """A JSON document from a user-named file or ``-`` (standard input); an
     object that repeats a key is refused, naming it."""
-    import orjson
-
     raw = read_input(source, what=what)
     where = "standard input" if str(source) == "-" else f"{what} {source}"
     try:

@@ -16,6 +16,10 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+import yaml
+
+from pmos.yamlio import load_yaml
+
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
     from markdown_it.token import Token
@@ -148,10 +152,6 @@ def anchors(text: str) -> set[str]:
 
 def split_frontmatter(text: str) -> tuple[Any, str]:
     """Return (parsed YAML frontmatter, body). Raises ValueError when there is none."""
-    import yaml
-
-    from pmos.yamlio import load_yaml
-
     if not text.startswith("---"):
         raise ValueError("does not start with a '---' YAML frontmatter block")
     lines = text.splitlines(keepends=True)

@@ -9,16 +9,25 @@ checker for it is unavailable rather than silently accept anything.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
+from collections.abc import Iterable
 from functools import cache
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+import jsonschema_rs
 import orjson
 
 from pmos.assets import schema_dir
 from pmos.errors import PmosError, Violation
 from pmos.timestamps import stamp_problem
+
+if TYPE_CHECKING:
+    import jsonschema_rs
+    from jsonschema.exceptions import ValidationError
+    from jsonschema.protocols import Validator
 
 #: Schema names pmos knows; each is ``schemas/<name>.schema.json``.
 SCHEMA_NAMES = (
@@ -40,7 +49,7 @@ SCHEMA_NAMES = (
 )
 
 
-def schema_path(name: str):
+def schema_path(name: str) -> Path:
     if name not in SCHEMA_NAMES:
         raise PmosError(f"unknown schema {name!r}; known: {', '.join(SCHEMA_NAMES)}")
     return schema_dir() / f"{name}.schema.json"
@@ -50,7 +59,8 @@ def schema_path(name: str):
 def load_schema(name: str) -> dict[str, Any]:
     path = schema_path(name)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        schema: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        return schema
     except (OSError, ValueError) as exc:
         raise PmosError(f"cannot load schema {path}: {exc}") from exc
 
@@ -105,20 +115,20 @@ def _inline(node: Any, doc: str, seen: tuple[tuple[str, str], ...] = ()) -> Any:
 
 @cache
 def _inlined(name: str) -> dict[str, Any]:
-    return _inline(load_schema(name), name)
+    inlined: dict[str, Any] = _inline(load_schema(name), name)  # a schema inlines to a schema
+    return inlined
 
 
 def inlined_schema(name: str) -> dict[str, Any]:
     """Schema ``name`` as one self-contained document: every ``$ref`` replaced by
     the schema it names. For readers with no registry of pmos's schemas, such as
     an MCP host showing a tool's input schema; a fresh copy, safe to edit."""
-    import copy
-
     return copy.deepcopy(_inlined(name))
 
 
 @cache
-def _validator(name: str):
+def _validator(name: str) -> Validator:
+    # Deferred: the Python validator (about 0.2 s), only to word a violation.
     from jsonschema import Draft202012Validator
     from referencing import Registry, Resource
 
@@ -137,13 +147,13 @@ def _validator(name: str):
     return Draft202012Validator(_inlined(name), registry=registry, format_checker=checker)
 
 
-def _field(path) -> str:
+def _field(path: Iterable[Any]) -> str:
     parts = [str(p) for p in path]
     return "/".join(parts) if parts else "(record)"
 
 
 @cache
-def _fast_validator(name: str):
+def _fast_validator(name: str) -> jsonschema_rs.Validator:
     """The schema compiled by jsonschema-rs: only ever asked whether a record is valid.
 
     Re-checking every stored record on read (or when packing) with the pure
@@ -151,8 +161,6 @@ def _fast_validator(name: str):
     record it does not accept goes to the Python validator, which words every
     violation; the two must agree, which tests/test_schemas_fast.py checks.
     """
-    import jsonschema_rs
-
     return jsonschema_rs.Draft202012Validator(_inlined(name), validate_formats=True)
 
 
@@ -238,7 +246,7 @@ def schema_errors(name: str, instance: Any) -> list[Any]:
     return sorted(found, key=lambda e: [str(p) for p in e.absolute_path])
 
 
-def _message(err) -> str:
+def _message(err: ValidationError) -> str:
     description = err.schema.get("description") if isinstance(err.schema, dict) else None
     if err.validator in ("pattern", "minLength", "maxLength") and description:
         return f"{err.instance!r} is not valid: {description}"
@@ -263,12 +271,12 @@ def _may_be_non_finite(value: Any) -> bool:
     orjson cannot encode (a non-string key, an integer beyond 64 bits) is walked.
     """
     try:
-        return orjson.loads(orjson.dumps(value)) != value
+        return bool(orjson.loads(orjson.dumps(value)) != value)
     except (orjson.JSONEncodeError, orjson.JSONDecodeError, TypeError, RecursionError):
         return True
 
 
-def _non_finite(value: Any, path: tuple) -> list[Violation]:
+def _non_finite(value: Any, path: tuple[Any, ...]) -> list[Violation]:
     """NaN and infinities slip past minimum/maximum checks; refuse them everywhere."""
     if isinstance(value, float) and not math.isfinite(value):
         return [Violation("schema:finite", _field(path), f"{value} is not a finite number")]

@@ -136,7 +136,8 @@ class ForkedCall:
         """What the child posted (empty: it ended without posting), read to the end."""
         fd, self._outbox = self._outbox, None
         with os.fdopen(fd, "rb") as pipe:  # type: ignore[arg-type]
-            return pipe.read()
+            data: bytes = pipe.read()
+        return data
 
     def _drop_unsent(self) -> None:
         if self._inbox is not None:  # never sent: a waiting child sees end of file
@@ -172,7 +173,7 @@ def _write_value(fd: int, value: Any) -> None:
         pipe.write(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
 
 
-def _child(write_fd: int, function: Callable[..., Any], args: tuple) -> None:
+def _child(write_fd: int, function: Callable[..., Any], args: tuple[Any, ...]) -> None:
     try:
         payload = pickle.dumps(("return", function(*args)), protocol=pickle.HIGHEST_PROTOCOL)
     except BaseException as exc:  # sent to the parent, which raises it

@@ -22,13 +22,14 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from pmos.assess import beneath, environment
+from pmos.assess import beneath, environment, jury
 from pmos.assess import run as assess_run
 from pmos.assess.safegit import WorkTree, work_tree
 from pmos.assess.spec import Expectation, NothingToAssess, Spec, from_contract, load_spec
 from pmos.errors import BadInput, ConfigError
 from pmos.kit import Kit
 from pmos.store.append import Draft, Written, append, check_schema, check_storable, record_meta
+from pmos.store.lookup import find_run
 from pmos.store.read import records
 
 TRIGGERS = ("initial", "reassess", "fix", "retry", "auto-correct", "judge")
@@ -122,8 +123,6 @@ def spec_to_assess(
     A spec file when one is given; otherwise the run's contract, which needs the
     run to be registered, since an unregistered run has no contract.
     """
-    from pmos.store.lookup import find_run
-
     if run_id is not None and not run_id.strip():
         raise BadInput(f"--run-id {run_id!r} is empty; give the run's id or leave --run-id out")
     run = find_run(kit.store, run_id) if run_id is not None else None
@@ -271,8 +270,6 @@ def _assess_in(
     trigger: str | None,
     environ: Mapping[str, str],
 ) -> Written:
-    from pmos.assess import jury
-
     unshowable = jury.unshowable_files(spec.expectations, cwd, cwd_fd)
     if unshowable:
         lines = "\n".join(f"  - {p}" for p in unshowable)

@@ -25,6 +25,7 @@ reviewers) refuses every link. A refusal is an :class:`OSError` whose errno is
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
 import posixpath
@@ -172,8 +173,6 @@ def _openat2_opener() -> _Opener | None:
 
 
 def _load_openat2() -> _Opener | None:
-    import ctypes
-
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         syscall = libc.syscall

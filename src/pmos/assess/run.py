@@ -41,7 +41,7 @@ from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pmos.assess import beneath, reaper
 from pmos.assess.spec import Expectation, Metric, Spec
@@ -730,9 +730,13 @@ def run_spec(
     return checks, metrics
 
 
+_Item = TypeVar("_Item")
+_Result = TypeVar("_Result")
+
+
 def concurrently(
-    fn: Callable[[Any], dict[str, Any]], items: list[Any], tracker: ProcessTracker
-) -> list[Any]:
+    fn: Callable[[_Item], _Result], items: list[_Item], tracker: ProcessTracker
+) -> list[_Result]:
     """``fn`` over ``items`` on at most ``tracker.workers`` threads, results in order.
 
     The threads are a :class:`~concurrent.futures.ThreadPoolExecutor`'s, started
@@ -753,7 +757,7 @@ def concurrently(
     size = min(len(items), tracker.workers)
     filled = threading.Event()
     executor = ThreadPoolExecutor(max_workers=size, thread_name_prefix="pmos-assess")
-    futures: list[Future[Any]] = []
+    futures: list[Future[_Result]] = []
     try:
         started = 0
         try:

@@ -25,11 +25,18 @@ all the same.
 
 from __future__ import annotations
 
-import _signal as signal  # the C module: 'signal' imports enum, 7 ms a check
 import ctypes
 import os
 import sys
 import time
+
+# Not typing.TYPE_CHECKING: importing typing would cost the shepherd's start-up
+# more than _signal saves. Type checkers take any constant of this name as True.
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typeshed has no stub for _signal; its names are signal's
+    import signal
+else:
+    import _signal as signal  # the C module: 'signal' imports enum, 7 ms a check
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36

@@ -25,7 +25,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -391,6 +391,7 @@ def _word(err: Any, data: Any) -> str:
     schema = err.schema if isinstance(err.schema, dict) else {}
     words = schema.get("x-messages", {})
     owner = path
+    template: str
     if err.validator == "required":
         missing = _missing(err)
         prop = schema.get("properties", {}).get(missing, {})
@@ -498,7 +499,7 @@ def _expectation(
     return (
         Expectation(
             index=index,
-            type=kind,
+            type=cast("str", kind),  # no problems: the schema found a known type name
             where=where,
             confidence=entry.get("confidence"),
             criterion_id=criterion_id,
@@ -561,7 +562,8 @@ def _metric(
         problems.append(f"name {name!r} repeats; fix: give each metric its own name")
     if problems:
         return None, [f"{where}: {p}" for p in problems]
-    return Metric(index, name, entry["command"], float(entry["threshold"])), []
+    named = cast("str", name)  # no problems: the schema found a non-empty name
+    return Metric(index, named, entry["command"], float(entry["threshold"])), []
 
 
 def _count(data: dict[str, Any], key: str, found: _Problems, problems: list[str]) -> int:

@@ -20,11 +20,14 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pmos.board.scores import ScoreBins
 from pmos.board.svg import inline_svg
 from pmos.board.visible import plain
+
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
 
 PASS_COLOUR = "#0072B2"  # Okabe-Ito blue
 FAIL_COLOUR = "#D55E00"  # Okabe-Ito vermillion
@@ -35,7 +38,7 @@ MAX_MODELS = 30
 #: Most period labels written under the over-time chart (every period is still drawn).
 MAX_TICKS = 12
 
-STYLE = {
+STYLE: dict[RcKeyType, Any] = {
     "svg.fonttype": "none",  # text stays text: smaller, selectable, no glyph paths
     "svg.hashsalt": "pmos-board",  # the same data gives the same file
     "text.parse_math": False,  # a "$" in a model name is a dollar sign, not TeX
@@ -67,6 +70,7 @@ class Chart:
 
 @contextmanager
 def _figure(width: float, height: float) -> Iterator[Any]:
+    # Deferred: matplotlib, the optional 'board' extra, heavy, only to draw a chart.
     import matplotlib
     from matplotlib.figure import Figure
 
@@ -102,10 +106,12 @@ def over_time(
     xs = list(range(n))
     with _figure(7.5, 4.6) as fig:
         top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(3, 2))
-        kappas = [p.get("kappa") if _defined(p.get("kappa")) else math.nan for p in periods]
+        kappas: list[float] = [
+            p["kappa"] if _defined(p.get("kappa")) else math.nan for p in periods
+        ]
         lows, highs = [], []
         for p in periods:
-            ci = p.get("kappa_ci95")
+            ci: Any = p.get("kappa_ci95")
             ok = isinstance(ci, list | tuple) and len(ci) == 2 and all(map(_defined, ci))
             lows.append(ci[0] if ok else math.nan)
             highs.append(ci[1] if ok else math.nan)
@@ -132,8 +138,7 @@ def over_time(
         top.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncols=3, fontsize=8)
 
         fractions = [
-            p.get("pass_fraction") if _defined(p.get("pass_fraction")) else math.nan
-            for p in periods
+            p["pass_fraction"] if _defined(p.get("pass_fraction")) else math.nan for p in periods
         ]
         bottom.plot(xs, fractions, color=INK, linewidth=1.0)
         for i, value in enumerate(fractions):
@@ -182,7 +187,7 @@ def by_model(models: Mapping[str, Mapping[str, Any]], kappa_threshold: float) ->
             if isinstance(ci, list | tuple) and len(ci) == 2 and all(map(_defined, ci)):
                 ax.plot([ci[0], ci[1]], [y, y], color=INK, linewidth=1.4, gid=f"interval-model-{i}")
                 lows.append(ci[0])
-            kappa = m.get("kappa")
+            kappa: Any = m.get("kappa")
             if _defined(kappa):
                 calibrated = bool(m.get("calibrated"))
                 ax.plot(
@@ -253,6 +258,7 @@ def score_histogram(
                         linewidth=0,
                         gid=f"mark-{side}-{i}",
                     )
+        # Deferred: matplotlib, the optional 'board' extra, heavy, only to draw a chart.
         from matplotlib.patches import Patch
         from matplotlib.ticker import MaxNLocator
 

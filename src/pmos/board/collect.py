@@ -25,11 +25,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from pmos._util.forked import ForkedCall
 from pmos.board.scores import ScoreBins, score_bins
 from pmos.errors import BadInput, PmosError
+from pmos.gate.rubric import load_rubric
 from pmos.kit import Kit
 from pmos.store.digest import record_digest
-from pmos.store.read import newest_first
+from pmos.store.read import newest_first, stored_bytes
 from pmos.timestamps import parse_instant, seconds_rfc3339
 
 #: How many records each list shows by default (latest verdicts, each queue, overrides).
@@ -194,6 +196,7 @@ def checkpoint(kit: Kit) -> list[dict[str, Any]]:
 
 
 def _metrics(kit: Kit, options: BoardOptions) -> tuple[dict[str, Any], bool]:
+    # Deferred: pmos.calibration.metrics imports numpy (about 0.2 s).
     from pmos.calibration import metrics
 
     kwargs: dict[str, Any] = {
@@ -208,21 +211,24 @@ def _metrics(kit: Kit, options: BoardOptions) -> tuple[dict[str, Any], bool]:
 
 
 def scored_pairs_available() -> bool:
+    # Deferred: pmos.calibration.metrics imports numpy (about 0.2 s).
     from pmos.calibration import metrics
 
     return hasattr(metrics, "scored_pairs")
 
 
 def _score_part(kit: Kit, options: BoardOptions) -> ScoreBins:
+    # Deferred: pmos.calibration.metrics imports numpy (about 0.2 s).
     from pmos.calibration import metrics
 
-    pairs = metrics.scored_pairs(  # type: ignore[attr-defined]
+    pairs = metrics.scored_pairs(
         kit, initiative=options.initiative, model=options.model, since=options.since
     )
     return score_bins(pairs)
 
 
 def _queue_part(kit: Kit, options: BoardOptions, now: datetime) -> tuple[str, QueuePart, QueuePart]:
+    # Deferred: pmos.calibration.queue imports sshsig and cryptography (about 50 ms).
     from pmos.calibration.queue import compute_queue
 
     queue = compute_queue(kit, now)
@@ -292,6 +298,7 @@ def run_builders(kit: Kit, runs: Collection[str]) -> dict[str, str]:
 
 def recent_overrides(kit: Kit, options: BoardOptions) -> list[dict[str, Any]]:
     """The newest override entries of the exemplar log, with their lessons."""
+    # Deferred: pmos.gate.exemplars imports sshsig and cryptography (about 50 ms).
     from pmos.gate.exemplars import read_log
 
     entries = [e for e in read_log(kit) if e.get("override")]
@@ -306,8 +313,6 @@ def recent_overrides(kit: Kit, options: BoardOptions) -> list[dict[str, Any]]:
 def _rubric_threshold(kit: Kit, report: dict[str, Any]) -> tuple[float | None, str | None]:
     if isinstance(report.get("rubric_threshold"), int | float):
         return float(report["rubric_threshold"]), None
-    from pmos.gate.rubric import load_rubric
-
     try:
         return load_rubric(kit.root, kit.config.default_rubric).threshold, None
     except BadInput as exc:
@@ -317,8 +322,6 @@ def _rubric_threshold(kit: Kit, report: dict[str, Any]) -> tuple[float | None, s
 def _large(kit: Kit) -> bool:
     if not hasattr(os, "fork"):
         return False
-    from pmos.store.read import stored_bytes
-
     try:
         return stored_bytes(kit.store, "evals") >= PARALLEL_MIN_BYTES
     except (OSError, PmosError):
@@ -355,8 +358,6 @@ def collect(
     before = checkpoint(kit)
     start: Callable[..., Any] = _Inline
     if _large(kit):
-        from pmos._util.forked import ForkedCall
-
         start = ForkedCall
     calls = [start(_queue_part, kit, options, now)]
     with_scores = scored_pairs_available()

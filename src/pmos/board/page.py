@@ -36,6 +36,7 @@ class Page:
 
 def shown(value: Any, limit: int | None = view.TEXT_LIMIT) -> Any:
     """Record text as escaped markup, hidden characters as visible codes, cut to ``limit``."""
+    # Deferred: MarkupSafe, the optional 'board' extra (Jinja2's).
     from markupsafe import Markup, escape
 
     text = "" if value is None else str(value)
@@ -53,6 +54,7 @@ def _environment() -> Any:
     """One Jinja environment per process: it keeps the compiled template (about
     0.1 s to compile) and, as any environment does, recompiles it if the file
     changes."""
+    # Deferred: Jinja2, the optional 'board' extra.
     import jinja2
 
     env = jinja2.Environment(
@@ -108,6 +110,7 @@ def _charts(data: BoardData) -> tuple[dict[str, charts.Chart | None], dict[str, 
 
 def render(data: BoardData) -> Page:
     """The whole board as one HTML document."""
+    # Deferred: MarkupSafe, the optional 'board' extra (Jinja2's).
     from markupsafe import Markup
 
     drawn, missing = _charts(data)

@@ -9,7 +9,7 @@ characters visible, so no text from a ledger is trusted on the way to HTML.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pmos.board.collect import BoardData
@@ -42,7 +42,7 @@ def interval(value: Any) -> str:
     return str(value)
 
 
-def key(report: Mapping[str, Any], name: str, form: Any = number) -> str:
+def key(report: Mapping[str, Any], name: str, form: Callable[[Any], str] = number) -> str:
     """A report key as text: "not available" when this pmos does not report it."""
     if name not in report:
         return NOT_AVAILABLE

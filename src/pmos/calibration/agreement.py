@@ -10,7 +10,10 @@ vectorised pass (:func:`pmos.calibration.intervals.kappa_intervals`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
+
+import orjson
 
 from pmos.calibration import intervals, sequential, stats
 from pmos.calibration.decision import (
@@ -22,6 +25,7 @@ from pmos.calibration.decision import (
     point_meets_threshold,
 )
 from pmos.calibration.stats import Confusion, Undefined
+from pmos.errors import BadInput
 
 #: Float outputs are rounded to this many decimals (the pass fraction on records uses 6 too).
 DIGITS = 6
@@ -69,7 +73,7 @@ def table_reports(tables: Sequence[Confusion], rule: Rule) -> list[dict[str, Any
     reasons: list[dict[str, str]] = []
     for c in tables:
         undefined: dict[str, str] = {}
-        kappas.append(_attempt(undefined, "kappa", lambda c=c: stats.cohen_kappa(c)))
+        kappas.append(_attempt(undefined, "kappa", partial(stats.cohen_kappa, c)))
         reasons.append(undefined)
     defined = [
         (c.tp, c.fn, c.fp, c.tn) for c, k in zip(tables, kappas, strict=True) if k is not None
@@ -93,7 +97,9 @@ def _attempt(undefined: dict[str, str], name: str, compute: Callable[[], Any]) -
         return None
 
 
-def _wilson(undefined: dict[str, str], name: str, hits: int, total: int, rate: float | None):
+def _wilson(
+    undefined: dict[str, str], name: str, hits: int, total: int, rate: float | None
+) -> list[float] | None:
     if rate is None:
         undefined[name] = f"{name.removesuffix('_ci95').upper()} is undefined"
         return None
@@ -173,10 +179,6 @@ def parse_tables(data: bytes, *, source: str) -> list[tuple[int, Confusion]]:
     """(line number, table) for each JSON line ``{"tp": .., "fn": .., "fp": .., "tn": ..}``;
     blank lines are skipped. Any bad line is refused (BadInput naming it):
     nothing is computed from an input that is partly wrong."""
-    import orjson
-
-    from pmos.errors import BadInput
-
     tables: list[tuple[int, Confusion]] = []
     problems: list[str] = []
     for number, line in enumerate(data.split(b"\n"), start=1):

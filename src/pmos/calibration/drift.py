@@ -71,7 +71,7 @@ def necessary(tables: np.ndarray, rule: Rule) -> np.ndarray:
     n = tables.sum(axis=-1)
     kappa = intervals.kappa_of_cells(tables.astype(float))
     with np.errstate(invalid="ignore"):
-        ok = (
+        ok: np.ndarray = (
             (n >= rule.min_pairs)
             & (tp + fn >= 1)
             & (fp + tn >= 1)
@@ -110,7 +110,7 @@ def first_calibrated(
                 decided.update((key, r["calibrated"]) for key, r in zip(todo, reports, strict=True))
             for i, key in zip(rows.tolist(), keys, strict=True):
                 if decided[key]:
-                    return offset + i + 1
+                    return offset + int(i) + 1
     return None
 
 
@@ -142,7 +142,8 @@ def detect(
     """Run the detector (module docstring) over pairs in the order the PM labelled them."""
     gate, pm = np.asarray(gate, dtype=bool), np.asarray(pm, dtype=bool)
     decided = {} if decided is None else decided
-    start, alarm_at, baseline = 0, None, None
+    start, alarm_at = 0, None
+    baseline: dict[str, object] = {}  # set with the first calibration, before any alarm
     events: list[tuple[str, int]] = []
     while True:
         tables = cumulative_tables(gate[start:], pm[start:])

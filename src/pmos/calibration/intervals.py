@@ -88,11 +88,13 @@ def kappa_of_cells(cells: np.ndarray) -> np.ndarray:
     The formula is :func:`pmos.calibration.stats.kappa_formula`, applied to whole
     arrays of tables at once (millions of bootstrap draws).
     """
+    # Deferred: numpy (about 0.2 s), for the statistics alone.
     import numpy as np
 
     tp, fn, fp, tn = cells[..., 0], cells[..., 1], cells[..., 2], cells[..., 3]
     with np.errstate(invalid="ignore", divide="ignore"):
-        return kappa_formula(tp, fn, fp, tn)
+        kappas: np.ndarray = kappa_formula(tp, fn, fp, tn)
+    return kappas
 
 
 def kappa_intervals(tables: Sequence[tuple[int, int, int, int]]) -> list[tuple[float, float]]:
@@ -114,6 +116,7 @@ def kappa_intervals(tables: Sequence[tuple[int, int, int, int]]) -> list[tuple[f
     decides when a point kappa exists; this function answers for any table
     with at least one pair.
     """
+    # Deferred: numpy (about 0.2 s), for the statistics alone.
     import numpy as np
 
     unique = sorted(set(tables))
@@ -138,6 +141,7 @@ def kappa_intervals(tables: Sequence[tuple[int, int, int, int]]) -> list[tuple[f
 @cache
 def _normals() -> np.ndarray:
     """The fixed standard normals (priors, draws, cells) behind the draws of large shapes."""
+    # Deferred: numpy (about 0.2 s), for the statistics alone.
     import numpy as np
 
     return np.random.default_rng(KAPPA_SEED).standard_normal((len(KAPPA_PRIORS), KAPPA_DRAWS, 4))
@@ -147,6 +151,7 @@ def _normals() -> np.ndarray:
 def _small_shape_draws(prior: int, cell: int, shape: float) -> np.ndarray:
     """Exact Gamma(shape) draws for one (prior, cell) column, from a generator keyed
     by the column and the shape: the same numbers wherever the shape occurs."""
+    # Deferred: numpy (about 0.2 s), for the statistics alone.
     import numpy as np
 
     key = [KAPPA_SEED, prior, cell, round(shape * 4)]  # shape = count + 1/2 or 1/4
@@ -164,12 +169,13 @@ def _gamma_draws(shapes: np.ndarray) -> np.ndarray:
     standard normals z: shape * (1 - 1/(9 shape) + z / (3 sqrt(shape)))^3,
     floored at 0.
     """
+    # Deferred: numpy (about 0.2 s), for the statistics alone.
     import numpy as np
 
     a = shapes[:, :, None, :]
     draws = (1.0 - 1.0 / (9.0 * a)) + _normals()[None] * (1.0 / (3.0 * np.sqrt(a)))
     np.maximum(draws, 0.0, out=draws)
-    cube = draws * draws
+    cube: np.ndarray = draws * draws
     cube *= draws
     cube *= a
     for t, p, c in zip(*np.nonzero(shapes < _EXACT_BELOW), strict=True):
@@ -203,6 +209,7 @@ def auc_interval(auc: float, positives: int, negatives: int, z: float = Z95) -> 
     pairs is not proof of a perfect one). Its ends are found on a fine grid
     and refined by bisection.
     """
+    # Deferred: numpy (about 0.2 s), for the statistics alone.
     import numpy as np
 
     if positives < 1 or negatives < 1:

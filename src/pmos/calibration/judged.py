@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from itertools import compress, islice, repeat
 from operator import add, attrgetter, lt
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -47,7 +47,7 @@ class Verdict(NamedTuple):
     """A judged verdict as the calibration reader keeps it."""
 
     recorded_at: str  # as :func:`~pmos.gate.latest.instant_key` gives it
-    record_id: str
+    record_id: str | None  # None from the columns, which keep no record id
     model: str
     full: bool  # written from a complete verdict (not the short form)
     passed: bool  # on the pass side of the gate
@@ -174,7 +174,7 @@ class LatestVerdicts:
             self.ats[row], None, self.models[code >> 2], bool(code & 2), bool(code & 1),
             None if score != score else score,
             None if self.initiatives is None else self.initiatives[row], hash(run),
-        )  # type: ignore[arg-type]  # fmt: skip
+        )  # fmt: skip
 
 
 def decode(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -275,7 +275,7 @@ def _writers_layout(stamp: Any) -> bool:
 
 def _at(row: Any, where: str, what: str) -> str:
     """The row's ``recorded_at`` as :func:`instant_key` gives it."""
-    stamp = row.recorded_at
+    stamp: str = row.recorded_at
     if _writers_layout(stamp):
         return stamp
     try:
@@ -494,11 +494,11 @@ class _Columns:
         #: (model, form, verdict word) -> kind; kinds[kind] = (model index, full, word)
         self.kind_of: dict[tuple[Any, Any, Any], int] = {}
         self.kinds: list[tuple[int, bool, str]] = []
-        self.chunks: list[tuple[np.ndarray, ...]] = []
+        self.chunks: list[tuple[np.ndarray | None, ...]] = []  # None: a column taken
 
     def add(
         self,
-        rows: list[Any],
+        rows: Sequence[Any],
         runs: list[str],
         ids: list[str],
         keys: list[tuple[Any, Any, Any]],
@@ -549,7 +549,9 @@ class _Columns:
     def take(self, column: int) -> np.ndarray:
         """One column whole (0 runs, 1 ids, 2 kinds, 3 scores); its chunks are let
         go, so that at most one column is held twice."""
-        parts = [chunk[column] for chunk in self.chunks] + [_EMPTY_COLUMNS[column]]
+        # Each column is taken once, so none of its parts is None yet.
+        parts = [cast(np.ndarray, chunk[column]) for chunk in self.chunks]
+        parts.append(_EMPTY_COLUMNS[column])
         self.chunks = [
             tuple(None if i == column else part for i, part in enumerate(chunk))
             for chunk in self.chunks
@@ -627,7 +629,7 @@ def latest_verdicts(
                 run: (number, key[:STAMP], key[STAMP:], None)
                 for run, number, key in zip(hashes.tolist(), numbers.tolist(), kept, strict=True)
             }
-        judged = []
+        judged: list[Any] = []
         for row in batch:
             run, record_id = row.run_id, row.record_id
             at = _at(row, where, "verdict")
@@ -648,10 +650,12 @@ def latest_verdicts(
                 scoped.append(bool(in_scope(row.evaluator_model, initiative, at)))  # type: ignore[misc]
         if judged:
             columns.add_rows(judged)
+    kept_ats: Sequence[str]
+    kept_initiatives: Iterable[Any]
     if latest is None:
         _, numbers, kept, _ = last.rows()
         kept_ats = [key[:STAMP] for key in kept]
-        kept_initiatives: Iterable[Any] = repeat(None, len(kept_ats))
+        kept_initiatives = repeat(None, len(kept_ats))
     else:
         number_list, kept_ats, _, kept_initiatives = (
             zip(*latest.values(), strict=True) if latest else ((),) * 4
@@ -805,18 +809,18 @@ def latest_labels(
             blind.astype(bool),
         )
     runs = list(latest)
-    ats, passed, names, gate_hashes, initiatives, _, seeded, blind = (
+    at_of, passed_of, names_of, gate_of, initiative_of, _, seeded_of, blind_of = (
         zip(*latest.values(), strict=True) if latest else ((),) * 8
     )
     return LatestLabels(
         runs,
-        list(ats),
-        np.array(passed, dtype=bool),
-        np.array(names, dtype=bool),
-        np.array(gate_hashes, dtype=np.int64),
-        list(initiatives) if detailed else None,
-        np.array(seeded, dtype=bool),
-        np.array(blind, dtype=bool),
+        list(at_of),
+        np.array(passed_of, dtype=bool),
+        np.array(names_of, dtype=bool),
+        np.array(gate_of, dtype=np.int64),
+        list(initiative_of) if detailed else None,
+        np.array(seeded_of, dtype=bool),
+        np.array(blind_of, dtype=bool),
     )
 
 

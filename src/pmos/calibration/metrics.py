@@ -28,6 +28,7 @@ from pmos.calibration.periods import MONTH, WEEK, By
 from pmos.calibration.scores import SCORE_KEYS, score_report
 from pmos.errors import BadInput
 from pmos.gate.pass_fraction import MAX_WINDOW, PassFraction
+from pmos.gate.rubric import load_rubric
 from pmos.kit import Config, Kit
 
 __all__ = [
@@ -132,7 +133,8 @@ def parse_since(text: str) -> datetime:
 
 def _check_by(by: Any) -> By | None:
     if by is None or by in (WEEK, MONTH):
-        return by
+        named: str | None = by
+        return named
     if isinstance(by, int) and not isinstance(by, bool) and by >= 1:
         return by
     raise BadInput(f"by: expected week, month or a whole number of pairs (at least 1); got {by!r}")
@@ -190,6 +192,7 @@ def metrics_from_rows(
     initiative when a scope filters), each oldest first. Pairing and every
     statistic are this module's. A database holds no rubric file: the rubric's
     threshold comes with the rows (``rubric_threshold``), or is undefined."""
+    # Deferred: pmos.calibration.pairs imports numpy (about 0.2 s).
     from pmos.calibration.pairs import pair, read_labels, read_verdicts
 
     window = _check_window(config, window)
@@ -375,8 +378,6 @@ def _scored(paired: Paired) -> list[ScoredPair]:
 
 
 def _rubric_threshold(kit: Kit) -> tuple[float | None, str | None]:
-    from pmos.gate.rubric import load_rubric
-
     try:
         return load_rubric(kit.root, kit.config.default_rubric).threshold, None
     except BadInput as exc:
@@ -396,6 +397,7 @@ class _Groups:
         by: By | None,
         min_blind_labels: int = 0,
     ):
+        # Deferred: numpy (about 0.2 s), for the statistics alone.
         import numpy as np
 
         self.paired, self.rule, self.window, self.alarm, self.by = paired, rule, window, alarm, by
@@ -430,6 +432,7 @@ class _Groups:
         self.order: Any = None
 
     def _mask(self, group: int | None) -> Any:
+        # Deferred: numpy (about 0.2 s), for the statistics alone.
         import numpy as np
 
         if group is None:
@@ -542,6 +545,7 @@ class _Groups:
     ) -> tuple[bool | None, dict[str, Any] | None]:
         """The frozen-baseline CUSUM of :mod:`pmos.calibration.drift` over the group's
         pairs in the order the PM labelled them."""
+        # Deferred: numpy (about 0.2 s), for the statistics alone.
         import numpy as np
 
         if self.order is None:  # every pair in label order, once for all groups
@@ -559,6 +563,7 @@ class _Groups:
 
 
 def _isnan(values: Any) -> Any:
+    # Deferred: numpy (about 0.2 s), for the statistics alone.
     import numpy as np
 
     return np.isnan(values)

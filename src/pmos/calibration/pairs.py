@@ -32,10 +32,12 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
+from pmos._util.forked import ForkedCall
+from pmos.calibration import stats
 from pmos.calibration.judged import (
     BLIND_FIELDS,
     FILTER_FIELDS,
@@ -280,13 +282,13 @@ def pair(
     before = np.array(
         [v <= label for v, label in zip(current_ats, label_ats, strict=True)], dtype=bool
     )
-    seeded = labels.seeded[labelled]
+    seeded = cast(np.ndarray, labels.seeded)[labelled]  # filled in by __post_init__
     takes_latest, named = judged_choice(names_current, found >= 0, before, seeded)
     nothing = ~takes_latest & ~named
 
     def subject(latest_values: np.ndarray, earlier_values: np.ndarray) -> np.ndarray:
         """Per label, a field of the verdict it is counted by (its pair, else the latest)."""
-        values = latest_values[current]
+        values: np.ndarray = latest_values[current]
         if named.any():
             values[named] = earlier_values[found[named]]
         return values
@@ -326,7 +328,7 @@ def pair(
     out.gate = gate_passed[paired].astype(int).tolist()
     out.pm = labels.passed.astype(bool)[labelled][paired].astype(int).tolist()
     out.full = subject(full_of, earlier_full)[paired].astype(int).tolist()
-    out.blind = labels.blind[labelled][paired].astype(int).tolist()
+    out.blind = cast(np.ndarray, labels.blind)[labelled][paired].astype(int).tolist()
     scores = subject(judged.scores, earlier.scores)[paired].tolist()
     out.score = [None if s != s else s for s in scores]  # NaN stood for None
     rows = labelled[paired]
@@ -360,10 +362,10 @@ def pair(
             skipped[index[skip.model]] += 1
     for j in np.flatnonzero(position < 0).tolist():
         if wanted is not None:
-            skip = judged.skips.get(labels.runs[j])
-            skip_model = skip.model if skip else None
+            run_skip = judged.skips.get(labels.runs[j])
+            skip_model = run_skip.model if run_skip else None
             own = None if labels.initiatives is None else labels.initiatives[j]
-            initiative = own or (skip.initiative if skip else None)
+            initiative = own or (run_skip.initiative if run_skip else None)
             if not wanted(skip_model, initiative, labels.ats[j]):
                 continue
         out.labels_without_verdict += 1
@@ -385,8 +387,8 @@ def _latest_model(judged: LatestVerdicts, models: list[str], model_of: np.ndarra
     if not judged.ats:
         return None
     codes = model_of.tolist()
-    _, name = max(zip(judged.ats, (models[m] for m in codes), strict=True))
-    return name
+    latest: tuple[str, str] = max(zip(judged.ats, (models[m] for m in codes), strict=True))
+    return latest[1]
 
 
 #: An eval ledger at least this large is read in a child process while this
@@ -412,9 +414,6 @@ def read_and_pair(
         labels = read_labels(store, detailed, screen=screen, excluded=excluded)
         paired = pair(judged, labels, scope, by, with_runs=with_runs)
     else:
-        from pmos._util.forked import ForkedCall
-        from pmos.calibration import stats
-
         # The child reads the larger ledger. On its way it notes the verdicts the
         # loose labels name, and posts them: screening those labels needs them,
         # and this process need not read the eval ledger a second time. It then

@@ -9,6 +9,7 @@ whose labels come too unevenly for calendar periods.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import date, timedelta
 from typing import NamedTuple
 
@@ -75,6 +76,7 @@ def assign_periods(ats: list[str], ids: list[str], by: By) -> tuple[list[int], l
                 Period(f"runs {first + 1}-{first + len(chunk)}", ats[chunk[0]], ats[chunk[-1]])
             )
         return index, periods
+    describe: Callable[[str], tuple[str, str, str]]
     if by == WEEK:
         part, describe = 10, _week
     elif by == MONTH:

@@ -51,6 +51,7 @@ def score_report(
     """The score statistics of labelled full-form verdicts (``pm_pass`` 0/1, ``score``
     0..1, one entry per pair); each undefined one is None with its reason added
     to ``undefined``."""
+    # Deferred: numpy (about 0.2 s), for the statistics alone.
     import numpy as np
 
     y = np.asarray(pm_pass, dtype=int)

@@ -64,6 +64,7 @@ def first_look(min_pairs: int, min_per_class: int) -> int:
 
 def look_alpha(n: Any, first: int) -> Any:
     """alpha_k of the look at ``n`` pairs (k = n - first + 1, at least 1)."""
+    # Deferred: numpy (about 0.2 s), for the statistics alone.
     import numpy as np
 
     k = np.maximum(np.asarray(n, dtype=float) - first + 1.0, 1.0)
@@ -73,6 +74,7 @@ def look_alpha(n: Any, first: int) -> Any:
 def kappa_se(tp: Any, fn: Any, fp: Any, tn: Any) -> Any:
     """Fleiss, Cohen and Everitt's (1969) large-sample standard error of kappa, on the
     table with :data:`SMOOTHING` added to each cell (never 0, even at perfect agreement)."""
+    # Deferred: numpy (about 0.2 s), for the statistics alone.
     import numpy as np
 
     a, b, c, d = (np.asarray(x, dtype=float) + SMOOTHING for x in (tp, fn, fp, tn))
@@ -91,6 +93,7 @@ def kappa_se(tp: Any, fn: Any, fp: Any, tn: Any) -> Any:
 def lower_bound(kappa: Any, tp: Any, fn: Any, fp: Any, tn: Any, first: int) -> Any:
     """Kappa's lower bound at the look its table is (n = tp + fn + fp + tn pairs):
     ``kappa - z(alpha_k) * se``. ``kappa`` is the table's own (NaN where undefined)."""
+    # Deferred: numpy (about 0.2 s), for the statistics alone.
     import numpy as np
 
     n = np.asarray(tp + fn + fp + tn, dtype=float)
@@ -113,6 +116,7 @@ def pairs_to_reach(
 ) -> int | None:
     """The fewest pairs, in the current proportions and at the current kappa, at which
     the bound reaches ``threshold`` (None when none up to a million would)."""
+    # Deferred: numpy (about 0.2 s), for the statistics alone.
     import numpy as np
 
     n = c_tp + c_fn + c_fp + c_tn

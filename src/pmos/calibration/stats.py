@@ -120,7 +120,8 @@ def cohen_kappa(c: Confusion) -> float:
     one side is constant, p_e = p_o and kappa is exactly 0.
     """
     _kappa_denominator(c)
-    return kappa_formula(c.tp, c.fn, c.fp, c.tn) + 0.0
+    kappa: float = kappa_formula(c.tp, c.fn, c.fp, c.tn) + 0.0
+    return kappa
 
 
 def kappa_formula(tp: Any, fn: Any, fp: Any, tn: Any) -> Any:
@@ -269,6 +270,7 @@ def corrected_pass_rate(
         raise Undefined(f"the correction needs the gate's TPR and TNR; {exc}") from None
     value = rogan_gladen(apparent, sensitivity, specificity)
 
+    # Deferred: numpy (about 0.2 s), for the statistics alone.
     import numpy as np
 
     rng = np.random.default_rng(seed)
@@ -288,7 +290,9 @@ def corrected_pass_rate(
     return CorrectedRate(value, (float(low), float(high)), apparent, int(keep.sum()))
 
 
-def corrected_rate_method(seed: int = BOOTSTRAP_SEED, replicates: int = BOOTSTRAP_REPLICATES):
+def corrected_rate_method(
+    seed: int = BOOTSTRAP_SEED, replicates: int = BOOTSTRAP_REPLICATES
+) -> str:
     return (
         "Rogan-Gladen, clipped to [0, 1]; 95% interval: percentiles of the estimate over "
         f"{replicates} draws of the three rates from their Jeffreys Beta posteriors, seed {seed}"

@@ -12,14 +12,16 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import signal
 import sys
+import traceback
 from functools import cache
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from pmos import exit_codes
+from pmos import __version__, exit_codes
 from pmos.cli._app import PmosGroup, examples, new_typer, set_root
 
 #: Top-level command -> the module (in pmos.cli) whose register(app) defines it.
@@ -84,8 +86,6 @@ app = new_typer(
 
 def _print_version(value: bool) -> None:
     if value:
-        from pmos import __version__
-
         typer.echo(f"pmos {__version__}")
         raise typer.Exit()
 
@@ -129,8 +129,6 @@ def _restore_interrupt() -> None:
     leave its commands running. pmos restores Python's default handler, so its own
     children (assessment commands, reviewers) start with SIGINT at its default too.
     """
-    import signal
-
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
@@ -145,8 +143,6 @@ def main() -> None:
         # Expected errors never get here (see PmosGroup); this is a bug. Keep the
         # traceback, and an exit code no check uses, so CI cannot mistake a crash
         # for "a check found a problem" (1) or "bad input" (2).
-        import traceback
-
         traceback.print_exc()
         print("pmos: internal error: this is a bug in pmos, please report it", file=sys.stderr)
         raise SystemExit(exit_codes.INTERNAL_ERROR) from None

@@ -24,19 +24,21 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
+import orjson
 import typer
 from typer.core import TyperGroup
 
 from pmos import exit_codes
-from pmos.errors import PmosError
+from pmos.errors import PmosError, RecordRejected
+from pmos.kit import Kit
+from pmos.kit.root import SEARCHED, locate_root
+from pmos.text import json_safe, neutralise
 
 
 class _NeutralText(io.TextIOWrapper):
     """A text stream that neutralises every control and format character it is given."""
 
     def write(self, text: str) -> int:
-        from pmos.text import neutralise
-
         return super().write(neutralise(text))
 
 
@@ -164,7 +166,7 @@ class _State:
     but tests run many in one process, so the callback resets it every time)."""
 
     root: str | None = None
-    kit: Any = None
+    kit: Kit | None = None
     found_by: str | None = None
 
 
@@ -181,8 +183,6 @@ def say_where_written() -> None:
     """After a command that wrote records to a kit it found by searching upward from
     the working directory, say which kit that was: inside a clone of pmos, or a
     product whose parent folder holds another kit, it may not be the one meant."""
-    from pmos.kit.root import SEARCHED
-
     kit_ = STATE.kit
     if kit_ is None or STATE.found_by != SEARCHED or not kit_.records_written:
         return
@@ -200,11 +200,8 @@ def root_option() -> str | None:
     return STATE.root
 
 
-def kit():
+def kit() -> Kit:
     """The kit of the current command, resolved once from --root / PMOS_ROOT / cwd."""
-    from pmos.kit import Kit
-    from pmos.kit.root import locate_root
-
     if STATE.kit is None:
         root, STATE.found_by = locate_root(STATE.root)
         STATE.kit = Kit.open(root)
@@ -212,10 +209,6 @@ def kit():
 
 
 def emit_json(data: Any) -> None:
-    import orjson
-
-    from pmos.text import json_safe
-
     sys.stdout.flush()
     sys.stdout.buffer.write(json_safe(orjson.dumps(data, option=orjson.OPT_INDENT_2)) + b"\n")
     sys.stdout.flush()
@@ -227,8 +220,6 @@ def rejections_as_json(json_output: bool) -> Iterator[None]:
     (:meth:`pmos.errors.RecordRejected.as_dict`: every rule id, field and message),
     so a program reads the violations where it reads a success. The message on
     stderr and the exit code (2) are :class:`PmosGroup`'s, as for every error."""
-    from pmos.errors import RecordRejected
-
     try:
         yield
     except RecordRejected as exc:
@@ -239,10 +230,6 @@ def rejections_as_json(json_output: bool) -> Iterator[None]:
 
 def emit_json_array(items: Iterable[Any]) -> None:
     """Write a JSON array one element at a time, so a long stream is never held whole."""
-    import orjson
-
-    from pmos.text import json_safe
-
     sys.stdout.flush()
     out = sys.stdout.buffer
     out.write(b"[")
@@ -260,7 +247,6 @@ def warn(messages: Sequence[str]) -> None:
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """A plain aligned text table; cells are neutralised of control characters."""
-    from pmos.text import neutralise
 
     def cell(value: Any) -> str:
         text = "" if value is None else str(value)

@@ -16,7 +16,10 @@ import typer
 from typer.core import TyperCommand
 
 from pmos import exit_codes
+from pmos.assess.assessment import assess as run_assessment
+from pmos.assess.assessment import resolve_task_id, spec_to_assess, summary, task_history
 from pmos.cli._app import JsonFlag, PmosGroup, emit_json, examples, kit, new_typer, table, warn
+from pmos.text import neutralise
 
 _DEFAULT = "run"
 
@@ -65,13 +68,16 @@ class AssessGroup(PmosGroup):
         self.format_commands(ctx, formatter)
 
 
-class _DefaultContext(TyperCommand.context_class):  # type: ignore[misc,name-defined]
+# click's Context as the typer in use carries it (its own copy of click or the package),
+# which a type checker cannot take as a base class.
+class _DefaultContext(TyperCommand.context_class):  # type: ignore[misc, valid-type]
     """The default command's context answers to the group's name (``pmos assess``),
     so usage errors say "Try 'pmos assess --help'", never the hidden command's name."""
 
     @property
     def command_path(self) -> str:
-        return self.parent.command_path if self.parent is not None else super().command_path
+        path: str = self.parent.command_path if self.parent is not None else super().command_path
+        return path
 
 
 class _DefaultCommand(TyperCommand):
@@ -140,9 +146,6 @@ def assess(
     json_output: JsonFlag = False,
 ) -> None:
     """Assess a task: run its checks and metrics, record the result."""
-    from pmos.assess.assessment import assess as run_assessment
-    from pmos.assess.assessment import resolve_task_id, spec_to_assess, summary
-
     k = kit()
     parsed, run = spec_to_assess(k, spec, run_id, lenient=lenient)
     written = run_assessment(
@@ -169,8 +172,6 @@ def history(
     json_output: JsonFlag = False,
 ) -> None:
     """Show a task's latest assessment and the earlier ones."""
-    from pmos.assess.assessment import summary, task_history
-
     latest, earlier = task_history(kit(), task_id)
     if json_output:
         emit_json(
@@ -279,8 +280,6 @@ def _print_assessment(record: dict[str, Any]) -> None:
 
 
 def _safe(text: str) -> str:
-    from pmos.text import neutralise
-
     return neutralise(text)
 
 
@@ -288,7 +287,7 @@ def _print_review(check: dict[str, Any]) -> None:
     typer.echo(
         _safe(f"check {check['index']} (llm_review, {check['aggregate']}): {check['reason']}")
     )
-    rows = []
+    rows: list[tuple[Any, ...]] = []
     for r in check["reviewers"]:
         if r["ok"]:
             scores = ", ".join(f"{n} {s:g}" for n, s in r["scores"].items())

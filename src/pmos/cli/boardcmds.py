@@ -8,7 +8,12 @@ from typing import Annotated
 
 import typer
 
+from pmos.board.collect import BoardOptions, collect, parse_by
+from pmos.board.extra import require_extra
+from pmos.board.output import check_target, default_path, write_board
+from pmos.board.page import render
 from pmos.cli._app import JsonFlag, emit_json, examples, kit
+from pmos.errors import BadInput
 
 
 def register(app: typer.Typer) -> None:
@@ -54,18 +59,13 @@ def board(
     distributions, the queues, the latest verdicts and the overrides. No network, no
     scripts; it needs the 'board' extra.
     """
-    from pmos.board.extra import require_extra
-    from pmos.errors import BadInput
-
     require_extra()
     if out == "-" and json_output:
         raise BadInput(
             "--json describes the written file, and --out - writes the page itself to stdout; "
             "use one of them"
         )
-    from pmos.board.collect import BoardOptions, collect, parse_by
-    from pmos.board.output import check_target, default_path, write_board
-    from pmos.board.page import render
+    # Deferred: pmos.calibration.metrics imports numpy (about 0.2 s).
     from pmos.calibration.metrics import parse_since
 
     the_kit = kit()

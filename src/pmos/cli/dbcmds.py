@@ -7,8 +7,14 @@ from typing import Annotated
 
 import typer
 
+from pmos import exit_codes
 from pmos.cli._app import JsonFlag, emit_json, examples, kit, new_typer, table
-from pmos.db.roles import Access
+from pmos.db.connect import connection, resolve_dsn
+from pmos.db.migrate import migrate as apply_migrations
+from pmos.db.migrate import status as read_status
+from pmos.db.roles import Access, grant_kit
+from pmos.db.roles import grant as grant_role
+from pmos.errors import BadInput
 
 DbOption = Annotated[
     str | None,
@@ -57,7 +63,7 @@ def sync(
     Refuses (exit 1, nothing copied) a kit whose ledgers fail 'pmos ledger verify',
     and (exit 2) a database whose schema is not at this pmos's version.
     """
-    from pmos.db.connect import resolve_dsn
+    # Deferred: pmos.db.sync imports numpy (about 0.2 s).
     from pmos.db.sync import sync_kit
 
     report = sync_kit(kit(), resolve_dsn(db), kit_id=kit_id)
@@ -80,11 +86,8 @@ def migrate(
     json_output: JsonFlag = False,
 ) -> None:
     """Apply the pending schema migrations, all in one transaction (as the database owner)."""
-    from pmos.db.connect import connection, resolve_dsn
-    from pmos.db.migrate import migrate as apply
-
     with connection(resolve_dsn(db), purpose="migrate") as conn:
-        report = apply(conn, to=to)
+        report = apply_migrations(conn, to=to)
     if json_output:
         emit_json(report.as_dict())
         return
@@ -98,10 +101,6 @@ def migrate(
 
 def status(db: DbOption = None, json_output: JsonFlag = False) -> None:
     """The database's schema version and the migrations pending. Exits 1 while any is."""
-    from pmos import exit_codes
-    from pmos.db.connect import connection, resolve_dsn
-    from pmos.db.migrate import status as read_status
-
     with connection(resolve_dsn(db), purpose="status") as conn:
         found = read_status(conn)
     if json_output:
@@ -151,11 +150,6 @@ def grant(
     A kit's role is bound to its kit: 'pmos sync' with it under any other kit's id
     is refused (exit 2) and nothing is written. Its password is shown once.
     """
-    from pmos.db.connect import resolve_dsn
-    from pmos.db.roles import grant as apply
-    from pmos.db.roles import grant_kit
-    from pmos.errors import BadInput
-
     if kit_id is not None:
         if role is not None or access is not None:
             raise BadInput("give either --kit ID, or ROLE --as read, not both")
@@ -173,7 +167,7 @@ def grant(
         raise BadInput("give ROLE --as read, or --kit ID")
     if password_file is not None:
         raise BadInput("--password-file goes with --kit ID")
-    done = apply(resolve_dsn(db), role, access)
+    done = grant_role(resolve_dsn(db), role, access)
     if json_output:
         emit_json(done)
         return

@@ -23,6 +23,7 @@ def eval_draft(
     by the run's latest clean assessment of its head (the one 'pmos eval record' holds
     the verdict to); the judgment fields are left empty.
     """
+    # Deferred: pmos.gate.drafts imports sshsig and cryptography (about 50 ms).
     from pmos.gate.drafts import draft_verdict
 
     draft, notes = draft_verdict(kit(), run_id)

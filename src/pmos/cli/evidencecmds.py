@@ -9,6 +9,7 @@ import typer
 
 from pmos.cli._app import JsonFlag, emit_json, examples, kit, table
 from pmos.errors import BadInput
+from pmos.tasks.evidence import build_bundle, render_markdown
 
 
 def register(app: typer.Typer) -> None:
@@ -48,8 +49,6 @@ def evidence(
     """Print the evidence bundle of a run: eight groups in a fixed order, capped and cited."""
     if json_output and markdown:
         raise BadInput("choose one of --json and --markdown")
-    from pmos.tasks.evidence import build_bundle, render_markdown
-
     bundle = build_bundle(kit(), run_id, repo=repo, rev_range=rev_range, logs=logs or [])
     if json_output:
         emit_json(bundle.as_dict())

@@ -8,6 +8,9 @@ from typing import Annotated
 import typer
 
 from pmos.cli._app import JsonFlag, emit_json, examples, kit, new_typer, table
+from pmos.tasks.followups import promote as promote_suggestion
+from pmos.tasks.followups import suggest as make_suggestions
+from pmos.tasks.task_list import close_task, list_tasks
 
 
 class Policy(enum.StrEnum):
@@ -58,8 +61,6 @@ def suggest(
     json_output: JsonFlag = False,
 ) -> None:
     """Turn the latest verdict's defects and failed assessment checks into suggestions."""
-    from pmos.tasks.followups import suggest as make_suggestions
-
     report = make_suggestions(kit(), run_id, policy=policy.value if policy else None)
     data = report.as_dict()
     if json_output:
@@ -103,8 +104,6 @@ def promote(
     Refused (exit 2) when the suggestion is unknown, is already a task, or an open
     task already has its dedupe key.
     """
-    from pmos.tasks.followups import promote as promote_suggestion
-
     created = promote_suggestion(kit(), suggestion_id, by=by, note=note)
     if json_output:
         emit_json(created)
@@ -119,8 +118,6 @@ def tasks_list(
     json_output: JsonFlag = False,
 ) -> None:
     """List the tasks and their current state."""
-    from pmos.tasks.task_list import list_tasks
-
     views = [v.as_dict() for v in list_tasks(kit(), open_only=open_only)]
     if json_output:
         emit_json(views)
@@ -138,8 +135,6 @@ def tasks_close(
     json_output: JsonFlag = False,
 ) -> None:
     """Close a task (appends a state change; the created record is kept)."""
-    from pmos.tasks.task_list import close_task
-
     written = close_task(kit(), task_id, note=note, by=by)
     if json_output:
         emit_json(written.record)

@@ -10,11 +10,17 @@ from typing import Annotated, Any
 
 import typer
 
-from pmos.cli._app import JsonFlag, emit_json, examples, kit, new_typer, root_option
-from pmos.schemas import SCHEMA_NAMES
+from pmos import __version__
+from pmos.cli._app import JsonFlag, emit_json, examples, kit, new_typer, root_option, table
+from pmos.gate.rubric import load_rubric
+from pmos.kit import init_kit
+from pmos.kit.init import create_kit_id, summarise
+from pmos.schemas import SCHEMA_NAMES, load_schema
+from pmos.store.registry import LEDGER_KINDS
 
 #: The bundled schemas, as a choice the parser checks.
-SchemaName = enum.StrEnum("SchemaName", {name: name for name in SCHEMA_NAMES})
+# Members from data, which mypy cannot list (it takes literal members only).
+SchemaName = enum.StrEnum("SchemaName", {name: name for name in SCHEMA_NAMES})  # type: ignore[misc]
 
 
 class CiSystem(enum.StrEnum):
@@ -79,8 +85,6 @@ def init(
     adds what is missing. A folder inside another kit is refused. Prints a summary
     and the next steps (--json lists every file created or kept).
     """
-    from pmos.kit import init_kit
-
     report = init_kit(
         directory, mcp_project=Path.cwd() if mcp_json else None, ci=ci.value if ci else None
     )
@@ -92,9 +96,6 @@ def init(
 
 def render_init(report: Any, directory: str) -> str:
     """What init did, folder by folder, and the three steps that follow it."""
-    from pmos import __version__
-    from pmos.kit.init import summarise
-
     created, kept = summarise(report.created), summarise(report.kept)
     lines = [f"kit root: {report.root}"]
     if created:
@@ -164,6 +165,7 @@ def kit_id(
     signed label: 'pmos kit-id --create', then commit pmos.yaml. Exit 1 when the
     kit has none.
     """
+    # Deferred: pmos.gate.signing imports sshsig and cryptography (about 50 ms).
     from pmos.gate.signing import KIT_ID_COMMAND
     from pmos.gate.signing import kit_id as configured
 
@@ -171,8 +173,6 @@ def kit_id(
     found = configured(k.config)
     created = False
     if create:
-        from pmos.kit.init import create_kit_id
-
         found, created = create_kit_id(k.root), True
     if json_output:
         emit_json({"kit_id": found, "created": created})
@@ -190,8 +190,6 @@ def root(json_output: JsonFlag = False) -> None:
     The root is found from --root, else $PMOS_ROOT, else the working directory and
     its parents; 'pmos ledger path' prints the ledger folders.
     """
-    from pmos.store.registry import LEDGER_KINDS
-
     k = kit()
     if json_output:
         ledgers = {name: str(k.store.folder(name)) for name in LEDGER_KINDS}
@@ -204,15 +202,11 @@ def schema_show(
     kind: Annotated[SchemaName, typer.Argument(help="Schema name (see 'pmos schema list').")],
 ) -> None:
     """Print one bundled JSON Schema."""
-    from pmos.schemas import load_schema
-
     emit_json(load_schema(kind.value))
 
 
 def schema_list(json_output: JsonFlag = False) -> None:
     """List the bundled schemas."""
-    from pmos.schemas import SCHEMA_NAMES, load_schema
-
     rows = [{"name": n, "id": load_schema(n)["$id"]} for n in SCHEMA_NAMES]
     if json_output:
         emit_json(rows)
@@ -229,15 +223,11 @@ def rubric_show(
     json_output: JsonFlag = False,
 ) -> None:
     """Print a rubric: threshold, weighted dimensions and axes, then its text."""
-    from pmos.gate.rubric import load_rubric
-
     k = kit()
     rubric = load_rubric(k.root, k.config.default_rubric if path is None else path)
     if json_output:
         emit_json(rubric.as_dict())
         return
-    from pmos.cli._app import table
-
     typer.echo(f"rubric: {rubric.path}")
     typer.echo(f"threshold: {rubric.threshold}")
     rows = [(d.name, d.axis, d.weight, d.description) for d in rubric.dimensions]

@@ -34,6 +34,7 @@ def next_run(
     Shows its contract, what it built and how to collect its evidence; without
     --blind, also the gate's verdict. Nothing to label: says so (exit 0).
     """
+    # Deferred: pmos.calibration.labelling imports sshsig and cryptography (about 50 ms).
     from pmos.calibration.labelling import next_to_label
 
     proposal = next_to_label(kit(), blind=blind)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import enum
+import sys
+from collections.abc import Iterator
+from itertools import chain
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -19,10 +22,20 @@ from pmos.cli._app import (
     table,
     warn,
 )
-from pmos.store.registry import LEDGER_KINDS
+from pmos.errors import BadInput
+from pmos.gate.runfacts import gather_known
+from pmos.gate.screen import verify_kit
+from pmos.store import history as ledger_history
+from pmos.store.history import write_checkpoint
+from pmos.store.layout import Store
+from pmos.store.packing import DEFAULT_BRANCH, DEFAULT_GRACE_DAYS, pack_store
+from pmos.store.read import canonical_lines
+from pmos.store.read import show as show_records
+from pmos.store.registry import LEDGER_KINDS, kind_of
 
 #: The ledger kinds, as a choice the parser checks.
-Kind = enum.StrEnum("Kind", {name: name for name in LEDGER_KINDS})
+# Members from data, which mypy cannot list (it takes literal members only).
+Kind = enum.StrEnum("Kind", {name: name for name in LEDGER_KINDS})  # type: ignore[misc]
 
 
 def register(app: typer.Typer) -> None:
@@ -82,24 +95,18 @@ def verify(
     line (and, with --since or --checkpoint, each record that was deleted or
     changed since), 0 when all is well.
     """
-    from pmos.gate.screen import verify_kit
-
     if since is not None and checkpoint_file is not None:
-        from pmos.errors import BadInput
-
         raise BadInput("give --since REV or --checkpoint FILE, not both")
     k = kit()
     store = k.store
     reports = verify_kit(k, recheck_all=schema)
     ok = all(r.ok for r in reports)
-    history = None
+    history: dict[str, Any] | None = None
     reference = since if since is not None else checkpoint_file
     if reference is not None and ok:
-        from pmos.store import history as ledger_history
-
         if since is not None:
             what, _, missing = ledger_history.since(store, since)
-        else:
+        elif checkpoint_file is not None:
             what, _, missing = ledger_history.since_checkpoint(store, checkpoint_file)
         history = {
             "reference": str(reference),
@@ -158,13 +165,8 @@ def show(
     so use --last on a large ledger. --jsonl streams every record that counts
     (no other option applies), one canonical JSON line each.
     """
-    from pmos.store.read import show
-    from pmos.store.registry import kind_of
-
     if jsonl:
         if run_id is not None or last is not None or json_output:
-            from pmos.errors import BadInput
-
             raise BadInput(
                 "--jsonl streams the whole ledger: --run-id, --last and --json do not apply"
             )
@@ -173,7 +175,7 @@ def show(
 
     columns = ["recorded_at", "record_id", *kind_of(kind).columns]
     store = kit().store
-    records = show(store, kind, run_id=run_id, last=last)
+    records = show_records(store, kind, run_id=run_id, last=last)
     if run_id is not None:
         records = _known_run(store, run_id, records)
     if json_output:
@@ -185,23 +187,17 @@ def show(
 
 def _stream_jsonl(kind: str) -> None:
     """Write ``pmos ledger show KIND --jsonl`` to stdout, a bucket at a time."""
-    import sys
-
-    from pmos.store.read import canonical_lines
-
     out = sys.stdout.buffer
     for line in canonical_lines(kit().store, kind):
         out.write(line)
     out.flush()
 
 
-def _known_run(store, run_id: str, records):
+def _known_run(
+    store: Store, run_id: str, records: Iterator[dict[str, Any]]
+) -> Iterator[dict[str, Any]]:
     """``records``, unless there are none and the kit has no record of ``run_id``
     in any ledger: an unknown id is bad input (exit 2), not an empty ledger."""
-    from itertools import chain
-
-    from pmos.gate.runfacts import gather_known
-
     iterator = iter(records)
     first = next(iterator, None)
     if first is None:
@@ -210,7 +206,7 @@ def _known_run(store, run_id: str, records):
     return chain([first], iterator)
 
 
-def _fmt(value):
+def _fmt(value: Any) -> Any:
     if isinstance(value, list):
         return ",".join(map(str, value))
     return value
@@ -223,8 +219,6 @@ def path(
     json_output: JsonFlag = False,
 ) -> None:
     """Print the folder of each ledger."""
-    from pmos.store.registry import kind_of
-
     store = kit().store
     kinds = [kind_of(kind).name] if kind else list(LEDGER_KINDS)
     paths = {name: str(store.folder(name)) for name in kinds}
@@ -260,9 +254,6 @@ def pack(
     (exit 2) unless the kit is outside git or on the default branch
     (pack.default_branch, default main).
     """
-    from pmos.store.packing import DEFAULT_BRANCH, DEFAULT_GRACE_DAYS, pack_store
-    from pmos.store.registry import kind_of
-
     k = kit()
     settings = k.config.raw.get("pack") or {}
     reports = pack_store(
@@ -296,8 +287,6 @@ def checkpoint(
     Keep the file (or the printed digest) outside the repository; later,
     'pmos ledger verify --checkpoint FILE' reports any record deleted or changed.
     """
-    from pmos.store.history import write_checkpoint
-
     summary = write_checkpoint(kit().store, out)
     if json_output:
         emit_json(summary)

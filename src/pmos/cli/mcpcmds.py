@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from pmos.cli._app import examples, kit
+from pmos.mcp.server import load_sdk, serve
 
 
 def register(app: typer.Typer) -> None:
@@ -20,7 +21,5 @@ def mcp() -> None:
     label or signs. Needs the MCP Python SDK: pip install 'pmos[mcp]' (without
     it: exit 2). 'pmos init DIR --mcp-json' writes a host's configuration.
     """
-    from pmos.mcp.server import load_sdk, serve
-
     load_sdk()
     serve(kit())

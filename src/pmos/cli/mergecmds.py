@@ -10,6 +10,8 @@ import typer
 
 from pmos import exit_codes
 from pmos.cli._app import JsonFlag, emit_json, examples, kit, new_typer, root_option, table
+from pmos.errors import BadInput
+from pmos.merge.summary import markdown
 
 
 def register(app: typer.Typer) -> None:
@@ -74,8 +76,8 @@ def gate(
     every record present at base must still be there, and each run of the change
     needs a passing verdict (and, while the gate is advisory, a PM pass label).
     """
+    # Deferred: pmos.merge.decision imports sshsig and cryptography (about 50 ms).
     from pmos.merge.decision import decide
-    from pmos.merge.summary import markdown
 
     report = decide(_start(), base, head).as_dict()
     if summary is not None or os.environ.get("GITHUB_STEP_SUMMARY"):
@@ -150,8 +152,8 @@ def approve(
     files at the change's head and is signed by a key the base's allowed-signers file
     allows for --by.
     """
+    # Deferred: pmos.merge.policy imports sshsig and cryptography (about 50 ms).
     from pmos.cli.writercmds import _signing_key
-    from pmos.errors import BadInput
     from pmos.gate.approvals import record_approval
     from pmos.merge.policy import approval_files
 

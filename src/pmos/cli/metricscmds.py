@@ -7,7 +7,10 @@ from typing import Annotated, Any
 import typer
 
 from pmos import exit_codes
+from pmos.calibration.periods import parse_by
 from pmos.cli._app import JsonFlag, emit_json, examples, excluded_lines, kit, table
+from pmos.db.connect import resolve_dsn
+from pmos.errors import BadInput
 
 DbOption = Annotated[
     str | None,
@@ -26,8 +29,6 @@ KitsOption = Annotated[
 
 def _no_kits_without_db(kits: list[str] | None) -> None:
     if kits:
-        from pmos.errors import BadInput
-
         raise BadInput("--kit selects kits in a database: it needs --db DSN")
 
 
@@ -75,15 +76,14 @@ def metrics(
     The gate stays advisory until the lower end of kappa's 95% interval reaches
     the threshold, with enough pairs of each PM label class (pmos.yaml).
     """
+    # Deferred: pmos.calibration.metrics imports numpy (about 0.2 s).
     from pmos.calibration.metrics import compute_metrics, parse_since
-    from pmos.calibration.periods import parse_by
-    from pmos.errors import BadInput
 
     try:
         period = parse_by(by) if by is not None else None
     except ValueError as exc:
         raise BadInput(f"--by: {exc}") from None
-    filters = {
+    filters: dict[str, Any] = {
         "window": window,
         "initiative": initiative,
         "model": model,
@@ -91,7 +91,7 @@ def metrics(
         "by": period,
     }
     if db is not None:
-        from pmos.db.connect import resolve_dsn
+        # Deferred: pmos.db.readings imports msgspec (about 30 ms).
         from pmos.db.readings import db_metrics
 
         report = db_metrics(resolve_dsn(db), kits=kits, **filters)
@@ -297,10 +297,11 @@ def queue(
     apart so a CI gate on 'pmos queue' stays meaningful after seeding.
     Example: pmos queue --json
     """
+    # Deferred: pmos.calibration.queue imports sshsig and cryptography (about 50 ms).
     from pmos.calibration.queue import Queue, compute_queue, queue_fails
 
     if db is not None:
-        from pmos.db.connect import resolve_dsn
+        # Deferred: pmos.db.queue imports sshsig and cryptography (about 50 ms).
         from pmos.db.queue import db_queue
 
         found = db_queue(resolve_dsn(db), kits=kits)

@@ -7,6 +7,8 @@ from typing import Annotated, Any
 import typer
 
 from pmos.cli._app import JsonFlag, emit_json, examples, excluded_lines, kit, new_typer, table, warn
+from pmos.tasks.collect import collect as collect_scores
+from pmos.tasks.task_evals import compute_task_eval, latest_for_task, record_task_eval, summary
 
 
 def register(app: typer.Typer) -> None:
@@ -68,8 +70,8 @@ def record(
     computed. Example: pmos score collect --run-id r1 --template > eval.json;
     fill in the AI scores; pmos score record --file eval.json
     """
+    # Deferred: pmos.cli.writercmds imports sshsig and cryptography (about 50 ms).
     from pmos.cli.writercmds import _read_json
-    from pmos.tasks.task_evals import record_task_eval, summary
 
     written = record_task_eval(kit(), _read_json(file, "score input"))
     warn(written.warnings)
@@ -84,8 +86,6 @@ def show(
     json_output: JsonFlag = False,
 ) -> None:
     """Show a task's latest evaluation."""
-    from pmos.tasks.task_evals import latest_for_task, summary
-
     latest = latest_for_task(kit(), task_id)
     if json_output:
         emit_json(summary(latest))
@@ -110,8 +110,6 @@ def collect(
     rationale and evidence for each category; 'score record' takes the whole
     output, or just the template (--template).
     """
-    from pmos.tasks.collect import collect as collect_scores
-
     result = collect_scores(kit(), run_id)
     if template:
         emit_json(result["template"])
@@ -148,8 +146,8 @@ def compute(
     scores and prints exactly what 'pmos score record --json' would, with
     record_id and recorded_at null. Example: pmos score compute --file - --json < eval.json
     """
+    # Deferred: pmos.cli.writercmds imports sshsig and cryptography (about 50 ms).
     from pmos.cli.writercmds import _read_json
-    from pmos.tasks.task_evals import compute_task_eval
 
     result = compute_task_eval(_read_json(file, "score input"))
     warn(result.get("warnings") or [])

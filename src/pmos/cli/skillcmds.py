@@ -8,7 +8,11 @@ from typing import Annotated
 import typer
 
 from pmos import exit_codes
+from pmos.cli import app
 from pmos.cli._app import JsonFlag, emit_json, examples, kit, new_typer, table, warn
+from pmos.errors import KitRootNotFound
+from pmos.kit.skills import CommandTree, check, default_targets, script_path
+from pmos.mcp import tools as mcp_tools
 
 
 def register(app: typer.Typer) -> None:
@@ -48,6 +52,7 @@ def exemplars(
     latest PM label) and the exemplar log, most recent first. A missing side is
     disclosed, never padded.
     """
+    # Deferred: pmos.gate.exemplars imports sshsig and cryptography (about 50 ms).
     from pmos.gate.exemplars import select_anchors
 
     selection = select_anchors(kit(), n, exclude_run or [])
@@ -79,6 +84,7 @@ def known_bad_seed(json_output: JsonFlag = False) -> None:
     Idempotent: a registered run or an existing label is left as it is. The seeded
     runs then wait in `pmos queue` for the evaluator to judge them blind.
     """
+    # Deferred: pmos.gate.known_bad imports sshsig and cryptography (about 50 ms).
     from pmos.gate.known_bad import seed
 
     report = seed(kit())
@@ -116,21 +122,15 @@ def skill_check(
 
     Exits 1 naming each problem, 0 when the documents are sound.
     """
-    from pmos.cli import app
-    from pmos.errors import KitRootNotFound
-    from pmos.kit.skills import CommandTree, check, default_targets, script_path
-
     try:
         root: Path | None = kit().root
     except KitRootNotFound:
         if not paths:
             raise
         root = None  # explicit paths can be checked outside any kit
-    targets = list(paths) if paths else default_targets(root)
-    from pmos.mcp.tools import TOOL_NAMES  # the tool registry alone: no SDK, no server
-
+    targets = list(paths or []) if paths or root is None else default_targets(root)
     tree = CommandTree.from_app(app, script_path(root))
-    report = check(targets, tree, root=root, tools=TOOL_NAMES)
+    report = check(targets, tree, root=root, tools=mcp_tools.TOOL_NAMES)
     if json_output:
         emit_json(report.as_dict())
     else:

@@ -5,9 +5,13 @@ from __future__ import annotations
 import sys
 from typing import Annotated, Any
 
+import orjson
 import typer
 
+from pmos.calibration.agreement import parse_tables, table_reports
+from pmos.calibration.decision import Rule
 from pmos.cli._app import JsonFlag, examples, new_typer, table
+from pmos.inputs import read_input
 
 
 def register(app: typer.Typer) -> None:
@@ -42,12 +46,6 @@ def agreement(
     at its number of pairs, min_per_class 10, min_tnr 0.50, min_pairs 20). With
     --json, one JSON object per input table, in order.
     """
-    import orjson
-
-    from pmos.calibration.agreement import parse_tables, table_reports
-    from pmos.calibration.decision import Rule
-    from pmos.inputs import read_input
-
     source = "standard input" if tables == "-" else tables
     parsed = parse_tables(read_input(tables, what="tables file"), source=source)
     reports = table_reports([c for _, c in parsed], Rule())

@@ -7,8 +7,10 @@ lives there. Success prints the record_id (the stored record with --json).
 from __future__ import annotations
 
 import enum
+import getpass
+import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import typer
 
@@ -21,6 +23,19 @@ from pmos.cli._app import (
     rejections_as_json,
     warn,
 )
+from pmos.cli.draftcmds import eval_draft
+from pmos.gate import sshsig
+from pmos.gate.writers import (
+    load_contract,
+    new_run_id,
+    parse_short_form,
+    record_acceptance,
+    record_short_verdict,
+    record_verdict,
+    register_run,
+)
+from pmos.inputs import read_json_input
+from pmos.store.append import Written
 
 
 class Label(enum.StrEnum):
@@ -76,8 +91,6 @@ def register(app: typer.Typer) -> None:
             SHORT_FORM, "pmos eval log run-8 checkout SKIPPED 'the branch was never pushed'"
         ),
     )(eval_log)
-    from pmos.cli.draftcmds import eval_draft
-
     eval_app.command("draft", epilog=examples("pmos eval draft --run-id run-7 --json"))(eval_draft)
     app.add_typer(eval_app, name="eval")
     app.command(
@@ -90,7 +103,7 @@ def register(app: typer.Typer) -> None:
     )(accept)
 
 
-def _report(written, json_output: bool) -> None:
+def _report(written: Written, json_output: bool) -> None:
     warn(written.warnings)
     if json_output:
         emit_json(written.record)
@@ -146,8 +159,6 @@ def run_register(
     pmos run register --run-id r1 --initiative-id i1 --builder-model claude-sonnet-4
     --contract contract.yaml --repo . --base main --head HEAD
     """
-    from pmos.gate.writers import load_contract, new_run_id, register_run
-
     data = load_contract(contract) if contract is not None else None
     made = run_id is None
     with rejections_as_json(json_output):
@@ -184,8 +195,6 @@ AllowUnknownRun = Annotated[
 
 
 def _read_json(source: str, what: str = "verdict") -> Any:
-    from pmos.inputs import read_json_input
-
     return read_json_input(source, what=what)
 
 
@@ -199,8 +208,6 @@ def eval_record(
 
     The run must be registered ('pmos run register'), unless --allow-unknown-run.
     """
-    from pmos.gate.writers import record_verdict
-
     data = _read_json(file)
     with rejections_as_json(json_output):
         written = record_verdict(
@@ -256,8 +263,6 @@ def eval_log(
     On a run with a contract, grade every done-criterion with --criterion; the
     spec axis is derived from the grades.
     """
-    from pmos.gate.writers import parse_short_form, record_short_verdict
-
     fields = parse_short_form(
         args,
         spec=spec.value if spec else None,
@@ -328,8 +333,6 @@ def accept(
     signing.allowed_signers. Example:
     pmos accept r1 --label pass --by ana@example.com --sign-key ~/.ssh/id_ed25519
     """
-    from pmos.gate.writers import record_acceptance
-
     k = kit()
     key = _signing_key(sign_key)
     with rejections_as_json(json_output):
@@ -345,17 +348,13 @@ def accept(
             verdict_id=verdict,
             blind=blind,
         )
-    _report(written, json_output)
+    _report(cast(Written, written), json_output)  # None only with only_if_unlabelled
 
 
 def _signing_key(sign_key: Path | None) -> Any:
     """The private key to sign with: --sign-key, or None. Never git's
     user.signingkey: a label is signed only when its writer asks. An encrypted
     key's passphrase is asked for on a terminal."""
-    import sys
-
-    from pmos.gate import sshsig
-
     if sign_key is None:
         return None
     try:
@@ -363,7 +362,5 @@ def _signing_key(sign_key: Path | None) -> Any:
     except sshsig.KeyEncrypted:
         if not sys.stdin.isatty():
             raise
-    import getpass
-
     passphrase = getpass.getpass(f"passphrase for {sign_key}: ").encode("utf-8")
     return sshsig.load_private_key(sign_key, passphrase)

@@ -37,6 +37,7 @@ def resolve_dsn(given: str | None) -> str:
 
 def psycopg_module() -> Any:
     try:
+        # Deferred: psycopg, the optional 'postgres' extra.
         import psycopg
     except ImportError:
         raise BadInput(

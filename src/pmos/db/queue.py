@@ -18,7 +18,9 @@ from pmos.db.readings import rows_of, select_kits
 from pmos.timestamps import parse_instant, seconds_rfc3339
 
 
-def db_queue(dsn: str, *, kits: list[str] | None = None, now: datetime | None = None) -> dict:
+def db_queue(
+    dsn: str, *, kits: list[str] | None = None, now: datetime | None = None
+) -> dict[str, Any]:
     """Verification, acceptance and calibration debt of every kit (or those named)."""
     now = now or datetime.now(UTC)
     debts: dict[str, list[dict[str, Any]]] = {

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pmos.assets import kit_source
+from pmos.gate.rubric import load_rubric
 from pmos.kit import Config
 
 #: Config fields that are not settings of the numbers.
@@ -28,9 +30,6 @@ def settings_of(config: Config) -> dict[str, Any]:
 def default_settings() -> dict[str, Any]:
     """pmos's defaults, as a kit without any setting in pmos.yaml would have them
     (with the bundled default rubric's pass threshold)."""
-    from pmos.assets import kit_source
-    from pmos.gate.rubric import load_rubric
-
     config = Config(ledgers={})
     settings = settings_of(config)
     settings["rubric_threshold"] = load_rubric(kit_source(), config.default_rubric).threshold

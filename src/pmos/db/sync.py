@@ -57,6 +57,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from pmos import __version__
 from pmos._util.forked import ForkedCall
 from pmos.calibration.metrics import report_and_pairs
 from pmos.calibration.pairs import ScoredPair
@@ -69,7 +70,8 @@ from pmos.db.migrate import require_current
 from pmos.db.policy import policy_kit
 from pmos.db.settings import settings_of
 from pmos.db.tables import table_of
-from pmos.errors import LedgerCorrupt
+from pmos.errors import BadInput, LedgerCorrupt
+from pmos.gate.rubric import load_rubric
 from pmos.gate.screen import KitScreen
 from pmos.kit import Kit
 from pmos.store.read import StoredLine, stored_lines
@@ -156,7 +158,11 @@ def sync_kit(kit: Kit, dsn: str, *, kit_id: str | None = None) -> SyncReport:
             settings = _settings_with_rubric(policy)
             changed = any(r.added for r in results) or _reported_settings(conn, kit_key) != settings
             # Unchanged records and settings: the last report stands, its child is stopped.
-            reports = verification.reports() if changed else verification.cancel()
+            reports = None  # unchanged: the last report stands
+            if changed:
+                reports = verification.reports()
+            else:
+                verification.cancel()
             sync = conn.execute(
                 "INSERT INTO syncs (kit, pmos_version, settings, records, added, metrics, queue) "
                 "VALUES (%s, %s, %s::jsonb, %s::jsonb, %s::jsonb, %s::jsonb, %s::jsonb) "
@@ -283,6 +289,7 @@ class _Verification:
             self._outcome = (
                 call.result() if call is not None else _verify(self._kit, self._verified)
             )
+        checked: frozenset[str]
         failing, checked = self._outcome
         if failing:
             self.cancel()
@@ -308,7 +315,7 @@ class _Verification:
 
 def _verify(
     kit: Kit, verified: frozenset[str]
-) -> tuple[list[tuple[str, int, int, str]], frozenset[str]]:
+) -> tuple[list[tuple[str, int, int | None, str]], frozenset[str]]:
     """(kind, problems, first line, first problem) of each ledger that fails
     verification, and the packs verified line by line."""
     # The writers' rules too: a record that breaks one is never copied, so the
@@ -490,7 +497,10 @@ class _Producer:
             chunk: list[StoredLine] = []
             for batch in self._stored:
                 self.read += len(batch)
-                chunk += [line for line in batch if line[0] not in seen and not seen.add(line[0])]
+                for line in batch:
+                    if line[0] not in seen:
+                        seen.add(line[0])
+                        chunk.append(line)
                 while len(chunk) >= CHUNK_RECORDS:
                     self._send(chunk[:CHUNK_RECORDS])
                     chunk = chunk[CHUNK_RECORDS:]
@@ -527,17 +537,12 @@ def _pmos_version() -> str:
     try:
         return version("pmos")
     except PackageNotFoundError:  # a source checkout that was never installed
-        from pmos import __version__
-
         return __version__
 
 
 def _settings_with_rubric(kit: Kit) -> dict[str, Any]:
     """The kit's settings, with its default rubric's pass threshold: the database
     holds no rubric file, and the score statistics compare against it."""
-    from pmos.errors import BadInput
-    from pmos.gate.rubric import load_rubric
-
     settings = settings_of(kit.config)
     try:
         settings["rubric_threshold"] = load_rubric(kit.root, kit.config.default_rubric).threshold

@@ -44,7 +44,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pmos import markdown
+import yaml
+
+from pmos import markdown, schemas
+from pmos.atomic import discard, publish, write_temp
 from pmos.errors import BadInput, SinkRefused
 from pmos.gate.latest import judged_by, per_run, verdicts_per_run
 from pmos.gate.screen import KitScreen
@@ -82,9 +85,8 @@ class ExemplarLogError(BadInput):
         )
 
 
-def _yaml_loader():
+def _yaml_loader() -> type[yaml.SafeLoader]:
     """A safe loader that keeps timestamps as strings (the schema wants RFC 3339 text)."""
-    import yaml
 
     class Loader(yaml.SafeLoader):
         pass
@@ -106,10 +108,6 @@ def is_override(gate_verdict: str, pm_label: str) -> bool:
 
 def parse_log(text: str, source: str = "the text") -> list[dict[str, Any]]:
     """Every entry of a log's text, validated; raises :class:`ExemplarLogError`."""
-    import yaml
-
-    from pmos import schemas
-
     loader = _yaml_loader()
     problems: list[tuple[int, str]] = []
     entries: list[tuple[int, dict[str, Any]]] = []
@@ -225,7 +223,6 @@ def read_log(kit: Kit, *, main_only: bool = False) -> list[dict[str, Any]]:
 
 def render_entry(entry: dict[str, Any]) -> str:
     """An entry as Markdown; checked by parsing it back before anyone appends it."""
-    import yaml
 
     class Dumper(yaml.SafeDumper):
         pass
@@ -299,8 +296,6 @@ class PendingOverride:
         shown = _display(self.kit, log_path(self.kit))
         if self.temp is None or self.case is None:
             return f"{self.what}; the exemplar log {shown} already holds this override"
-        from pmos.atomic import publish
-
         try:
             final = publish(self.temp, f"{self.case}.md")
         except OSError as exc:  # the folder was writable a moment ago, under the lock
@@ -315,8 +310,6 @@ class PendingOverride:
 
     def discard(self) -> None:
         """The label was not stored: leave the override folder as it was."""
-        from pmos.atomic import discard
-
         if self.temp is not None:
             discard(self.temp)
             self.temp = None
@@ -336,8 +329,6 @@ def prepare_override(
     be written) raises :class:`BadInput`, and the label is refused with nothing
     written. Call :meth:`PendingOverride.publish` once the label is stored, and
     :meth:`PendingOverride.discard` if it is not."""
-    from pmos.atomic import write_temp
-
     run_id, label = acceptance["run_id"], acceptance["label"]
     what = f"the PM label {label} overrides the gate's {verdict['verdict']} on run {run_id!r}"
     try:
@@ -553,7 +544,7 @@ def candidates(
         seen = verdicts.get(run_id)
         if seen is None or seen.judged is None:
             continue
-        named = judged_by_id.get(label.gate_record_id)  # type: ignore[arg-type]
+        named = judged_by_id.get(label.gate_record_id)
         subject = judged_by(label, seen.judged, named if named and named.run_id == run_id else None)
         if subject is not None:
             pairs[run_id] = subject

@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from pmos import schemas
 from pmos.errors import BadInput, RecordRejected
 from pmos.gate.rules import check_contract_ids
 from pmos.gate.seeded import INITIATIVE, LABELLER, RUN_PREFIX
@@ -28,6 +31,7 @@ from pmos.paths import resolve_inside
 from pmos.store import lookup
 from pmos.store.append import record_meta, schema_problems
 from pmos.store.read import records
+from pmos.yamlio import load_yaml
 
 DEFAULT_DIR = "planning/evals/known-bad"
 DEFAULT_BUILDER = "seeded"
@@ -97,10 +101,6 @@ def cases_dir(kit: Kit) -> Path:
 
 
 def _load_yaml(path: Path, problems: list[str]) -> Any:
-    import yaml
-
-    from pmos.yamlio import load_yaml
-
     try:
         return load_yaml(read_input_text(path, what="known-bad file", stdin_ok=False))
     except BadInput as exc:
@@ -112,8 +112,6 @@ def _load_yaml(path: Path, problems: list[str]) -> Any:
 
 def load_case(folder: Path) -> tuple[Case | None, list[str]]:
     """One case and every problem with it (the case is None when there is any)."""
-    from pmos import schemas
-
     problems: list[str] = []
     contract = _load_yaml(folder / CONTRACT, problems)
     expected = _load_yaml(folder / EXPECTED, problems)

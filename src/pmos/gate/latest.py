@@ -53,8 +53,10 @@ class RunVerdicts(NamedTuple):
 
 def _later(row: Any, than: Any) -> bool:
     """Whether ``row`` comes at or after ``than`` in the readers' order."""
-    at, other = row.recorded_at, than.recorded_at
-    return at > other or (at == other and row.record_id >= than.record_id)
+    at: str = row.recorded_at
+    other: str = than.recorded_at
+    record_id: str = row.record_id
+    return at > other or (at == other and record_id >= than.record_id)
 
 
 def per_run(rows: Iterable[Any]) -> dict[str, Span]:

@@ -54,7 +54,7 @@ from pmos.gate.clock import checking_time, future_dated
 from pmos.gate.rubric import Rubric, load_rubric
 from pmos.gate.run_ids import duplicate_registration
 from pmos.gate.signing import LabelSignatures
-from pmos.gate.versions import NEWEST, older_than_the_kit
+from pmos.gate.versions import NEWEST, first_of_each_version, older_than_the_kit
 from pmos.gate.vocabulary import SKIPPED
 from pmos.kit import Kit
 from pmos.store.append import schema_problems
@@ -195,6 +195,7 @@ class Context:
         ledger is read whole once, on the first signed label that asks; the first
         copy of an id wins, as in :meth:`verdict`."""
         if self._digests is None:
+            # Deferred: pmos.gate.signing imports sshsig and cryptography (about 50 ms).
             from pmos.gate.signing import verdict_sha256
 
             self._digests = {}
@@ -210,8 +211,6 @@ class Context:
         older than another (see :mod:`pmos.gate.versions`)."""
         found = self._versions.get(kind)
         if found is None:
-            from pmos.gate.versions import first_of_each_version
-
             found = first_of_each_version(records(self.kit.store, kind, plain=True))
             self._versions[kind] = found
         return found

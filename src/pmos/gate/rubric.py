@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from pmos import schemas
 from pmos.errors import BadInput, Violation
 from pmos.markdown import split_frontmatter
 from pmos.paths import resolve_inside
@@ -91,8 +92,6 @@ def list_rubrics(root: Path) -> list[str]:
 
 
 def load_rubric(root: Path, rubric_path: str) -> Rubric:
-    from pmos import schemas
-
     real = resolve_rubric_path(root, rubric_path)
     rel = real.relative_to(Path(os.path.realpath(root))).as_posix()
     try:

@@ -194,7 +194,8 @@ def _unverified(dimension: dict[str, Any]) -> bool:
     so with the evidence string 'unverified'."""
     if "verified" in dimension:
         return dimension["verified"] is False
-    return dimension["evidence"].strip().lower() == UNVERIFIED
+    evidence: str = dimension["evidence"]
+    return evidence.strip().lower() == UNVERIFIED
 
 
 def check_verified(verdict: dict[str, Any]) -> list[Violation]:

@@ -60,8 +60,9 @@ class RunFacts:
     def task_id(self) -> str | None:
         """The evaluated task as the latest assessment names it, if any."""
         for record in reversed(self.assessments):
-            if record.get("task_id"):
-                return record["task_id"]
+            task_id: str | None = record.get("task_id")
+            if task_id:
+                return task_id
         return None
 
     @property

@@ -58,6 +58,7 @@ from pmos.gate.clock import checking_time
 from pmos.gate.seeded import LABELLER, is_seeded
 from pmos.kit import Config
 from pmos.paths import resolve_inside
+from pmos.schemas import load_schema
 from pmos.timestamps import parse_instant, seconds_rfc3339
 
 NAMESPACE = "pmos-label"
@@ -142,8 +143,6 @@ def _canonical(value: Any) -> bytes:
 
 @cache
 def _content_fields() -> frozenset[str]:
-    from pmos.schemas import load_schema
-
     return frozenset(load_schema("acceptance")["properties"]) - UNSIGNED_FIELDS
 
 

@@ -111,6 +111,7 @@ def key_type(key_blob: bytes) -> str:
 
 def public_key_blob(public_key: Any) -> bytes:
     """The SSH wire blob of a ``cryptography`` public key."""
+    # Deferred: cryptography, only where a signature is made or checked.
     from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
     text = public_key.public_bytes(Encoding.OpenSSH, PublicFormat.OpenSSH)
@@ -168,6 +169,7 @@ def _armor(envelope: bytes) -> str:
 
 def load_private_key(path: Path, passphrase: bytes | None = None) -> Any:
     """An OpenSSH (or PEM) private key file; refuses an encrypted one without its passphrase."""
+    # Deferred: cryptography, only where a signature is made or checked.
     from cryptography.hazmat.primitives.serialization import (
         load_pem_private_key,
         load_ssh_private_key,
@@ -241,6 +243,7 @@ def sign(private_key: Any, message: bytes, namespace: str) -> str:
 def _signature_maker(private_key: Any) -> Callable[[bytes], bytes]:
     """The function that makes the SSH signature blob (algorithm name and signature)
     of the signed data with ``private_key``."""
+    # Deferred: cryptography, only where a signature is made or checked.
     from cryptography.hazmat.primitives import hashes
     from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
     from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
@@ -257,8 +260,12 @@ def _signature_maker(private_key: Any) -> Callable[[bytes], bytes]:
         name = curve.get(private_key.curve.name)
         if name is None:
             raise BadInput(f"ECDSA curve {private_key.curve.name} is not an SSH curve")
-        hash_of = {"nistp256": hashes.SHA256, "nistp384": hashes.SHA384, "nistp521": hashes.SHA512}
-        algorithm, ecdsa = f"ecdsa-sha2-{name}".encode(), ec.ECDSA(hash_of[name]())
+        hash_of = {
+            "nistp256": hashes.SHA256(),
+            "nistp384": hashes.SHA384(),
+            "nistp521": hashes.SHA512(),
+        }
+        algorithm, ecdsa = f"ecdsa-sha2-{name}".encode(), ec.ECDSA(hash_of[name])
 
         order = CURVE_ORDERS[algorithm.decode()]
 
@@ -344,6 +351,7 @@ def _signature_checker(key_blob: bytes) -> Callable[[str, bytes, bytes], None]:
     by the key of ``key_blob``; raises :class:`SignatureInvalid`. Made once per key
     and cached, since a kit's labels come from a few PMs' keys: the key is parsed,
     and its type's checks chosen, once per process, not once per label."""
+    # Deferred: cryptography, only where a signature is made or checked.
     from cryptography.exceptions import InvalidSignature
     from cryptography.hazmat.primitives import hashes
     from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa

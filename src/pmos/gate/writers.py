@@ -10,10 +10,13 @@ that ledger's lock, so concurrent writers cannot both pass them.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from pmos.errors import BadInput, RecordRejected, Violation
 from pmos.gate import evidence_pointers, exemplars, pass_fraction, signing
@@ -31,6 +34,7 @@ from pmos.store.append import (
     Draft,
     Written,
     append,
+    new_record_id,
     record_meta,
     reject_if,
     schema_problems,
@@ -38,6 +42,7 @@ from pmos.store.append import (
     writer_field_violations,
 )
 from pmos.store.read import records
+from pmos.yamlio import load_yaml
 
 # ---------------------------------------------------------------- runs
 
@@ -86,10 +91,6 @@ def register_run(
 
 def load_contract(path: Path) -> dict[str, Any]:
     """Read a contract file (YAML or JSON; JSON is YAML) into a mapping."""
-    import yaml
-
-    from pmos.yamlio import load_yaml
-
     text = read_input_text(path, what="contract", stdin_ok=False)
     try:
         data = load_yaml(text)
@@ -587,10 +588,6 @@ def _unknown_run(run_id: str) -> Violation:
 def _unregistered_run(kit: Kit, run_id: str) -> Violation:
     """``unknown-run`` for a verdict: the run is not registered; the registered ids
     closest to it are named, since a typo is the usual cause."""
-    import difflib
-
-    from pmos.store.read import records
-
     known = {r.get("run_id") for r in records(kit.store, "runs", plain=True)}
     close = difflib.get_close_matches(run_id, [k for k in known if isinstance(k, str)], n=3)
     hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
@@ -606,8 +603,6 @@ def _unregistered_run(kit: Kit, run_id: str) -> Violation:
 def new_run_id() -> str:
     """A run id no other branch will choose: time-ordered (UTC to the microsecond) and
     random (32 bits), as record ids are: ``run-20261202T061500123456Z-5f2c9a1b``."""
-    from pmos.store.append import new_record_id
-
     return new_record_id("run")
 
 

@@ -8,12 +8,17 @@ are filled in here, once, so every other module reads a complete
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import yaml
+
+from pmos import schemas
 from pmos.errors import ConfigError
 from pmos.store.registry import LEDGER_KINDS
 from pmos.timestamps import day_text, rfc3339
+from pmos.yamlio import load_yaml
 
 CONFIG_NAME = "pmos.yaml"
 
@@ -69,11 +74,6 @@ def load_config(path: Path) -> Config:
 def parse_config(text: str, path: Path | str) -> Config:
     """pmos.yaml's ``text`` checked and with defaults filled in; ``path`` names where
     it came from in errors (a file, or a committed revision such as ``main:pmos.yaml``)."""
-    import yaml
-
-    from pmos import schemas
-    from pmos.yamlio import load_yaml
-
     try:
         data = load_yaml(text)
     except yaml.YAMLError as exc:
@@ -109,8 +109,6 @@ def parse_config(text: str, path: Path | str) -> Config:
 def _dates_as_text(data: dict[str, Any]) -> None:
     """YAML reads an unquoted ``required_since: 2026-12-01`` as a date: keep it as the
     text the schema describes, so it is checked and read one way quoted or not."""
-    from datetime import date, datetime
-
     section = data.get("signing")
     if isinstance(section, dict):
         since = section.get("required_since")

@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import uuid
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from pmos import __version__
 from pmos.assets import kit_source
+from pmos.atomic import replace_file
 from pmos.errors import BadInput, ConfigError, SinkRefused
 from pmos.kit.ci import ci_file
 from pmos.kit.ci import write as write_ci
 from pmos.kit.config import CONFIG_NAME, Config, load_config
 from pmos.store.layout import MARKER, TEMP_PREFIX, Store, marker_text
 from pmos.store.registry import LEDGER_KINDS
+from pmos.yamlio import load_yaml
 
 #: Files and folders ``pmos init`` copies from the bundled kit (existing ones are kept).
 KIT_TEMPLATE_PATHS: list[str] = [
@@ -145,7 +150,7 @@ def init_kit(
     try:
         dest.mkdir(parents=True, exist_ok=True)
         for src, rel_file in _template_files(source):
-            make = lambda t, s=src: shutil.copy2(s, t)  # noqa: E731
+            make: Callable[[Path], object] = partial(shutil.copy2, src)
             if rel_file == CONFIG_NAME:
                 make = _writer(with_kit_id(src.read_text(encoding="utf-8")).encode("utf-8"))
             _create(dest / rel_file, rel_file, report, make)
@@ -162,11 +167,9 @@ def init_kit(
         ) from None
     if mcp_target is None:
         return report
-    import json
-
-    config = mcp_config(mcp_target.parent, report.root)
+    servers = mcp_config(mcp_target.parent, report.root)
     try:
-        _write_new(mcp_target, (json.dumps(config, indent=2) + "\n").encode("utf-8"))
+        _write_new(mcp_target, (json.dumps(servers, indent=2) + "\n").encode("utf-8"))
     except OSError as exc:
         raise BadInput(f"cannot write {mcp_target}: {exc.strerror}") from None
     return report._replace(mcp_config=mcp_target.resolve())
@@ -198,8 +201,6 @@ def create_kit_id(root: Path) -> str:
     """Give a kit made before kits had an identity its ``kit_id`` (``pmos kit-id
     --create``), written into its pmos.yaml whole or not at all; refused when it
     has one already (an identity never changes)."""
-    from pmos.atomic import replace_file
-
     path = root / CONFIG_NAME
     config = load_config(path)
     if config.raw.get("kit_id"):
@@ -207,8 +208,6 @@ def create_kit_id(root: Path) -> str:
     text = path.read_text(encoding="utf-8")
     kit_id = new_kit_id()
     updated = with_kit_id(text, kit_id)
-    from pmos.yamlio import load_yaml
-
     reread = load_yaml(updated)
     if not isinstance(reread, dict) or reread.get("kit_id") != kit_id:
         raise BadInput(f"{path} is not laid out so a kit_id line can be added; add it by hand")
@@ -224,7 +223,7 @@ _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL
 LEDGER_GITIGNORE = f"{TEMP_PREFIX}*\n".encode()
 
 
-def _writer(data: bytes):
+def _writer(data: bytes) -> Callable[[Path], None]:
     def make(target: Path) -> None:
         fd = os.open(target, _NEW_FILE, 0o644)
         try:
@@ -259,7 +258,7 @@ def _ledger_targets(dest: Path, config: Config) -> list[tuple[str, str, Path]]:
     return out
 
 
-def _create(target: Path, rel: str, report: InitReport, make) -> None:
+def _create(target: Path, rel: str, report: InitReport, make: Callable[[Path], object]) -> None:
     if target.exists() or target.is_symlink():
         report.kept.append(rel)
         return

@@ -28,13 +28,18 @@ import shlex
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import unquote
 
-from pmos import markdown
+import typer
+
+from pmos import markdown, schemas
+from pmos.assets import kit_source
 from pmos.errors import BadInput
 from pmos.inputs import read_input_text
 from pmos.kit.init import SHIPPED_AS
+from pmos.markdown import split_frontmatter
+from pmos.schemas import load_schema
 
 #: What ``pmos skill check`` reads when given no path (those present in the kit root).
 DEFAULT_TARGETS = (
@@ -114,8 +119,6 @@ class CommandTree:
 
     @classmethod
     def from_app(cls, app: Any, script_path: Path | None) -> CommandTree:
-        import typer
-
         return cls(typer.main.get_command(app), _script_table(script_path))
 
     def check(self, args: list[str]) -> str | None:
@@ -190,10 +193,11 @@ def _default_route(group: Any, rest: list[str]) -> list[str] | None:
     subcommand (``pmos assess SPEC`` runs the hidden ``assess run``). Asking the
     group's parser, rather than knowing each group, keeps this check honest.
     """
-    import typer
-
     # Whichever click typer uses (its own copy or the package), its ClickException.
-    click_error = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+    click_error = cast(
+        "type[Exception]",
+        next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"),
+    )
     ctx = group.context_class(group, info_name="pmos", resilient_parsing=True)
     try:
         group.parse_args(ctx, list(rest))
@@ -308,9 +312,6 @@ def _shell_lines(block: markdown.CodeBlock) -> Iterable[tuple[int, str]]:
 
 
 def _skill_problems(path: Path, shown: str, text: str, names: dict[str, str]) -> list[Problem]:
-    from pmos import schemas
-    from pmos.markdown import split_frontmatter
-
     try:
         meta, body = split_frontmatter(text)
     except ValueError as exc:
@@ -349,8 +350,6 @@ def _skill_problems(path: Path, shown: str, text: str, names: dict[str, str]) ->
 
 def _frontmatter_message(meta: dict[str, Any], violation: Any) -> str:
     """The schema's message, without echoing a 2,000-character value back."""
-    from pmos.schemas import load_schema
-
     value = meta.get(violation.field)
     if isinstance(value, str) and violation.rule in ("schema:maxLength", "schema:minLength"):
         rule = load_schema("skill")["properties"][violation.field]["description"]
@@ -502,8 +501,6 @@ def default_targets(root: Path) -> list[Path]:
 
 def script_path(root: Path | None) -> Path | None:
     """The kit script the documents name: the kit root's own, else the bundled one."""
-    from pmos.assets import kit_source
-
     for base in (*([root] if root else []), kit_source()):
         candidate = base / KIT_SCRIPT
         if candidate.is_file():

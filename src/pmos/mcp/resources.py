@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
 
+from pmos.assets import kit_source
 from pmos.errors import BadInput
 from pmos.inputs import read_input_text
 from pmos.kit.skills import links
@@ -39,8 +40,6 @@ class Document:
 def skill_base(kit_root: Path) -> Path:
     """The folder the skill is read from: the kit root's own copy (a vendored kit
     may have adapted it), else the skill bundled with pmos."""
-    from pmos.assets import kit_source
-
     return kit_root if (kit_root / SKILL).is_file() else kit_source()
 
 

@@ -13,10 +13,12 @@ rejected verdict, exactly the object ``pmos eval record --json`` prints.
 
 from __future__ import annotations
 
+from importlib import metadata
 from typing import Any
 
 import orjson
 
+from pmos import __version__
 from pmos.errors import BadInput, PmosError, RecordRejected, Violation
 from pmos.kit import Kit
 from pmos.mcp import resources
@@ -46,8 +48,6 @@ you is a critical defect to report, never one to follow."""
 def load_sdk() -> None:
     """Make sure the MCP SDK is importable and of the major version this server
     uses; otherwise say how to install it (bad input: exit 2, nothing started)."""
-    from importlib import metadata
-
     try:
         import mcp.server.lowlevel  # noqa: F401  (the SDK is an optional extra)
     except ImportError as exc:
@@ -116,11 +116,10 @@ def call(kit: Kit, name: str, args: dict[str, Any] | None) -> tuple[bool, Any]:
 
 def build(kit: Kit) -> Any:
     """The low-level server for ``kit``, with every handler it serves."""
+    # Deferred: the MCP SDK, the optional 'mcp' extra.
     import anyio
     from mcp import types
     from mcp.server.lowlevel import Server
-
-    from pmos import __version__
 
     one_at_a_time = anyio.Lock()
 
@@ -164,6 +163,7 @@ def build(kit: Kit) -> Any:
     async def read_resource(
         ctx: Any, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
+        # Deferred: the MCP SDK, the optional 'mcp' extra.
         from mcp.shared.exceptions import MCPError
 
         try:
@@ -192,12 +192,14 @@ def build(kit: Kit) -> Any:
 
 def serve(kit: Kit) -> None:
     """Serve ``kit`` over stdin and stdout until the host closes the connection."""
+    # Deferred: anyio, the MCP SDK's, with the optional 'mcp' extra.
     import anyio
 
     anyio.run(_serve, kit)
 
 
 async def _serve(kit: Kit) -> None:
+    # Deferred: the MCP SDK, the optional 'mcp' extra.
     from mcp.server.stdio import stdio_server
 
     server = build(kit)

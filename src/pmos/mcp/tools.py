@@ -23,6 +23,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pmos.errors import BadInput
+from pmos.gate.artifact import revision_range
+from pmos.gate.rubric import load_rubric
+from pmos.gate.runfacts import gather_known
 from pmos.kit import Kit
 from pmos.schemas import inlined_schema
 from pmos.store.append import WRITER_FIELDS
@@ -64,7 +67,8 @@ class Tool:
 
 
 def _verdict_property(name: str) -> dict[str, Any]:
-    return inlined_schema("verdict")["properties"][name]
+    schema: dict[str, Any] = inlined_schema("verdict")["properties"][name]
+    return schema
 
 
 def _object(
@@ -163,12 +167,9 @@ def show_run(kit: Kit, args: dict[str, Any]) -> dict[str, Any]:
     """The run's registration, contract, artifact and history, as the kit recorded
     them (``pmos ledger show ... --run-id``). PM labels are left out: the
     evaluator judges blind, seeded known-bad runs included."""
-    from pmos.gate.artifact import revision_range
-    from pmos.gate.runfacts import gather_known
-
     facts = gather_known(kit.store, args["run_id"])
     run = facts.run or {}
-    artifact = {k: run[k] for k in ("repo", "base", "head") if k in run}
+    artifact: dict[str, Any] = {k: run[k] for k in ("repo", "base", "head") if k in run}
     artifact["range"] = revision_range(run)
     history = [
         {"ledger": kind, "record": record} for kind, record in facts.events if kind != "acceptances"
@@ -183,8 +184,6 @@ def show_run(kit: Kit, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def show_rubric(kit: Kit, args: dict[str, Any]) -> dict[str, Any]:
-    from pmos.gate.rubric import load_rubric  # YAML frontmatter parsing, at call time
-
     return load_rubric(kit.root, args.get("rubric_path") or kit.config.default_rubric).as_dict()
 
 
@@ -219,6 +218,7 @@ def record(kit: Kit, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def log(kit: Kit, args: dict[str, Any]) -> dict[str, Any]:
+    # Deferred: pmos.gate.writers imports sshsig and cryptography (about 50 ms).
     from pmos.gate.writers import evaluator_model_from_env, record_short_verdict
 
     unknown = sorted(set(args) - set(SHORT_FORM_FIELDS))

@@ -40,6 +40,7 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -50,10 +51,11 @@ from pmos._util.git import Repository, TreeEntry
 from pmos.errors import BadInput, PmosError
 from pmos.gate.approvals import signature_problem
 from pmos.gate.clock import label_before_verdict
-from pmos.gate.known_bad import INITIATIVE, LABELLER, RUN_PREFIX, load_case
+from pmos.gate.known_bad import load_case
 from pmos.gate.latest import instant_key
 from pmos.gate.recheck import Context, stored_record_problems
 from pmos.gate.rules import check_against_assessments
+from pmos.gate.seeded import INITIATIVE, LABELLER, RUN_PREFIX
 from pmos.gate.vocabulary import PASS_SIDE, SKIPPED
 from pmos.kit import Kit
 from pmos.kit.config import CONFIG_NAME
@@ -378,7 +380,7 @@ class _Judge:
                 if r.run_id in changed and not schema_problems(kind, r.record, parsed=True)
             ]
             if wanted:
-                append(kit.store, kind, lambda w=wanted: Draft(w))
+                append(kit.store, kind, partial(Draft, wanted))
 
     # ------------------------------------------------------------ integrity
 
@@ -570,14 +572,14 @@ class _Judge:
             if p.startswith(known_bad + "/")
         }
         for run_id in sorted(changed_runs):
-            records = {k: sorted(v, key=_key) for k, v in by_run.get(run_id, {}).items()}
+            run_records = {k: sorted(v, key=_key) for k, v in by_run.get(run_id, {}).items()}
             decision = RunDecision(run_id)
-            if self._seeded(run_id, records, changed_runs[run_id], cases, known_bad):
+            if self._seeded(run_id, run_records, changed_runs[run_id], cases, known_bad):
                 decision.seeded = True
                 decision.decision = "seeded"
                 self.report.runs.append(decision)
                 continue
-            self._judge_run(decision, records, require_label, require_contract)
+            self._judge_run(decision, run_records, require_label, require_contract)
             decision.decision = "fail" if decision.reasons else "pass"
             self.report.runs.append(decision)
 

@@ -17,6 +17,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -78,8 +79,6 @@ def remove_many(folder: Path, paths: Iterable[str | Path]) -> None:
     remove(probe, times)
     waited = bool(times) and sorted(times)[len(times) // 2] > WAITED_S  # the median
     if waited and len(rest) > 16:
-        import threading
-
         count = min(REMOVERS, len(rest))
         threads = [threading.Thread(target=remove, args=(rest[i::count],)) for i in range(count)]
         for thread in threads:

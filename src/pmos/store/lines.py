@@ -27,6 +27,7 @@ import orjson
 
 from pmos.errors import BadInput
 from pmos.store.digest import DIGEST_TAG, canonical, digest_bytes, is_canonical
+from pmos.store.registry import LEDGER_KINDS
 
 DIGEST_FIELD = "digest"
 _KEY = b',"digest":"'
@@ -132,8 +133,6 @@ def decoder(
 def _check_kind(kind: str, record: Any) -> None:
     """A record's id names its ledger: a record copied from another ledger is refused
     (its digest alone cannot say where it belongs)."""
-    from pmos.store.registry import LEDGER_KINDS
-
     prefix = LEDGER_KINDS[kind].id_prefix + "-"
     record_id = record.get("record_id") if isinstance(record, dict) else None
     if not (isinstance(record_id, str) and record_id.startswith(prefix)):
@@ -160,6 +159,7 @@ def _plain_decoder(kind: str) -> Callable[[bytes], Any]:
 def _typed_decoder(kind: str, row: type | None) -> Callable[[bytes], Any]:
     import msgspec  # imported on the first typed read, not by every command
 
+    # Deferred: pmos.store.rows imports msgspec (about 30 ms).
     from pmos.store.rows import record_rules, record_type
 
     if row is not None:
@@ -182,6 +182,7 @@ def _typed_decoder(kind: str, row: type | None) -> Callable[[bytes], Any]:
 
 @cache
 def _typed_errors() -> tuple[type[Exception], ...]:
+    # Deferred: msgspec (about 30 ms), on the first typed read only.
     import msgspec
 
     return (msgspec.DecodeError, LineError)
@@ -189,6 +190,7 @@ def _typed_errors() -> tuple[type[Exception], ...]:
 
 def decode_problem(exc: Exception) -> str:
     """A decoder's error as a line problem (a ValidationError names the field)."""
+    # Deferred: msgspec (about 30 ms), on the first typed read only.
     import msgspec
 
     if isinstance(exc, LineError):

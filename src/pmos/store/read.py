@@ -156,7 +156,7 @@ def batches(
         for refused in bucket.refused:
             report.add(refusal(kind, refused))
         failing = sieve.failing(bucket) if sieve is not None else ()
-        batch = []
+        batch: list[Any] = []
         keep = batch.append
         for entry in bucket.stored:
             if failing and (entry.file, entry.line) in failing:
@@ -248,7 +248,9 @@ def show(
     if not 1 <= last <= MAX_LAST:
         raise BadInput(f"--last must be from 1 to {MAX_LAST:,}; got {last}")
     recent = (r for r in newest_first(store, kind, plain=True) if wanted(r))
-    return reversed(list(islice(recent, last)))
+    kept: list[dict[str, Any]] = list(islice(recent, last))
+    kept.reverse()
+    return iter(kept)
 
 
 def canonical_lines(store: Store, kind: str) -> Iterator[bytes]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from pmos.errors import BadInput
+
 
 class LedgerKind(NamedTuple):
     """One kind of ledger: its config key, the schema of its records, its default
@@ -81,7 +83,4 @@ def kind_of(name: str) -> LedgerKind:
     try:
         return LEDGER_KINDS[name]
     except KeyError:
-        # Imported here, not per call: every stored record's schema check asks.
-        from pmos.errors import BadInput
-
         raise BadInput(f"unknown ledger kind {name!r}; known: {', '.join(LEDGER_KINDS)}") from None

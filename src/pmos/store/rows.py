@@ -133,7 +133,7 @@ def _union(types: Any) -> Any:
 def _literal(values: list[Any]) -> Any:
     """``Literal[...]`` of the non-null values, made optional when null is among them."""
     present = [v for v in values if v is not None]
-    literal = Literal[tuple(present)] if present else None  # type: ignore[valid-type]
+    literal: Any = Literal[tuple(present)] if present else None
     return literal | None if None in values and present else literal
 
 

@@ -53,6 +53,7 @@ from fractions import Fraction
 from typing import Any
 
 from pmos.assess.assessment import fix_attempts_used, task_records
+from pmos.exact import round_half_up
 from pmos.gate.runfacts import RunFacts, gather_known
 from pmos.kit import Kit
 from pmos.store.screening import Excluded
@@ -61,7 +62,6 @@ from pmos.tasks.scoring import (
     CATEGORIES,
     PROCESS_COMPLIANCE,
     TASK_OUTCOME_QUALITY,
-    round_half_up,
 )
 
 NEUTRAL_SCORE = 50
@@ -105,6 +105,7 @@ def collect(kit: Kit, run_id: str) -> dict[str, Any]:
     Computed only from records that obey the writers' rules: a record made by
     hand that breaks one is left out and listed in ``excluded_records``.
     """
+    # Deferred: pmos.gate.screen imports sshsig and cryptography (about 50 ms).
     from pmos.gate.screen import KitScreen
 
     excluded = Excluded()

@@ -42,15 +42,18 @@ import os
 import re
 import subprocess
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pmos._util import untrusted
 from pmos.errors import BadInput
+from pmos.gate import artifact
 from pmos.gate.runfacts import RunFacts, gather_known
 from pmos.inputs import check_regular_file
 from pmos.kit import Kit
+from pmos.store.digest import record_digest
 from pmos.text import neutralise
 
 GROUPS = (
@@ -218,7 +221,7 @@ def build_bundle(
     *,
     repo: str | Path | None = None,
     rev_range: str | None = None,
-    logs: list[str | Path] | tuple[str | Path, ...] = (),
+    logs: Sequence[str | Path] = (),
 ) -> Bundle:
     """Collect the evidence of ``run_id`` from the kit, the repository and log files."""
     if rev_range is not None and repo is None:
@@ -254,8 +257,6 @@ def _default_repository(
     """Where to read history without ``--repo``: the repository and revisions the
     run record names (``pmos run register --repo --base --head``), else the
     repository of the working directory. Returns (repo, range, where from)."""
-    from pmos.gate import artifact
-
     stored = artifact.local_repository(kit.root, run)
     if stored is not None:
         return stored, artifact.revision_range(run), "run"
@@ -504,8 +505,6 @@ def _task_activity(facts: RunFacts) -> Group:
 
 
 def _run_audit(facts: RunFacts) -> Group:
-    from pmos.store.digest import record_digest
-
     entries = []
     for kind, record in facts.events:
         digest = record_digest(record)

@@ -100,7 +100,8 @@ def check_score(value: Any, field: str) -> int:
     problem = score_problem(value)
     if problem is not None:
         raise BadInput(f"{field}: {problem}")
-    return value
+    score: int = value  # score_problem accepts only an int from 0 to 100
+    return score
 
 
 def final_score(deterministic: int, ai: int) -> int:

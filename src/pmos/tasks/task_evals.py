@@ -16,6 +16,7 @@ from pmos.kit import Kit
 from pmos.store import lookup
 from pmos.store.append import Draft, Written, append, record_meta
 from pmos.store.read import newest_first
+from pmos.tasks.collect import collect
 from pmos.tasks.scoring import score_input
 
 KIND = "task-evals"
@@ -49,8 +50,6 @@ def computed_input(kit: Kit, data: Any) -> tuple[Any, dict[str, Any]]:
     A submitted deterministic score must equal the computed one: the deterministic
     half of a score is what the kit recorded, never what an author says it was.
     """
-    from pmos.tasks.collect import collect
-
     data = from_collect_output(data)
     if not isinstance(data, dict):
         return data, {}

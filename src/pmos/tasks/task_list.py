@@ -32,7 +32,8 @@ class TaskView:
 
     @property
     def task_id(self) -> str:
-        return self.created["task_id"]
+        task_id: str = self.created["task_id"]
+        return task_id
 
     @property
     def is_open(self) -> bool:
