@@ -66,7 +66,6 @@ from pmos.db.connect import LOCK_CLASS, connection
 from pmos.db.errors import KitNotYours, KitRefused, SchemaMismatch
 from pmos.db.identity import KitIdentity, kit_identity
 from pmos.db.migrate import require_current
-from pmos.db.policy import policy_kit
 from pmos.db.settings import settings_of
 from pmos.db.tables import table_of
 from pmos.errors import LedgerCorrupt
@@ -97,7 +96,7 @@ class SyncReport(NamedTuple):
     identity: KitIdentity
     new_kit: bool
     kinds: list[KindResult]
-    #: Where the kit's settings came from (:func:`pmos.db.policy.policy_kit`).
+    #: Where the kit's settings came from (``refs/heads/main:pmos/pmos.yaml``).
     policy: str
 
     @property
@@ -121,10 +120,19 @@ class SyncReport(NamedTuple):
         }
 
 
-def sync_kit(kit: Kit, dsn: str, *, kit_id: str | None = None) -> SyncReport:
-    """Copy every record of ``kit`` the database lacks (see the module docstring)."""
+def sync_kit(
+    kit: Kit, dsn: str, *, policy: Kit, source: str, kit_id: str | None = None
+) -> SyncReport:
+    """Copy every record of ``kit`` the database lacks (see the module docstring).
+
+    ``policy`` is the kit under the policy the merge gate would accept (its trust
+    files from the default branch, its ledgers the working tree's:
+    :func:`pmos.merge.committed.committed_policy`, which the caller opens because
+    this package sits beside the merge package, not above it), and ``source``
+    says where that policy came from. Verification, the reports and the stored
+    settings all use ``policy``; ``kit`` names the kit (:mod:`pmos.db.identity`).
+    """
     identity = kit_identity(kit.root, kit_id)
-    policy, source = policy_kit(kit)
     pmos = _pmos_version()
     verification: _Verification | None = None
     try:
