@@ -223,15 +223,41 @@ def main() -> int:
             )
             role_dsn = with_user(dsn, granted["role"], granted["password"])
             before = server_cpu(server)
-            wall, cpu, _ = run([*pmos, "sync", "--db", role_dsn, "--kit-id", "bench"], env)
+            wall, cpu, _ = run(
+                [
+                    *pmos,
+                    "sync",
+                    "--policy-from-working-tree",
+                    "--db",
+                    role_dsn,
+                    "--kit-id",
+                    "bench",
+                ],
+                env,
+            )
             used = None if before is None else server_cpu(server) - before
             as_role.append((wall, cpu, used))
             print(f"  sync as the kit's role {attempt + 1}: {wall:.1f} s", flush=True)
-            resyncs.append(run([*pmos, "sync", "--db", role_dsn, "--kit-id", "bench"], env)[0])
+            resyncs.append(
+                run(
+                    [
+                        *pmos,
+                        "sync",
+                        "--policy-from-working-tree",
+                        "--db",
+                        role_dsn,
+                        "--kit-id",
+                        "bench",
+                    ],
+                    env,
+                )[0]
+            )
 
             fresh_database(admin_dsn, name, env, dsn)
             before = server_cpu(server)
-            wall, cpu, _ = run([*pmos, "sync", "--db", dsn, "--kit-id", "bench"], env)
+            wall, cpu, _ = run(
+                [*pmos, "sync", "--policy-from-working-tree", "--db", dsn, "--kit-id", "bench"], env
+            )
             used = None if before is None else server_cpu(server) - before
             as_owner.append((wall, cpu, used))
             print(f"  sync as the owner {attempt + 1}: {wall:.1f} s", flush=True)
