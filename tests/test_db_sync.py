@@ -3,6 +3,7 @@ all or nothing, safely side by side; real processes where kills and concurrency 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -660,6 +661,19 @@ def test_a_kits_role_syncs_its_kit_and_cannot_read_change_or_write_another(cli, 
         ):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(statement)
+        # COPY, which a sync uses, is held to the same rule: another kit's row is
+        # refused, the role's own kit's row goes in.
+        own = conn.execute("SELECT kit FROM kits WHERE role = current_user").fetchone()[0]
+        for kit, refused in ((other, True), (own, False)):
+            row = (kit, bytes([kit]) * 32, "{}")
+            with contextlib.ExitStack() as stack:
+                if refused:
+                    stack.enter_context(pytest.raises(psycopg.errors.InsufficientPrivilege))
+                with conn.cursor().copy("COPY runs (kit, digest, record) FROM STDIN") as copy:
+                    copy.write_row(row)
+    with psycopg.connect(db) as conn:
+        held = conn.execute("SELECT kit, count(*) FROM runs WHERE record = '{}' GROUP BY kit")
+        assert held.fetchall() == [(own, 1)]
 
 
 def test_grant_kit_again_gives_the_same_role_a_new_password_in_a_file(cli, db, tmp_path):

@@ -61,7 +61,7 @@ from pmos._util.forked import ForkedCall
 from pmos.calibration.metrics import report_and_pairs
 from pmos.calibration.pairs import ScoredPair
 from pmos.calibration.queue import compute_queue
-from pmos.db.columns import RowEncoder, UnstorableStamp, column_types, encoder, storable
+from pmos.db.columns import RowEncoder, UnstorableStamp, encoder, storable
 from pmos.db.connect import LOCK_CLASS, connection
 from pmos.db.errors import KitNotYours, KitRefused, SchemaMismatch
 from pmos.db.identity import KitIdentity, kit_identity
@@ -148,10 +148,9 @@ def sync_kit(
             verification = _Verification(
                 policy, frozenset(pack for pack, by in synced.items() if pmos in by)
             )
-            staged = conn.execute("SELECT row_security_active('evals')").fetchone()[0]
             try:
                 done = [
-                    _sync_kind(conn, policy, kit_key, kind, new_kit, synced.keys(), staged)
+                    _sync_kind(conn, policy, kit_key, kind, new_kit, synced.keys())
                     for kind in LEDGER_KINDS
                 ]
             except _ReadFailed as failed:
@@ -388,14 +387,14 @@ def _sync_kind(
     kind: str,
     new_kit: bool,
     have: Collection[str],
-    staged: bool,
 ) -> tuple[KindResult, list[str]]:
     """Copy what the database lacks of one kind; the result, and the packs whose
     records the database now has (read whole, or left out as ``have``).
 
-    ``staged``: row-level security applies to this role (a kit's role), and
-    PostgreSQL refuses COPY into a table under it, so each chunk is COPYed into
-    a temporary table and moved in with one INSERT, which the policies check.
+    A kit's role COPYs straight into the table too: the record tables state the
+    rule that a kit's role adds only its kit's rows in a statement-level trigger
+    (migration 0002), which holds for COPY, where row-level security would
+    refuse COPY altogether.
     """
     table = table_of(kind)
     try:
@@ -403,16 +402,7 @@ def _sync_kind(
     except LedgerCorrupt as exc:
         raise _ReadFailed(str(exc)) from None
     rows = encoder(kind)
-    target = table
-    move_in = None
-    if staged:
-        target = f"pmos_incoming_{table}"
-        conn.execute(
-            f"CREATE TEMP TABLE IF NOT EXISTS {target} ({column_types(kind)}) ON COMMIT DROP"
-        )
-        columns = ", ".join(rows.columns)
-        move_in = f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {target}"
-    copy_in = f"COPY {target} ({', '.join(rows.columns)}) FROM STDIN"
+    copy_in = f"COPY {table} ({', '.join(rows.columns)}) FROM STDIN"
     # A new kit has no records yet: nothing to look up.
     held_of = None if new_kit else f"SELECT digest FROM {table} WHERE kit = %s AND digest = ANY(%s)"
     added = 0
@@ -428,9 +418,6 @@ def _sync_kind(
                 with cursor.copy(copy_in) as copy:
                     for start in range(0, len(lines), _ROWS_PER_WRITE):
                         copy.write(b"".join(lines[start : start + _ROWS_PER_WRITE]))
-                if move_in is not None:
-                    cursor.execute(move_in)
-                    conn.execute(f"TRUNCATE {target}")
                 added += cursor.rowcount
         read = producer.read
     return KindResult(kind, stored.have_records + read, added), [*stored.packs, *stored.held]
