@@ -290,7 +290,9 @@ def main() -> int:
         role, owner = min(as_role), min(as_owner)
         ratio = role[0] / floor
         print()
-        print(f"kit: {args.records:,} verdicts + {args.records:,} labels ({records:,} records)")
+        sizes = {table: buffer.count(b"\n") for table, (_, buffer) in buffers.items()}
+        per_table = ", ".join(f"{table} {n:,}" for table, n in sizes.items())
+        print(f"kit: {records:,} records ({per_table})")
         print(
             f"machine: {os.cpu_count()} cores, load average {load_at_start:.1f} at the start, "
             f"{os.getloadavg()[0]:.1f} at the end"
