@@ -55,7 +55,16 @@ def db_metrics(cli, dsn: str, *args: str) -> dict:
 
 
 def sync(cli, kit, dsn: str, kit_id: str) -> None:
-    result = cli("--root", str(kit.root), "sync", "--db", dsn, "--kit-id", kit_id)
+    result = cli(
+        "--root",
+        str(kit.root),
+        "sync",
+        "--policy-from-working-tree",
+        "--db",
+        dsn,
+        "--kit-id",
+        kit_id,
+    )
     assert result.exit_code == 0, result.output
 
 

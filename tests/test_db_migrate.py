@@ -87,7 +87,7 @@ def test_status_of_an_empty_database_lists_everything_pending_and_exits_1(cli, p
 
 def test_an_unmigrated_database_is_refused_by_every_command_until_migrated(cli, pg_dsn, kit_root):
     for args in (
-        ("sync", "--db", pg_dsn, "--kit-id", "k"),
+        ("sync", "--policy-from-working-tree", "--db", pg_dsn, "--kit-id", "k"),
         ("metrics", "--db", pg_dsn),
         ("queue", "--db", pg_dsn),
     ):
@@ -98,7 +98,7 @@ def test_an_unmigrated_database_is_refused_by_every_command_until_migrated(cli, 
     assert relations(pg_dsn) == {}
     migrated = cli("db", "migrate", "--db", pg_dsn, "--json")
     assert json.loads(migrated.stdout)["applied"] == [m.file for m in migrations()]
-    assert cli("sync", "--db", pg_dsn, "--kit-id", "k").exit_code == 0
+    assert cli("sync", "--policy-from-working-tree", "--db", pg_dsn, "--kit-id", "k").exit_code == 0
 
 
 def test_a_newer_database_is_refused_with_upgrade_advice(cli, db):
@@ -108,7 +108,10 @@ def test_a_newer_database_is_refused_with_upgrade_advice(cli, db):
             "VALUES (%s, 'future', 'x')",
             (latest_version() + 1,),
         )
-    for args in (("sync", "--db", db, "--kit-id", "k"), ("db", "migrate", "--db", db)):
+    for args in (
+        ("sync", "--policy-from-working-tree", "--db", db, "--kit-id", "k"),
+        ("db", "migrate", "--db", db),
+    ):
         refused = cli(*args)
         assert refused.exit_code == 2
         assert "newer than this pmos knows" in refused.stderr and "upgrade pmos" in refused.stderr
@@ -131,7 +134,7 @@ def test_migrate_to_a_version_pmos_does_not_have_is_refused(cli, pg_dsn, to):
 
 
 def test_migrate_to_the_version_the_database_has_applies_nothing(cli, db):
-    again = cli("db", "migrate", "--db", db, "--to", "1", "--json")
+    again = cli("db", "migrate", "--db", db, "--to", str(latest_version()), "--json")
     assert again.exit_code == 0 and json.loads(again.stdout)["applied"] == []
 
 

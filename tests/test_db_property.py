@@ -63,7 +63,16 @@ def test_metrics_db_equals_file_mode_on_every_generated_kit(cli, db, steps):
         kit = new_kit(folder / "kit")
         write(kit, steps)
         kit_id = f"generated-{uuid.uuid4().hex[:8]}"
-        synced = cli("--root", str(kit.root), "sync", "--db", db, "--kit-id", kit_id)
+        synced = cli(
+            "--root",
+            str(kit.root),
+            "sync",
+            "--policy-from-working-tree",
+            "--db",
+            db,
+            "--kit-id",
+            kit_id,
+        )
         assert synced.exit_code == 0, synced.output
         for extra in ((), ("--model", "gpt-5")):
             expected = cli("--root", str(kit.root), "metrics", "--json", *extra)

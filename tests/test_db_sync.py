@@ -3,6 +3,7 @@ all or nothing, safely side by side; real processes where kills and concurrency 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -25,9 +26,16 @@ from pmos.store.packs import name_digest
 from pmos.store.read import records_with_digests
 from pmos.store.registry import LEDGER_KINDS
 
+#: A kit outside git has no default branch: its working tree is its policy only when
+#: the sync says so.
+OUTSIDE_GIT = "--policy-from-working-tree"
+
 
 def sync(cli, kit, dsn, *extra: str):
-    result = cli("--root", str(kit.root), "sync", "--db", dsn, "--json", *extra)
+    """``pmos sync --json`` of ``kit`` (one outside git with its working tree as policy)."""
+    in_git = any((folder / ".git").exists() for folder in (kit.root, *kit.root.parents))
+    outside = () if in_git else (OUTSIDE_GIT,)
+    result = cli("--root", str(kit.root), "sync", *outside, "--db", dsn, "--json", *extra)
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
 
@@ -193,7 +201,7 @@ def test_a_synced_pack_edited_later_is_refused(cli, db, small_kit):
     before = counts(db)
     (pack,) = ledgerfiles.pack_files(small_kit.root, "acceptances")
     ledgerfiles.edit(pack, b'"label":"pass"', b'"label":"fail"')
-    refused = cli("--root", str(small_kit.root), "sync", "--db", db, "--kit-id", "k")
+    refused = cli("--root", str(small_kit.root), "sync", OUTSIDE_GIT, "--db", db, "--kit-id", "k")
     assert refused.exit_code == 1
     assert "fail verification, so nothing was copied" in refused.stderr
     assert counts(db) == before
@@ -231,15 +239,22 @@ def test_a_pack_is_verified_line_by_line_once_per_pmos_version(cli, db, small_ki
                 "SELECT kit, decode(%s, 'hex'), %s FROM kits WHERE kit_id = 'k'",
                 (name, version),
             )
-        return cli("--root", str(small_kit.root), "sync", "--db", db, "--kit-id", "k").exit_code
+        return cli(
+            "--root", str(small_kit.root), "sync", OUTSIDE_GIT, "--db", db, "--kit-id", "k"
+        ).exit_code
 
-    assert cli("--root", str(small_kit.root), "sync", "--db", db, "--kit-id", "k").exit_code == 1
+    assert (
+        cli(
+            "--root", str(small_kit.root), "sync", OUTSIDE_GIT, "--db", db, "--kit-id", "k"
+        ).exit_code
+        == 1
+    )
     assert verified_by("0.0.1") == 1  # an older pmos screened it: refused
     assert verified_by(pmos) == 1  # this pmos screened it (so the row says): still refused
 
 
 def test_human_output_is_a_table_of_kinds(cli, db, small_kit):
-    result = cli("--root", str(small_kit.root), "sync", "--db", db, "--kit-id", "k")
+    result = cli("--root", str(small_kit.root), "sync", OUTSIDE_GIT, "--db", db, "--kit-id", "k")
     assert result.exit_code == 0
     assert "kit k (new in the database)" in result.stdout
     assert "ledger" in result.stdout and "records in kit" in result.stdout
@@ -362,7 +377,7 @@ def test_a_relative_local_remote_is_resolved_against_the_repository(tmp_path):
 
 
 def test_a_kit_outside_git_needs_an_explicit_id(cli, db, small_kit):
-    refused = cli("--root", str(small_kit.root), "sync", "--db", db)
+    refused = cli("--root", str(small_kit.root), "sync", OUTSIDE_GIT, "--db", db)
     assert refused.exit_code == 2
     assert "not inside a git repository" in refused.stderr and "--kit-id" in refused.stderr
     assert counts(db)["kits"] == 0
@@ -381,7 +396,9 @@ def test_a_repository_without_a_remote_needs_an_explicit_id(cli, db, tmp_path):
     [(" ", "cannot be empty"), ("a\nb", "control characters"), ("x" * 501, "at most 500")],
 )
 def test_a_bad_explicit_kit_id_is_refused(cli, db, small_kit, kit_id, problem):
-    refused = cli("--root", str(small_kit.root), "sync", "--db", db, "--kit-id", kit_id)
+    refused = cli(
+        "--root", str(small_kit.root), "sync", OUTSIDE_GIT, "--db", db, "--kit-id", kit_id
+    )
     assert refused.exit_code == 2
     assert problem in refused.stderr
     assert counts(db)["kits"] == 0
@@ -405,7 +422,7 @@ def test_a_tampered_kit_is_refused_and_nothing_is_copied(cli, db, small_kit):
 
     record_acceptance(small_kit, run_id="s-003", label="pass", by="pm", note="TAMPER-ME")
     tamper(small_kit, "TAMPER-ME", "TAMPER-OK")
-    refused = cli("--root", str(small_kit.root), "sync", "--db", db, "--kit-id", "k")
+    refused = cli("--root", str(small_kit.root), "sync", OUTSIDE_GIT, "--db", db, "--kit-id", "k")
     assert refused.exit_code == 1
     assert "fail verification, so nothing was copied" in refused.stderr
     assert "acceptances" in refused.stderr
@@ -420,7 +437,7 @@ def test_a_kit_tampered_after_a_sync_leaves_the_database_as_it_was(cli, db, smal
     before = counts(db)
     judge(small_kit, "s-late", "PASS", model="gpt-5", initiative="init-0")
     tamper(small_kit, "TAMPER-ME", "TAMPER-OK")
-    refused = cli("--root", str(small_kit.root), "sync", "--db", db, "--kit-id", "k")
+    refused = cli("--root", str(small_kit.root), "sync", OUTSIDE_GIT, "--db", db, "--kit-id", "k")
     assert refused.exit_code == 1
     assert counts(db) == before
 
@@ -428,7 +445,7 @@ def test_a_kit_tampered_after_a_sync_leaves_the_database_as_it_was(cli, db, smal
 def test_without_a_kit_root_sync_says_so(cli, db, tmp_path, monkeypatch):
     monkeypatch.delenv("PMOS_ROOT")
     monkeypatch.chdir(tmp_path)
-    refused = cli("sync", "--db", db, "--kit-id", "k")
+    refused = cli("sync", OUTSIDE_GIT, "--db", db, "--kit-id", "k")
     assert refused.exit_code == 2
     assert "no kit root found" in refused.stderr
 
@@ -487,7 +504,9 @@ def test_a_sync_killed_with_sigkill_commits_nothing_and_the_next_one_completes(
     blocker = psycopg.connect(db)
     blocker.execute("LOCK TABLE syncs IN SHARE MODE")
     watch = psycopg.connect(db, autocommit=True)
-    proc = pmos_proc("--root", str(big_kit.root), "sync", "--db", db, "--kit-id", "big")
+    proc = pmos_proc(
+        "--root", str(big_kit.root), "sync", OUTSIDE_GIT, "--db", db, "--kit-id", "big"
+    )
     try:
         deadline = time.monotonic() + 120
         seen = 0
@@ -530,7 +549,17 @@ def test_four_concurrent_syncs_of_different_kits(db, tmp_path):
         bulk_labels(kit, 150, prefix=f"bulk{n}")
         kits.append(kit)
     procs = [
-        pmos_proc("--root", str(kit.root), "sync", "--db", db, "--kit-id", f"kit-{n}", "--json")
+        pmos_proc(
+            "--root",
+            str(kit.root),
+            "sync",
+            OUTSIDE_GIT,
+            "--db",
+            db,
+            "--kit-id",
+            f"kit-{n}",
+            "--json",
+        )
         for n, kit in enumerate(kits)
     ]
     for proc in procs:
@@ -548,7 +577,17 @@ def test_concurrent_syncs_of_one_kit_store_each_record_once(cli, db, small_kit, 
     bulk_labels(small_kit, 300)
     dsn = as_role(db, grant_kit(cli, db, "one")["role"]) if as_kit_role else db
     procs = [
-        pmos_proc("--root", str(small_kit.root), "sync", "--db", dsn, "--kit-id", "one", "--json")
+        pmos_proc(
+            "--root",
+            str(small_kit.root),
+            "sync",
+            OUTSIDE_GIT,
+            "--db",
+            dsn,
+            "--kit-id",
+            "one",
+            "--json",
+        )
         for _ in range(3)
     ]
     reports = []
@@ -622,6 +661,19 @@ def test_a_kits_role_syncs_its_kit_and_cannot_read_change_or_write_another(cli, 
         ):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(statement)
+        # COPY, which a sync uses, is held to the same rule: another kit's row is
+        # refused, the role's own kit's row goes in.
+        own = conn.execute("SELECT kit FROM kits WHERE role = current_user").fetchone()[0]
+        for kit, refused in ((other, True), (own, False)):
+            row = (kit, bytes([kit]) * 32, "{}")
+            with contextlib.ExitStack() as stack:
+                if refused:
+                    stack.enter_context(pytest.raises(psycopg.errors.InsufficientPrivilege))
+                with conn.cursor().copy("COPY runs (kit, digest, record) FROM STDIN") as copy:
+                    copy.write_row(row)
+    with psycopg.connect(db) as conn:
+        held = conn.execute("SELECT kit, count(*) FROM runs WHERE record = '{}' GROUP BY kit")
+        assert held.fetchall() == [(own, 1)]
 
 
 def test_grant_kit_again_gives_the_same_role_a_new_password_in_a_file(cli, db, tmp_path):
@@ -686,24 +738,32 @@ def test_a_kit_syncing_as_another_kit_is_refused_and_nothing_is_written(cli, db,
     assert sync(cli, b, as_role(db, role_b))["added"] > 0
 
 
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
 def test_settings_reach_the_database_only_from_the_default_branch(cli, db, tmp_path):
     """A feature branch that lowers the thresholds (committed on the branch, and more
-    in the working tree) syncs under the default branch's pmos.yaml."""
+    in the working tree) syncs under the default branch's pmos.yaml, and says so."""
     kit = git_kit(tmp_path / "kit", "git@github.com:acme/kit.git")
     populate(kit, "r", ["gpt-5"], runs=20)
-    default = subprocess.run(
-        ["git", "-C", str(kit.root), "symbolic-ref", "HEAD"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    subprocess.run(["git", "-C", str(kit.root), "checkout", "-q", "-b", "feature"], check=True)
+    commit_all(kit.root, "records")  # with the override anchors the writers made
+    default = git(kit.root, "symbolic-ref", "HEAD")
+    git(kit.root, "checkout", "-q", "-b", "feature")
     config = kit.root / "pmos.yaml"
     config.write_text(config.read_text().replace("kappa_threshold: 0.60", "kappa_threshold: 0"))
     commit_all(kit.root, "lower the bar")
     config.write_text(config.read_text().replace("min_pairs: 20", "min_pairs: 2"))
-    report = sync(cli, kit, db)
+    result = cli("--root", str(kit.root), "sync", "--db", db, "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
     assert report["added"] > 0 and report["policy"] == f"{default}:pmos.yaml"
+    assert report["policy_differs"] == ["pmos.yaml"]
+    assert "policy differs from the default branch's" in result.stderr
+    assert "in pmos.yaml: the sync applies the default branch's" in result.stderr
     with psycopg.connect(db) as conn:
         settings, reported = conn.execute(
             "SELECT settings, metrics->>'kappa_threshold' FROM v_kit_reports"
@@ -712,6 +772,105 @@ def test_settings_reach_the_database_only_from_the_default_branch(cli, db, tmp_p
     assert float(reported) == 0.6
     metrics = cli("metrics", "--db", db, "--json", "--kit", "github.com/acme/kit#.")
     assert json.loads(metrics.stdout)["kappa_threshold"] == 0.6
+    # On the default branch, with its policy as committed, nothing differs.
+    git(kit.root, "checkout", "-q", "--", "pmos.yaml")
+    git(kit.root, "checkout", "-q", default.removeprefix("refs/heads/"))
+    again = cli("--root", str(kit.root), "sync", "--db", db, "--json")
+    assert again.exit_code == 0 and json.loads(again.stdout)["policy_differs"] == []
+    assert "differs" not in again.stderr
+
+
+def test_a_signer_added_on_a_branch_changes_nothing_the_database_shows(cli, db, tmp_path):
+    """The default branch allows one PM's key. A branch adds another key to the
+    allowed-signers file in its working tree, and a label signed with it: under
+    the default branch's signers that label is not the PM's, so the sync is
+    refused (exit 1) with nothing written, and says which policy it applied."""
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    for name in ("pm", "intruder"):
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", str(keys / name)],
+            check=True,
+        )
+
+    def public(name: str) -> str:
+        return " ".join((keys / f"{name}.pub").read_text().split()[:2])
+
+    kit = git_kit(tmp_path / "kit", "git@github.com:acme/kit.git")
+    (kit.root / "allowed_signers").write_text(f"ana@example.com {public('pm')}\n")
+    with (kit.root / "pmos.yaml").open("a", encoding="utf-8") as config:
+        config.write("signing:\n  allowed_signers: allowed_signers\n  required: false\n")
+    kit = open_kit(kit.root)
+    populate(kit, "r", ["gpt-5"], runs=20)
+    commit_all(kit.root, "signing")
+    first = sync(cli, kit, db)
+    assert first["added"] > 0 and first["policy_differs"] == []
+    before = counts(db)
+    with psycopg.connect(db) as conn:
+        view_before = conn.execute("SELECT * FROM v_calibration").fetchall()
+    metrics_before = cli("metrics", "--db", db, "--json").stdout
+    git(kit.root, "checkout", "-q", "-b", "feature")
+    with (kit.root / "allowed_signers").open("a", encoding="utf-8") as signers:
+        signers.write(f"mallory@example.com {public('intruder')}\n")
+    judge(kit, "r-new", "PASS", model="gpt-5", initiative="init-0")
+    signed = cli(
+        *("--root", str(kit.root), "accept", "r-new", "--label", "pass"),
+        *("--by", "mallory@example.com", "--sign-key", str(keys / "intruder")),
+    )
+    assert signed.exit_code == 0, signed.output  # the working tree allows it
+    refused = cli("--root", str(kit.root), "sync", "--db", db, "--json")
+    assert refused.exit_code == 1, refused.output
+    assert "fail verification" in refused.stderr and "nothing was copied" in refused.stderr
+    assert "does not allow to sign as 'mallory@example.com'" in refused.stderr
+    assert "in allowed_signers: the sync applies the default branch's" in refused.stderr
+    assert counts(db) == before
+    with psycopg.connect(db) as conn:
+        assert conn.execute("SELECT * FROM v_calibration").fetchall() == view_before
+    assert cli("metrics", "--db", db, "--json").stdout == metrics_before
+
+
+def test_a_kit_outside_git_syncs_only_when_told_its_working_tree_is_its_policy(
+    cli, db, small_kit, tmp_path
+):
+    refused = cli("--root", str(small_kit.root), "sync", "--db", db, "--kit-id", "k")
+    assert refused.exit_code == 2
+    assert "is not in a git repository" in refused.stderr
+    assert "pass --policy-from-working-tree" in refused.stderr
+    assert counts(db)["kits"] == 0
+    report = sync(cli, small_kit, db, "--kit-id", "k")  # with the option
+    assert report["added"] > 0 and report["policy"].startswith("the working tree")
+    # In git the option is refused: a branch does not choose its own policy.
+    kit = git_kit(tmp_path / "kit", "git@github.com:acme/kit.git")
+    told = cli("--root", str(kit.root), "sync", OUTSIDE_GIT, "--db", db)
+    assert told.exit_code == 2
+    assert "only for a kit outside git" in told.stderr
+    assert counts(db)["kits"] == 1
+
+
+def test_the_default_branch_is_the_one_pmos_yaml_names(cli, db, tmp_path):
+    """pmos.yaml on git's default branch names another branch (pack.default_branch):
+    that branch's committed policy applies; a name no branch has is refused."""
+    kit = git_kit(tmp_path / "kit", None)
+    populate(kit, "r", ["gpt-5"], runs=10)
+    start = git(kit.root, "symbolic-ref", "--short", "HEAD")
+    config = kit.root / "pmos.yaml"
+    base = config.read_text()
+    config.write_text(base + "pack:\n  default_branch: trunk\n")
+    commit_all(kit.root, "trunk is the default")
+    git(kit.root, "checkout", "-q", "-b", "trunk")
+    config.write_text(config.read_text().replace("kappa_threshold: 0.60", "kappa_threshold: 0.75"))
+    commit_all(kit.root, "stricter on trunk")
+    git(kit.root, "checkout", "-q", start)
+    report = sync(cli, kit, db, "--kit-id", "k")
+    assert report["policy"] == "refs/heads/trunk:pmos.yaml"
+    with psycopg.connect(db) as conn:
+        (settings,) = conn.execute("SELECT settings FROM v_kit_reports").fetchone()
+    assert settings["kappa_threshold"] == 0.75
+    config.write_text(base + "pack:\n  default_branch: nowhere\n")
+    commit_all(kit.root, "a branch nobody has")
+    refused = cli("--root", str(kit.root), "sync", "--db", db, "--kit-id", "k")
+    assert refused.exit_code == 2
+    assert "names 'nowhere' as the default branch" in refused.stderr
 
 
 def test_a_kit_whose_pmos_yaml_is_not_on_the_default_branch_is_refused(cli, db, tmp_path):
@@ -747,14 +906,21 @@ def test_a_read_only_role_reads_views_and_metrics_but_writes_nothing(cli, db, ro
         ):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(statement)
-    refused = cli("--root", str(small_kit.root), "sync", "--db", dsn, "--kit-id", "k2")
+    refused = cli("--root", str(small_kit.root), "sync", OUTSIDE_GIT, "--db", dsn, "--kit-id", "k2")
     assert refused.exit_code == 2
     assert "the database refused" in refused.stderr and "pmos db grant" in refused.stderr
 
 
 def test_a_role_without_grants_is_refused_with_what_to_do(cli, db, roles, small_kit):
     refused = cli(
-        "--root", str(small_kit.root), "sync", "--db", as_role(db, roles["none"]), "--kit-id", "k"
+        "--root",
+        str(small_kit.root),
+        "sync",
+        OUTSIDE_GIT,
+        "--db",
+        as_role(db, roles["none"]),
+        "--kit-id",
+        "k",
     )
     assert refused.exit_code == 2
     assert "pmos db grant" in refused.stderr
@@ -779,7 +945,7 @@ def test_a_record_of_the_year_0_is_refused_alike_by_verify_and_sync(cli, db, tmp
     verify = cli("--root", str(kit.root), "ledger", "verify")
     assert verify.exit_code == 1
     assert OUT_OF_RANGE in verify.output
-    refused = cli("--root", str(kit.root), "sync", "--db", db, "--kit-id", "zero")
+    refused = cli("--root", str(kit.root), "sync", OUTSIDE_GIT, "--db", db, "--kit-id", "zero")
     assert refused.exit_code == 1, refused.output
     assert "nothing was copied" in refused.stderr and OUT_OF_RANGE in refused.stderr
     assert set(counts(db).values()) == {0}
@@ -804,7 +970,7 @@ def test_a_record_at_any_stamp_verify_accepts_is_stored(cli, db, tmp_path, stamp
     assert checked.exit_code == verified, checked.output
     if verified:
         assert "future-dated" in checked.output
-        refused = cli("--root", str(kit.root), "sync", "--db", db, "--kit-id", "edge")
+        refused = cli("--root", str(kit.root), "sync", OUTSIDE_GIT, "--db", db, "--kit-id", "edge")
         assert refused.exit_code == 1 and "future-dated" in refused.stderr
         assert counts(db)["runs"] == 0
         return

@@ -8,13 +8,14 @@ from typing import Annotated
 import typer
 
 from pmos import exit_codes
-from pmos.cli._app import JsonFlag, emit_json, examples, kit, new_typer, table
+from pmos.cli._app import JsonFlag, emit_json, examples, kit, new_typer, table, warn
 from pmos.db.connect import connection, resolve_dsn
 from pmos.db.migrate import migrate as apply_migrations
 from pmos.db.migrate import status as read_status
 from pmos.db.roles import Access, grant_kit
 from pmos.db.roles import grant as grant_role
 from pmos.errors import BadInput
+from pmos.merge.committed import committed_policy
 
 DbOption = Annotated[
     str | None,
@@ -56,19 +57,41 @@ def sync(
             "folder in the repository; needed when the kit has no git remote).",
         ),
     ] = None,
+    policy_from_working_tree: Annotated[
+        bool,
+        typer.Option(
+            "--policy-from-working-tree",
+            help="Take the kit's working tree (pmos.yaml, allowed signers, rubrics) as its "
+            "policy. Only for a kit outside git; in git the policy is the default branch's.",
+        ),
+    ] = False,
     json_output: JsonFlag = False,
 ) -> None:
     """Copy the kit's records the database lacks, in one transaction.
 
-    Refuses (exit 1, nothing copied) a kit whose ledgers fail 'pmos ledger verify',
-    and (exit 2) a database whose schema is not at this pmos's version.
+    The kit's settings and trust files come from the repository's default branch
+    as committed, never from the branch or working tree checked out (a difference
+    is reported). Refuses (exit 1, nothing copied) a kit whose ledgers fail 'pmos
+    ledger verify', and (exit 2) a database whose schema is not at this pmos's
+    version, or a kit outside git without --policy-from-working-tree.
     """
     # Deferred: pmos.db.sync imports numpy (about 0.2 s).
     from pmos.db.sync import sync_kit
 
-    report = sync_kit(kit(), resolve_dsn(db), kit_id=kit_id)
+    own = kit()
+    dsn = resolve_dsn(db)
+    with committed_policy(own, working_tree=policy_from_working_tree) as policy:
+        if policy.differs:  # said first: it explains a refusal under the default branch's
+            warn(
+                [
+                    f"this checkout's policy differs from the default branch's "
+                    f"({policy.source}) in {', '.join(policy.differs)}: the sync applies the "
+                    "default branch's; a change to the policy counts once it is merged"
+                ]
+            )
+        report = sync_kit(own, dsn, policy=policy.kit, source=policy.source, kit_id=kit_id)
     if json_output:
-        emit_json(report.as_dict())
+        emit_json({**report.as_dict(), "policy_differs": policy.differs})
         return
     state = "new in the database" if report.new_kit else "already in the database"
     typer.echo(f"kit {report.identity.kit_id} ({state}); settings from {report.policy}")

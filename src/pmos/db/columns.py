@@ -97,13 +97,6 @@ _SQL_TYPES = {
 }
 
 
-def column_types(kind: str) -> str:
-    """The columns of ``kind``'s table with their SQL types, as a table definition
-    lists them (for a staging table shaped like it)."""
-    typed = [f"{c.name} {_SQL_TYPES[c.type]}" for c in COLUMNS[kind]]
-    return ", ".join(["kit integer", "digest bytea", "record jsonb", *typed])
-
-
 def column_of(kind: str, field: str) -> str | None:
     """The typed column holding ``field`` of ``kind``'s records as the readers want
     it (a timestamp as its stored text), or None when no column holds it."""

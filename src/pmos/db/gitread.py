@@ -1,5 +1,5 @@
-"""Read-only git questions the database commands ask (a kit's remote, its
-committed policy), through pmos's one git runner (:mod:`pmos._util.git`).
+"""Read-only git questions the database commands ask (a kit's remote, its folder in
+the repository), through pmos's one git runner (:mod:`pmos._util.git`).
 
 Any failure (git missing, not a repository, a git directory elsewhere, an
 unknown revision, a timeout) is None here: the callers say what that means.
@@ -39,18 +39,3 @@ def toplevel(root: Path) -> Path | None:
     """The top folder of the git repository holding ``root``, or None outside git."""
     top = git_line(root, "rev-parse", "--show-toplevel")
     return Path(top).resolve() if top else None
-
-
-def default_branch(repo: Path) -> str | None:
-    """The repository's default branch, as a ref: the one ``origin/HEAD`` names (a
-    clone sets it), else ``init.defaultBranch``, ``main`` or ``master``, the first
-    that exists locally; None when none does (no commit yet)."""
-    remote_head = git_line(repo, "symbolic-ref", "--quiet", "refs/remotes/origin/HEAD")
-    if remote_head:
-        return remote_head
-    configured = git_line(repo, "config", "--get", "init.defaultBranch")
-    for name in dict.fromkeys(filter(None, (configured, "main", "master"))):
-        ref = f"refs/heads/{name}"
-        if git_line(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"):
-            return ref
-    return None

@@ -6,8 +6,9 @@
   tables and the names of the packs already synced, read back only the
   ``kit`` and ``digest`` columns of the record tables (how a sync finds what
   the database lacks), and add rows: row-level security (the first
-  migration) lets it add only rows of its own kit, and it can change or
-  delete nothing. ``pmos sync`` under another kit's id is refused before
+  migration) on the sync tables, and on the record tables a trigger that
+  holds for COPY too (the second), let it add only rows of its own kit, and
+  it can change or delete nothing. ``pmos sync`` under another kit's id is refused before
   anything is written, so a repository cannot write as another kit by
   copying its remote URL. Its password is generated here and shown once (or
   written to a file the caller names); running the command again for the
@@ -80,10 +81,11 @@ def read_statements() -> list[str]:
 
 
 def kit_statements() -> list[str]:
-    """The GRANT statements of a kit's role (row-level security does the rest)."""
+    """The GRANT statements of a kit's role (row-level security and the record tables'
+    kit trigger do the rest)."""
     records = ", ".join(record_tables())
     return [
-        "GRANT CONNECT, TEMPORARY ON DATABASE {database} TO {role}",
+        "GRANT CONNECT ON DATABASE {database} TO {role}",
         "GRANT USAGE ON SCHEMA {schema} TO {role}",
         f"GRANT SELECT ON {MIGRATIONS_TABLE}, kits, syncs, synced_packs TO {{role}}",
         "GRANT INSERT ON syncs, synced_packs, calibration_pairs TO {role}",

@@ -62,12 +62,11 @@ from pmos._util.forked import ForkedCall
 from pmos.calibration.metrics import report_and_pairs
 from pmos.calibration.pairs import ScoredPair
 from pmos.calibration.queue import compute_queue
-from pmos.db.columns import RowEncoder, UnstorableStamp, column_types, encoder, storable
+from pmos.db.columns import RowEncoder, UnstorableStamp, encoder, storable
 from pmos.db.connect import LOCK_CLASS, connection
 from pmos.db.errors import KitNotYours, KitRefused, SchemaMismatch
 from pmos.db.identity import KitIdentity, kit_identity
 from pmos.db.migrate import require_current
-from pmos.db.policy import policy_kit
 from pmos.db.settings import settings_of
 from pmos.db.tables import table_of
 from pmos.errors import BadInput, LedgerCorrupt
@@ -99,7 +98,7 @@ class SyncReport(NamedTuple):
     identity: KitIdentity
     new_kit: bool
     kinds: list[KindResult]
-    #: Where the kit's settings came from (:func:`pmos.db.policy.policy_kit`).
+    #: Where the kit's settings came from (``refs/heads/main:pmos/pmos.yaml``).
     policy: str
 
     @property
@@ -123,10 +122,19 @@ class SyncReport(NamedTuple):
         }
 
 
-def sync_kit(kit: Kit, dsn: str, *, kit_id: str | None = None) -> SyncReport:
-    """Copy every record of ``kit`` the database lacks (see the module docstring)."""
+def sync_kit(
+    kit: Kit, dsn: str, *, policy: Kit, source: str, kit_id: str | None = None
+) -> SyncReport:
+    """Copy every record of ``kit`` the database lacks (see the module docstring).
+
+    ``policy`` is the kit under the policy the merge gate would accept (its trust
+    files from the default branch, its ledgers the working tree's:
+    :func:`pmos.merge.committed.committed_policy`, which the caller opens because
+    this package sits beside the merge package, not above it), and ``source``
+    says where that policy came from. Verification, the reports and the stored
+    settings all use ``policy``; ``kit`` names the kit (:mod:`pmos.db.identity`).
+    """
     identity = kit_identity(kit.root, kit_id)
-    policy, source = policy_kit(kit)
     pmos = _pmos_version()
     verification: _Verification | None = None
     try:
@@ -142,10 +150,9 @@ def sync_kit(kit: Kit, dsn: str, *, kit_id: str | None = None) -> SyncReport:
             verification = _Verification(
                 policy, frozenset(pack for pack, by in synced.items() if pmos in by)
             )
-            staged = conn.execute("SELECT row_security_active('evals')").fetchone()[0]
             try:
                 done = [
-                    _sync_kind(conn, policy, kit_key, kind, new_kit, synced.keys(), staged)
+                    _sync_kind(conn, policy, kit_key, kind, new_kit, synced.keys())
                     for kind in LEDGER_KINDS
                 ]
             except _ReadFailed as failed:
@@ -268,18 +275,21 @@ class _Verification:
     checked first. Packs this pmos version verified in an earlier sync of the
     kit (``verified``) are only hashed against their names
     (:func:`pmos.store.verify.verify_kind`). A second child computes the kit's
-    calibration report, pairs and queue (:class:`Reports`) with
-    :mod:`pmos.calibration`, exactly as ``pmos metrics`` and ``pmos queue``
-    compute them (the database's views only select from these); a sync that
-    added nothing and whose settings are those of the last report stops it
-    instead of waiting, and so does a kit that fails.
+    calibration report and pairs, and a third its queue (:class:`Reports`),
+    with :mod:`pmos.calibration`, exactly as ``pmos metrics`` and ``pmos
+    queue`` compute them (the database's views only select from these). The
+    queue is most of that work (a profile of a 200,000-record sync: half of
+    pmos's CPU time), so it runs beside the report rather than after it. A
+    sync that added nothing and whose settings are those of the last report
+    stops them instead of waiting, and so does a kit that fails.
     """
 
     def __init__(self, kit: Kit, verified: frozenset[str]) -> None:
         self._kit, self._verified = kit, verified
         forks = hasattr(os, "fork")
         self._call = ForkedCall(_verify, kit, verified) if forks else None
-        self._reports = ForkedCall(_reports, kit) if forks else None
+        self._report = ForkedCall(_report, kit) if forks else None
+        self._queue = ForkedCall(_queue, kit) if forks else None
         self._outcome: Any = None
 
     def refuse_if_failed(self) -> frozenset[str]:
@@ -302,15 +312,19 @@ class _Verification:
 
     def reports(self) -> Reports:
         """The kit's reports (after :meth:`refuse_if_failed` passed)."""
-        call, self._reports = self._reports, None
-        return call.result() if call is not None else _reports(self._kit)
+        report, queue = self._report, self._queue  # cancel() stops both until taken
+        metrics, pairs = report.result() if report is not None else _report(self._kit)
+        self._report = None
+        found = queue.result() if queue is not None else _queue(self._kit)
+        self._queue = None
+        return Reports(metrics, found, pairs)
 
     def cancel(self) -> None:
         """Stop the children that still run."""
-        for call in (self._call, self._reports):
+        for call in (self._call, self._report, self._queue):
             if call is not None:
                 call.cancel()
-        self._call = self._reports = None
+        self._call = self._report = self._queue = None
 
 
 def _verify(
@@ -329,9 +343,12 @@ def _verify(
     return failing, frozenset(pack for r in reports for pack in r.checked_packs)
 
 
-def _reports(kit: Kit) -> Reports:
-    metrics, pairs = report_and_pairs(kit)
-    return Reports(metrics, compute_queue(kit).as_dict(), pairs)
+def _report(kit: Kit) -> tuple[dict[str, Any], list[ScoredPair]]:
+    return report_and_pairs(kit)
+
+
+def _queue(kit: Kit) -> dict[str, Any]:
+    return compute_queue(kit).as_dict()
 
 
 def _require_tables(conn: Any) -> None:
@@ -387,14 +404,14 @@ def _sync_kind(
     kind: str,
     new_kit: bool,
     have: Collection[str],
-    staged: bool,
 ) -> tuple[KindResult, list[str]]:
     """Copy what the database lacks of one kind; the result, and the packs whose
     records the database now has (read whole, or left out as ``have``).
 
-    ``staged``: row-level security applies to this role (a kit's role), and
-    PostgreSQL refuses COPY into a table under it, so each chunk is COPYed into
-    a temporary table and moved in with one INSERT, which the policies check.
+    A kit's role COPYs straight into the table too: the record tables state the
+    rule that a kit's role adds only its kit's rows in a statement-level trigger
+    (migration 0002), which holds for COPY, where row-level security would
+    refuse COPY altogether.
     """
     table = table_of(kind)
     try:
@@ -402,16 +419,7 @@ def _sync_kind(
     except LedgerCorrupt as exc:
         raise _ReadFailed(str(exc)) from None
     rows = encoder(kind)
-    target = table
-    move_in = None
-    if staged:
-        target = f"pmos_incoming_{table}"
-        conn.execute(
-            f"CREATE TEMP TABLE IF NOT EXISTS {target} ({column_types(kind)}) ON COMMIT DROP"
-        )
-        columns = ", ".join(rows.columns)
-        move_in = f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {target}"
-    copy_in = f"COPY {target} ({', '.join(rows.columns)}) FROM STDIN"
+    copy_in = f"COPY {table} ({', '.join(rows.columns)}) FROM STDIN"
     # A new kit has no records yet: nothing to look up.
     held_of = None if new_kit else f"SELECT digest FROM {table} WHERE kit = %s AND digest = ANY(%s)"
     added = 0
@@ -427,9 +435,6 @@ def _sync_kind(
                 with cursor.copy(copy_in) as copy:
                     for start in range(0, len(lines), _ROWS_PER_WRITE):
                         copy.write(b"".join(lines[start : start + _ROWS_PER_WRITE]))
-                if move_in is not None:
-                    cursor.execute(move_in)
-                    conn.execute(f"TRUNCATE {target}")
                 added += cursor.rowcount
         read = producer.read
     return KindResult(kind, stored.have_records + read, added), [*stored.packs, *stored.held]

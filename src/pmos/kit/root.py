@@ -20,13 +20,20 @@ ROOT_ENV = "PMOS_ROOT"
 
 
 class Kit:
-    """An opened kit root: its folder and its configuration."""
+    """An opened kit root: its folder and its configuration.
 
-    __slots__ = ("_store", "config", "root")
+    ``ledger_root`` (default ``root``) is where the ledger paths of ``config``
+    are resolved: a kit judged under a policy materialised from a committed
+    revision (``pmos sync``) reads its policy files from that copy and its
+    records from the working tree.
+    """
 
-    def __init__(self, root: Path, config: Config) -> None:
+    __slots__ = ("_ledger_root", "_store", "config", "root")
+
+    def __init__(self, root: Path, config: Config, *, ledger_root: Path | None = None) -> None:
         self.root = root
         self.config = config
+        self._ledger_root = root if ledger_root is None else ledger_root
         self._store: Store | None = None
 
     def __repr__(self) -> str:
@@ -48,7 +55,7 @@ class Kit:
     def store(self) -> Store:
         """The kit's ledgers (see :mod:`pmos.store`)."""
         if self._store is None:
-            self._store = Store(self.root, self.config.ledgers)
+            self._store = Store(self._ledger_root, self.config.ledgers)
         return self._store
 
 

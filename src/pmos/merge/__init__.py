@@ -4,5 +4,6 @@
 policy is read from the base revision's objects (:mod:`pmos.merge.kitfiles`),
 its records from both revisions' objects (:mod:`pmos.store.revision`), and
 its decision (:mod:`pmos.merge.decision`) lists every reason a change may not
-merge. Nothing but the CLI imports this package.
+merge. ``pmos sync`` takes the kit's policy the same way, from the default
+branch (:mod:`pmos.merge.committed`). Nothing but the CLI imports this package.
 """

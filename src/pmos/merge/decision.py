@@ -47,7 +47,7 @@ from typing import Any
 import msgspec
 
 from pmos._util.forked import ForkedCall
-from pmos._util.git import Repository, TreeEntry
+from pmos._util.git import Repository
 from pmos.errors import BadInput, PmosError
 from pmos.gate.approvals import signature_problem
 from pmos.gate.clock import label_before_verdict
@@ -64,8 +64,7 @@ from pmos.merge.kitfiles import (
     find_kit,
     join,
     ledger_folders,
-    trust_paths,
-    under,
+    trust_entries,
     write_tree,
 )
 from pmos.store.append import Draft, append, schema_problems
@@ -313,18 +312,9 @@ class _Judge:
         ]
         write_tree(repo, config_entries, kit_dir, self.base_root)
         base_config = Kit.open(self.base_root).config
-        trust = [join(kit_dir, p) for p in trust_paths(base_config)]
         folders = ledger_folders(base_config, kit_dir)
-
-        def trusted(commit: str) -> dict[str, TreeEntry]:
-            """The trust files at ``commit`` (a ledger is never one, wherever it is)."""
-            return {
-                e.path: e
-                for e in repo.tree(commit, trust)
-                if under(e.path, trust) and not under(e.path, folders.values())
-            }
-
-        base_trust, head_trust = trusted(report.base_commit), trusted(report.head_commit)
+        base_trust = trust_entries(repo, report.base_commit, kit_dir, base_config)
+        head_trust = trust_entries(repo, report.head_commit, kit_dir, base_config)
         for root in (self.base_root, self.head_root):
             write_tree(repo, base_trust.values(), kit_dir, root)
         # The base's files are its history (checked when a change added them): their

@@ -84,6 +84,21 @@ def trust_paths(config: Config) -> list[str]:
     return sorted(set(paths))
 
 
+def trust_entries(
+    repo: Repository, commit: str, kit_dir: str, config: Config
+) -> dict[str, TreeEntry]:
+    """The trust files of the kit at ``kit_dir`` as committed at ``commit``, under
+    ``config``'s trust paths, by repository path (a ledger is never one, wherever
+    it is)."""
+    trust = [join(kit_dir, p) for p in trust_paths(config)]
+    folders = ledger_folders(config, kit_dir).values()
+    return {
+        e.path: e
+        for e in repo.tree(commit, trust)
+        if under(e.path, trust) and not under(e.path, folders)
+    }
+
+
 class Materialised(NamedTuple):
     kit: Kit
     folders: dict[str, str]
