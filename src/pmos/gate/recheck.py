@@ -53,7 +53,7 @@ from pmos.gate.approvals import approval_problems
 from pmos.gate.clock import checking_time, future_dated
 from pmos.gate.rubric import Rubric, load_rubric
 from pmos.gate.run_ids import duplicate_registration
-from pmos.gate.signing import LabelSignatures
+from pmos.gate.signing import LabelSignatures, SwitchCheck, switch_check
 from pmos.gate.versions import NEWEST, older_than_the_kit
 from pmos.gate.vocabulary import SKIPPED
 from pmos.kit import Kit
@@ -81,9 +81,14 @@ class Context:
     pass's time of checking (:mod:`pmos.gate.clock`), read once.
     """
 
-    def __init__(self, kit: Kit, *, now: datetime | None = None) -> None:
+    def __init__(
+        self, kit: Kit, *, now: datetime | None = None, at_switch: SwitchCheck | None = None
+    ) -> None:
         self.kit = kit
         self.now = checking_time() if now is None else now
+        #: Whether an unsigned label predates signing's switch (None: the kit's git
+        #: history says, :class:`pmos.gate.signing.SwitchCommit`).
+        self.at_switch = at_switch
         self._runs: dict[str, dict[str, Any]] | None = None
         self._verdicts: dict[str, tuple[str, str]] = {}
         self._verdict_stream: Iterator[dict[str, Any]] | None = None
@@ -103,7 +108,11 @@ class Context:
         """The kit's signature rule, its settings and allowed signers read once per pass."""
         if self._signatures is None:
             self._signatures = LabelSignatures(
-                self.kit.config, self.kit.root, verdicts=self.verdict_digest, now=self.now
+                self.kit.config,
+                self.kit.root,
+                verdicts=self.verdict_digest,
+                now=self.now,
+                at_switch=self.at_switch or switch_check(self.kit.config, self.kit.store),
             )
         return self._signatures
 

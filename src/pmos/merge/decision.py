@@ -289,6 +289,11 @@ def decide(
     return report
 
 
+def _added_by_the_change(record: dict[str, Any]) -> str | None:
+    """A label added by the change was not in the kit at the base's switch commit."""
+    return "it is added by this change, after the switch"
+
+
 class _Judge:
     """One gate run's working state (see :func:`decide`)."""
 
@@ -403,7 +408,9 @@ class _Judge:
                 problem.kind, None, problem.path, f"{problem.path}{where}: {problem.problem}"
             )
         added: dict[str, dict[str, StoredRecord]] = {}
-        context = Context(head_kit)
+        # Every record checked here is added by the change: none was in the kit at
+        # signing's switch commit, which the base's policy names.
+        context = Context(head_kit, at_switch=_added_by_the_change)
         for kind in LEDGER_KINDS:
             before = base.records.get(kind, {})
             after = head.records.get(kind, {})
