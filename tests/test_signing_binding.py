@@ -344,4 +344,4 @@ def test_the_signing_documentation_runs_as_written(cli, kit_root, tmp_path, page
     assert json.loads(cli("metrics", "--json").stdout)["pairs"] == 2
     labels = json.loads(cli("ledger", "show", "acceptances", "--json").stdout)
     assert ["signature" in label for label in labels] == [False, True]
-    # UNSIGNED-MARK assert [label.get("unsigned") for label in labels] == [True, None]
+    assert json.loads(cli("metrics", "--json").stdout)["unsigned_labels"] == 1

@@ -107,7 +107,10 @@ def test_a_live_kit_switches_on_at_a_commit_and_stays_green(product):
     assert verify(product) == (0, [])
     after = metrics(product)
     assert after["pairs"] == 3 and after["excluded_records"] == []
-    # UNSIGNED-MARK assert after["unsigned_labels"] == 3
+    assert after["unsigned_labels"] == 3 and before["unsigned_labels"] is None
+    shown = product.ok("ledger", "show", "acceptances").stdout
+    assert shown.count("unsigned") == 3
+    assert "unsigned labels: 3 of the pairs" in product.ok("metrics").stdout
     assert product.cli("queue", "--json").exit_code == 0
 
     # From now on an unsigned label is refused by the writer, a signed one is stored.
@@ -121,7 +124,9 @@ def test_a_live_kit_switches_on_at_a_commit_and_stays_green(product):
     assert ledger_bytes(product.kit) == snapshot
     product.label("r5", key="pm")
     assert verify(product) == (0, [])
-    assert metrics(product)["pairs"] == 4
+    report = metrics(product)
+    assert report["pairs"] == 4 and report["unsigned_labels"] == 3
+    assert product.ok("ledger", "show", "acceptances").stdout.count(" signed") == 1
 
     # The gate after the switch: a change with a signed label may merge.
     product.commit("r5")

@@ -179,6 +179,13 @@ def show(
     if json_output:
         emit_json_array(records)
         return
+    if kind == "acceptances":
+        # Whether each label is signed: unsigned ones count only from before signing
+        # was required (pmos.yaml signing.required_since).
+        columns.append("signature")
+        records = (
+            {**r, "signature": "signed" if r.get("signature") else "unsigned"} for r in records
+        )
     rows = [[_fmt(r.get(c)) for c in columns] for r in records]
     typer.echo(table(columns, rows))
 
