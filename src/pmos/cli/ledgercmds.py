@@ -82,7 +82,7 @@ def verify(
     line (and, with --since or --checkpoint, each record that was deleted or
     changed since), 0 when all is well.
     """
-    from pmos.gate.screen import verify_kit
+    from pmos.gate.stored_evidence import verify_with_evidence
 
     if since is not None and checkpoint_file is not None:
         from pmos.errors import BadInput
@@ -90,7 +90,7 @@ def verify(
         raise BadInput("give --since REV or --checkpoint FILE, not both")
     k = kit()
     store = k.store
-    reports = verify_kit(k, recheck_all=schema)
+    reports = verify_with_evidence(k, recheck_all=schema)
     ok = all(r.ok for r in reports)
     history = None
     reference = since if since is not None else checkpoint_file

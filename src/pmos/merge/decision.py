@@ -54,6 +54,7 @@ from pmos.gate.known_bad import INITIATIVE, LABELLER, RUN_PREFIX, load_case
 from pmos.gate.latest import instant_key
 from pmos.gate.recheck import Context, stored_record_problems
 from pmos.gate.rules import check_against_assessments
+from pmos.gate.versions import AddedByChange, newest_version
 from pmos.gate.vocabulary import PASS_SIDE, SKIPPED
 from pmos.kit import Kit
 from pmos.kit.config import CONFIG_NAME
@@ -289,6 +290,11 @@ def decide(
     return report
 
 
+def _newest_at(base: Ledgers, kind: str) -> int:
+    """The newest schema version of ``kind`` the base holds (each record parsed)."""
+    return newest_version(r.record for r in base.records.get(kind, {}).values())
+
+
 def _added_by_the_change(record: dict[str, Any]) -> str | None:
     """A label added by the change was not in the kit at the base's switch commit."""
     return "it is added by this change, after the switch"
@@ -410,7 +416,12 @@ class _Judge:
         added: dict[str, dict[str, StoredRecord]] = {}
         # Every record checked here is added by the change: none was in the kit at
         # signing's switch commit, which the base's policy names.
-        context = Context(head_kit, at_switch=_added_by_the_change)
+        # and later than everything at the base (versions move forward).
+        context = Context(
+            head_kit,
+            at_switch=_added_by_the_change,
+            order=AddedByChange(lambda kind: _newest_at(base, kind)),
+        )
         for kind in LEDGER_KINDS:
             before = base.records.get(kind, {})
             after = head.records.get(kind, {})
