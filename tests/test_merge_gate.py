@@ -717,8 +717,8 @@ def test_an_added_verdict_whose_verified_evidence_cites_nothing_may_not_merge(pr
     code, report = product.gate("--base", "origin/main")
     assert code == 1
     assert any(
-        bad["record_id"] in r and "[verified-evidence] criteria/0/evidence: verified: true "
-        "cites no evidence" in r
+        bad["record_id"] in r
+        and "[verified-evidence] criteria/0/evidence: verified: true cites no evidence" in r
         for r in report["reasons"]
     ), report["reasons"]
     assert not any(good["record_id"] in r for r in report["reasons"]), report["reasons"]
