@@ -111,6 +111,7 @@ def test_a_live_kit_switches_on_at_a_commit_and_stays_green(product):
     shown = product.ok("ledger", "show", "acceptances").stdout
     assert shown.count("unsigned") == 3
     assert "unsigned labels: 3 of the pairs" in product.ok("metrics").stdout
+    assert "pairs counting an unsigned PM label" in product.ok("board", "--out", "-").stdout
     assert product.cli("queue", "--json").exit_code == 0
 
     # From now on an unsigned label is refused by the writer, a signed one is stored.
