@@ -9,7 +9,8 @@ pointer of a documented form is cited) on stored verdicts; ``pmos ledger
 verify`` resolves every stored verdict of ``schema_version`` 2 again
 (:func:`verify_with_evidence`), so a hand-written record file whose pointer does
 not resolve, or that names an exemplar that does not exist, is reported with the
-reason the writer gives.
+reason the writer gives. ``pmos gate`` resolves the pointers of each verdict a
+change adds (:func:`unresolved_pointers`, :mod:`pmos.merge.decision`).
 
 Resolving reads git (the run's repository) and the kit's assessments and
 exemplar cases, once per pass: it is ``pmos ledger verify``'s, never the
@@ -19,6 +20,7 @@ metrics readers'.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -55,6 +57,20 @@ def verdict_evidence_problems(
         local_repository(kit.root, run), head if isinstance(head, str) else None, assessments
     )
     return evidence_problems(verdict, resolver) + exemplar_problems(verdict, known_cases)
+
+
+def unresolved_pointers(
+    verdict: dict[str, Any],
+    repository: Path | None,
+    head: Any,
+    assessments: Callable[[], list[dict[str, Any]]],
+) -> list[Violation]:
+    """The pointers of a stored verdict's verified evidence that do not resolve
+    against its run's ``repository`` at ``head`` and ``assessments()``; a verified
+    item that cites none is left out (every reader reports that one already)."""
+    resolver = Resolver(repository, head if isinstance(head, str) else None, assessments)
+    cited = {str(v) for v in evidence_problems(verdict, BY_FORM)}
+    return [v for v in evidence_problems(verdict, resolver) if str(v) not in cited]
 
 
 def known_cases(kit: Kit) -> set[str]:
