@@ -135,15 +135,13 @@ def verify_with_evidence(kit: Kit, *, recheck_all: bool = False) -> list[KindRep
             run_id = record.get("run_id")
             if not isinstance(run_id, str):
                 continue
-            # A verified item citing no pointer at all: every reader reports it already.
-            cited = {str(v) for v in evidence_problems(record, BY_FORM)}
-            for violation in verdict_evidence_problems(
-                kit,
+            run = state.run(run_id)
+            found = unresolved_pointers(
                 record,
-                state.run(run_id),
+                local_repository(kit.root, run),
+                (run or {}).get("head"),
                 lambda r=run_id: state.assessments(r),
-                state.cases,
-            ):
-                if str(violation) not in cited:
-                    evals.add(entry.file, entry.line, f"rule: {violation}")
+            ) + exemplar_problems(record, state.cases)
+            for violation in found:
+                evals.add(entry.file, entry.line, f"rule: {violation}")
     return reports
