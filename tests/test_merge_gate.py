@@ -692,3 +692,72 @@ def test_a_label_signed_with_a_key_whose_window_closed_does_not_count(product, k
     assert code == 1
     assert report["policy_changes"]["changed"] == []
     assert "not at the time of checking" in reasons(report)
+
+
+def test_an_added_verdict_whose_verified_evidence_cites_nothing_may_not_merge(product, tmp_path):
+    """Issue 25.4 on stored records: a hand-written verdict file claiming a verified
+    criterion with no evidence pointer is refused by the gate with the writer's
+    reason; the writer's own verdict, with a pointer, is counted."""
+    from conftest import good_verdict
+    from ledgerfiles import forge
+    from pmos.store.append import record_meta
+
+    for run in ("r1", "r2"):
+        product.register(run)
+    verdict = good_verdict(run_id="r1", initiative_id="shop", builder_model="claude-x")
+    (tmp_path / "v.json").write_text(json.dumps(verdict))
+    written = product.ok("eval", "record", "--file", str(tmp_path / "v.json"), "--json")
+    good = json.loads(written.stdout)
+    bad = {k: v for k, v in good.items() if k != "digest"}
+    bad.update(record_meta("evals"), run_id="r2", schema_version=2)
+    bad["criteria"][0]["evidence"] = "checked it myself, works"
+    forge(product.kit, "evals", bad)
+    product.label("r1")
+    product.commit()
+    code, report = product.gate("--base", "origin/main")
+    assert code == 1
+    assert any(
+        bad["record_id"] in r
+        and "[verified-evidence] criteria/0/evidence: verified: true cites no evidence" in r
+        for r in report["reasons"]
+    ), report["reasons"]
+    assert not any(good["record_id"] in r for r in report["reasons"]), report["reasons"]
+    [r1] = [r for r in report["runs"] if r["run_id"] == "r1"]
+    assert r1["decision"] == "pass"
+
+
+def test_an_added_verdict_whose_evidence_pointer_does_not_resolve_may_not_merge(product, tmp_path):
+    """The gate resolves an added verdict's pointers as the writer does: a line range
+    outside a file at the run's head is refused with the writer's reason; the writer's
+    own verdict, whose pointer resolves, is counted."""
+    from conftest import good_verdict
+    from ledgerfiles import forge
+    from pmos.store.append import record_meta
+
+    for run in ("r1", "r2"):
+        product.register(run, "--repo", str(product.repo), "--head", "HEAD")
+    verdict = good_verdict(run_id="r1", initiative_id="shop", builder_model="claude-x")
+    for item in [*verdict["criteria"], *verdict["dimensions"].values()]:
+        item["evidence"] = "app.py:1 prints the shop"
+    (tmp_path / "v.json").write_text(json.dumps(verdict))
+    good = json.loads(
+        product.ok("eval", "record", "--file", str(tmp_path / "v.json"), "--json").stdout
+    )
+    bad = {k: v for k, v in good.items() if k != "digest"}
+    bad.update(record_meta("evals"), run_id="r2", schema_version=2)
+    bad["criteria"][1]["evidence"] = "app.py:19-25 handles it"
+    forge(product.kit, "evals", bad)
+    product.label("r1")
+    product.commit()
+    code, report = product.gate("--base", "origin/main")
+    assert code == 1
+    assert any(
+        bad["record_id"] in r
+        and "[verified-evidence] criteria/1/evidence: app.py:19-25: lines 19-25 are not in "
+        "app.py (1 lines"
+        in r
+        for r in report["reasons"]
+    ), report["reasons"]
+    assert not any(good["record_id"] in r for r in report["reasons"]), report["reasons"]
+    [r1] = [r for r in report["runs"] if r["run_id"] == "r1"]
+    assert r1["decision"] == "pass"

@@ -15,6 +15,7 @@ import pytest
 from conftest import RUBRIC, good_verdict
 from pmos.gate import writers
 from pmos.gate.recheck import Context, stored_record_problems
+from pmos.gate.versions import AddedByChange
 
 CONTRACT = {
     "done_criteria": [
@@ -24,8 +25,14 @@ CONTRACT = {
 }
 
 
-def rules(kit, kind: str, record: dict[str, Any]) -> set[str]:
-    return {v.rule for v in stored_record_problems(kit, kind, record)}
+def rules(kit, kind: str, record: dict[str, Any], *, order=None) -> set[str]:
+    context = Context(kit, order=order) if order is not None else None
+    return {v.rule for v in stored_record_problems(kit, kind, record, context=context)}
+
+
+#: A version-1 record checked as one added to a kit of version-1 records only: the
+#: rules of its own version, and nothing later than it (pmos.gate.versions).
+LEGACY = AddedByChange(lambda kind: 1)
 
 
 def stored_verdict(kit, **overrides) -> dict[str, Any]:
@@ -149,10 +156,11 @@ def test_the_registered_contract_is_graded_in_either_form(kit):
     ).record
     short["run_id"] = "run-1"  # a short verdict with no criteria, moved onto the contract run
     assert rules(kit, "evals", short) == {"criteria-contract"}
-    # A version 1 short verdict graded no criteria then, and is judged by version 1 rules.
-    # (dated before the kit's first version 2 verdict: later, it would be version-forward)
-    early = "2020-01-01T00:00:00.000000Z"
-    assert rules(kit, "evals", {**short, "schema_version": 1, "recorded_at": early}) == set()
+    # A version 1 short verdict graded no criteria then, and is judged by version 1 rules
+    # (in a kit of version 1 records; after a version 2 one it is version-forward).
+    legacy = {**short, "schema_version": 1}
+    assert rules(kit, "evals", legacy, order=LEGACY) == set()
+    assert rules(kit, "evals", legacy) == {"version-forward"}  # outside git, after version 2
 
 
 def test_version_1_verdicts_keep_version_1_rules(kit):
@@ -162,11 +170,11 @@ def test_version_1_verdicts_keep_version_1_rules(kit):
         del dimension["verified"]
     for criterion in old["criteria"]:
         del criterion["verified"]
-    assert rules(kit, "evals", old) == set()
+    assert rules(kit, "evals", old, order=LEGACY) == set()
     old["dimensions"]["verification"]["evidence"] = "not verified, sorry"
-    assert rules(kit, "evals", old) == set()  # no admission rule before version 2
+    assert rules(kit, "evals", old, order=LEGACY) == set()  # no admission rule before version 2
     old["dimensions"]["verification"]["evidence"] = "unverified"
-    assert rules(kit, "evals", old) == {"unverified-cap"}  # score 0.9 > 0.5
+    assert rules(kit, "evals", old, order=LEGACY) == {"unverified-cap"}  # score 0.9 > 0.5
     v2 = copy.deepcopy(old)
     v2["schema_version"] = 2
     assert "schema:required" in rules(kit, "evals", v2)

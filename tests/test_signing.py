@@ -523,7 +523,8 @@ def test_init_says_how_to_turn_signing_on(cli, tmp_path):
     result = cli("init", str(tmp_path / "product" / "pmos"))
     assert result.exit_code == 0
     assert "signed PM labels are off" in result.stdout and "--sign-key" in result.stdout
-    assert "required_since: YYYY-MM-DD" in result.stdout  # the switch in a live kit
+    assert "required_since: COMMIT" in result.stdout  # the switch in a live kit
+    assert "git rev-parse HEAD" in result.stdout
     config = (tmp_path / "product" / "pmos" / "pmos.yaml").read_text(encoding="utf-8")
     assert "kit_id: kit-" in config
     assert "# signing:\n#   allowed_signers: allowed_signers\n#   required: true" in config

@@ -127,3 +127,59 @@ def test_exemplar_names_must_exist(cli, kit_root, tmp_path):
     verdict["exemplars"] = [served[0]["case_id"]]
     ok = cli("eval", "record", "--file", str(write_json(tmp_path / "v.json", verdict)))
     assert ok.exit_code == 0, ok.output
+
+
+def test_stored_verdicts_are_held_to_the_same_evidence_rule(cli, kit_root, tmp_path):
+    """Issue 25.4 on stored records: a hand-written verdict file whose verified item
+    cites no pointer, cites one that does not resolve, or names an exemplar that does
+    not exist is reported by 'pmos ledger verify' with the writer's reason; the first
+    (a check of form alone) is also left out by every reader."""
+    from ledgerfiles import forge
+    from pmos.timestamps import now_rfc3339
+
+    repo = tmp_path / "product"
+    (repo / "src").mkdir(parents=True)
+    (repo / "src" / "app.py").write_text("".join(f"line {i}\n" for i in range(1, 21)))
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "x")
+    register(cli, "run-1", "--repo", str(repo), "--head", "HEAD")
+    good = good_verdict(initiative_id="init-1", builder_model="claude-sonnet-4")
+    for item in [*good["criteria"], *good["dimensions"].values()]:
+        item["evidence"] = "src/app.py:10-12 read"
+    written = cli("eval", "record", "--file", str(write_json(tmp_path / "v.json", good)), "--json")
+    assert written.exit_code == 0, written.output
+    stored = {k: v for k, v in json.loads(written.stdout).items() if k != "digest"}
+    assert cli("ledger", "verify").exit_code == 0  # the valid case
+
+    def hand_made(n: int, change) -> dict:
+        record = json.loads(json.dumps(stored))
+        record.update(record_id=f"ev-handmade-{n:04d}", recorded_at=now_rfc3339())
+        change(record)
+        forge(kit_root, "evals", record)
+        return record
+
+    def problems(*flag: str) -> list[str]:
+        result = cli("ledger", "verify", "--json", *flag)
+        assert result.exit_code == 1, result.output
+        return [p["problem"] for r in json.loads(result.stdout)["ledgers"] for p in r["problems"]]
+
+    no_pointer = hand_made(1, lambda r: r["criteria"][1].update(evidence="checked it myself"))
+    for flag in ((), ("--schema",)):
+        [problem] = problems(*flag)
+        assert "criteria/1/evidence: verified: true cites no evidence" in problem
+    report = json.loads(cli("metrics", "--json").stdout)
+    assert [e["record_id"] for e in report["excluded_records"]] == [no_pointer["record_id"]]
+    for path in (kit_root / "state" / "evals").rglob("*.json"):
+        if no_pointer["record_id"] in path.read_text():
+            path.unlink()
+
+    hand_made(2, lambda r: r["dimensions"]["verification"].update(evidence="src/app.py:19-25"))
+    hand_made(3, lambda r: r.update(exemplars=["no-such-case"]))
+    found = problems()
+    assert len(found) == 2
+    assert any(
+        "[verified-evidence]" in p and "lines 19-25 are not in src/app.py (20 lines" in p
+        for p in found
+    ), found
+    assert any("[exemplar-unknown]" in p and "'no-such-case'" in p for p in found), found

@@ -147,6 +147,11 @@ def statistics(r: Mapping[str, Any]) -> list[dict[str, str]]:
         ("judged runs without a PM label", key(r, "unlabeled_verdicts"), "", ""),
         ("PM labels without a verdict", key(r, "labels_without_verdict"), "", ""),
     ]  # fmt: skip
+    if r.get("unsigned_labels") is not None:  # a kit that switched signing on
+        rows.append(
+            ("pairs counting an unsigned PM label (from before signing was required)",
+             key(r, "unsigned_labels"), "", "signing.required_since in pmos.yaml")
+        )  # fmt: skip
     return [{"name": a, "value": b, "interval": c, "note": d} for a, b, c, d in rows]
 
 

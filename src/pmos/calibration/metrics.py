@@ -29,7 +29,10 @@ from pmos.calibration.scores import SCORE_KEYS, score_report
 from pmos.errors import BadInput
 from pmos.gate.pass_fraction import MAX_WINDOW, PassFraction
 from pmos.gate.rubric import load_rubric
+from pmos.gate.signing import settings
 from pmos.kit import Config, Kit
+from pmos.store.read import batches
+from pmos.store.rows import row_type
 
 __all__ = [
     "DECISION_KEYS",
@@ -97,6 +100,7 @@ REPORT_KEYS = (
             ),
         },
     ),
+    "unsigned_labels",
     "excluded_records",
 )
 _KIT_WIDE = (
@@ -110,6 +114,7 @@ _KIT_WIDE = (
     "model_source",
     "labels_without_verdict",
     "by_model",
+    "unsigned_labels",
     "excluded_records",
 )
 GROUP_KEYS = tuple(key for key in REPORT_KEYS if key not in _KIT_WIDE)
@@ -171,7 +176,31 @@ def compute_metrics(
     window = _check_window(config, window)
     by = _check_by(by)
     paired = read_and_pair(kit, Scope(initiative, model, since), window, by)
-    return _report(paired, config, window, by, _rubric_threshold(kit), model)
+    report = _report(paired, config, window, by, _rubric_threshold(kit), model)
+    report["unsigned_labels"] = unsigned_pairs(kit, paired)
+    return report
+
+
+def unsigned_pairs(kit: Kit, paired: Paired) -> int | None:
+    """How many pairs count a PM label with no signature: labels in the kit at
+    signing's switch commit (``signing.required_since``, :mod:`pmos.gate.signing`),
+    valid and counted, and shown as unsigned. None when the kit does not set
+    ``required_since`` (with ``required: true`` every counted label is signed;
+    without signing none is). A pair's label is known by its run and time, so
+    only the run id, time and signature of each label are read, in one pass of
+    the fast reader, and only in a kit that switched."""
+    if settings(kit.config).required_since is None:
+        return None
+    wanted = set(zip(paired.label_runs, paired.label_ats, strict=True))
+    if not wanted:
+        return 0
+    row = row_type("acceptances", ("run_id", "recorded_at", "signature"))
+    unsigned: set[tuple[str, str]] = set()
+    for batch in batches(kit.store, "acceptances", row=row):
+        for label in batch:
+            if label.signature is None and (label.run_id, label.recorded_at) in wanted:
+                unsigned.add((label.run_id, label.recorded_at))
+    return len(unsigned)
 
 
 def metrics_from_rows(
@@ -255,6 +284,7 @@ def _report(
     report["min_blind_labels"] = config.min_blind_labels
     report["labels_without_verdict"] = paired.labels_without_verdict
     report["excluded_records"] = [e.as_dict() for e in paired.excluded]
+    report["unsigned_labels"] = None  # rows from elsewhere carry no signatures
     report["by_model"] = {
         name: groups.report(i, rubric_threshold, rubric_problem)
         for i, name in sorted(enumerate(paired.models), key=lambda item: item[1])

@@ -141,9 +141,11 @@ def render_init(report: Any, directory: str) -> str:
         "signed PM labels are off: to require each label to carry its PM's SSH signature, "
         "list the PMs' public keys in an allowed_signers file and uncomment the 'signing' "
         f"section of {report.root}/pmos.yaml (PMs then run 'pmos accept ... --sign-key "
-        "~/.ssh/id_ed25519'). In a kit that already holds labels, write "
-        "'required_since: YYYY-MM-DD' (today) instead of 'required: true': earlier "
-        "unsigned labels stay valid and counted (docs/how-to/record-pm-labels.md).",
+        "~/.ssh/id_ed25519'). In a kit that already holds labels, commit them and write "
+        "'required_since: COMMIT' (the full id 'git rev-parse HEAD' prints) instead of "
+        "'required: true': the unsigned labels in the kit at that commit stay valid and "
+        "counted, marked unsigned; every later label needs a signature "
+        "(docs/how-to/record-pm-labels.md).",
     ]
     return "\n".join(lines)
 

@@ -24,7 +24,7 @@ from pmos.cli._app import (
 )
 from pmos.errors import BadInput
 from pmos.gate.runfacts import gather_known
-from pmos.gate.screen import verify_kit
+from pmos.gate.stored_evidence import verify_with_evidence
 from pmos.store import history as ledger_history
 from pmos.store.history import write_checkpoint
 from pmos.store.layout import Store
@@ -99,7 +99,7 @@ def verify(
         raise BadInput("give --since REV or --checkpoint FILE, not both")
     k = kit()
     store = k.store
-    reports = verify_kit(k, recheck_all=schema)
+    reports = verify_with_evidence(k, recheck_all=schema)
     ok = all(r.ok for r in reports)
     history: dict[str, Any] | None = None
     reference = since if since is not None else checkpoint_file
@@ -181,6 +181,13 @@ def show(
     if json_output:
         emit_json_array(records)
         return
+    if kind == "acceptances":
+        # Whether each label is signed: unsigned ones count only from before signing
+        # was required (pmos.yaml signing.required_since).
+        columns.append("signature")
+        records = (
+            {**r, "signature": "signed" if r.get("signature") else "unsigned"} for r in records
+        )
     rows = [[_fmt(r.get(c)) for c in columns] for r in records]
     typer.echo(table(columns, rows))
 

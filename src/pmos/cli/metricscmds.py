@@ -232,6 +232,13 @@ def render_metrics(r: dict[str, Any]) -> str:
                 ],
             )
         )
+    if r["unsigned_labels"]:
+        lines.append("")
+        lines.append(
+            f"unsigned labels: {r['unsigned_labels']} of the pairs count a PM label with no "
+            "signature, recorded before signing was required (pmos.yaml "
+            "signing.required_since)"
+        )
     if r["excluded_records"]:
         lines.append("")
         lines += excluded_lines(r["excluded_records"])

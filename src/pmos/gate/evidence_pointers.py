@@ -17,8 +17,12 @@ every pointer it cites must resolve. The forms (docs/reference/writers.md,
   run's assessments that graded that criterion).
 
 Evidence is prose around the pointers; words alone ("tested, works") are no
-pointer. The rule applies when a verdict is written: the run's repository is at
-hand then, and may not be when a stored record is read again.
+pointer. The writer resolves every pointer when a verdict is written. A stored
+verdict (``schema_version`` 2) is checked again by the same rule
+(:func:`evidence_problems`): every reader checks that each verified item cites a
+pointer of a documented form (:data:`BY_FORM`, no git or file work, so the
+readers stay fast); ``pmos ledger verify`` also resolves the pointers and the
+exemplar names, as the writer does (:mod:`pmos.gate.stored_evidence`).
 """
 
 from __future__ import annotations
@@ -163,6 +167,17 @@ class Resolver:
             f"{pointer.text}: no assessment of the run is {pointer.check}, nor has a check of "
             "that criterion ('pmos assess history' lists them)"
         )
+
+
+class _ByForm:
+    """A resolver that takes every pointer by its form (what every reader checks)."""
+
+    def problem(self, pointer: Pointer) -> str | None:
+        return None
+
+
+#: Checks that verified evidence cites pointers of a documented form, resolving none.
+BY_FORM: Any = _ByForm()
 
 
 def evidence_problems(verdict: dict[str, Any], resolver: Resolver) -> list[Violation]:

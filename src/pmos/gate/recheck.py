@@ -17,8 +17,11 @@ evals          rubric (the path resolves to a valid rubric in the kit);
                dimension at 0.5, spec and standards axes as derived, the
                combine rule, evidence admitting no check has
                ``verified: false`` (schema_version 2), an unverified criterion
-               is a fail, the criteria grade exactly the registered contract
-               (full form; short form from schema_version 2), and the run's
+               is a fail, a verified item cites an evidence pointer of a
+               documented form (schema_version 2;
+               :mod:`pmos.gate.evidence_pointers`), the criteria grade exactly
+               the registered contract (full form; short form from
+               schema_version 2), and the run's
                initiative and builder match its registration
 runs           contract criterion ids are unique; one registration per run id
 acceptances    the label's signature, its signer's validity window checked at
@@ -51,10 +54,11 @@ from pmos.errors import BadInput, Violation
 from pmos.gate import rules as verdict_rules
 from pmos.gate.approvals import approval_problems
 from pmos.gate.clock import checking_time, future_dated
+from pmos.gate.evidence_pointers import BY_FORM, evidence_problems
 from pmos.gate.rubric import Rubric, load_rubric
 from pmos.gate.run_ids import duplicate_registration
-from pmos.gate.signing import LabelSignatures
-from pmos.gate.versions import NEWEST, first_of_each_version, older_than_the_kit
+from pmos.gate.signing import LabelSignatures, SwitchCheck, switch_check
+from pmos.gate.versions import NEWEST, CommittedAtHead, Order
 from pmos.gate.vocabulary import SKIPPED
 from pmos.kit import Kit
 from pmos.store.append import schema_problems
@@ -81,9 +85,24 @@ class Context:
     pass's time of checking (:mod:`pmos.gate.clock`), read once.
     """
 
-    def __init__(self, kit: Kit, *, now: datetime | None = None) -> None:
+    def __init__(
+        self,
+        kit: Kit,
+        *,
+        now: datetime | None = None,
+        at_switch: SwitchCheck | None = None,
+        order: Order | None = None,
+    ) -> None:
         self.kit = kit
         self.now = checking_time() if now is None else now
+        #: Whether an unsigned label predates signing's switch (None: the kit's git
+        #: history says, :class:`pmos.gate.signing.SwitchCommit`).
+        self.at_switch = at_switch
+        #: Whether a record of an older version came after a newer one (None: the
+        #: kit's git history says, :class:`pmos.gate.versions.CommittedAtHead`).
+        self.order = order or CommittedAtHead(
+            kit.store, lambda kind: records(kit.store, kind, plain=True)
+        )
         self._runs: dict[str, dict[str, Any]] | None = None
         self._verdicts: dict[str, tuple[str, str]] = {}
         self._verdict_stream: Iterator[dict[str, Any]] | None = None
@@ -96,14 +115,17 @@ class Context:
         self._rubrics: dict[str, Rubric | BadInput] = {}
         self._signatures: LabelSignatures | None = None
         self._digests: dict[str, str] | None = None
-        self._versions: dict[str, dict[int, Any]] = {}
 
     @property
     def signatures(self) -> LabelSignatures:
         """The kit's signature rule, its settings and allowed signers read once per pass."""
         if self._signatures is None:
             self._signatures = LabelSignatures(
-                self.kit.config, self.kit.root, verdicts=self.verdict_digest, now=self.now
+                self.kit.config,
+                self.kit.root,
+                verdicts=self.verdict_digest,
+                now=self.now,
+                at_switch=self.at_switch or switch_check(self.kit.config, self.kit.store),
             )
         return self._signatures
 
@@ -205,16 +227,6 @@ class Context:
                     self._digests[rid] = verdict_sha256(record)  # type: ignore[assignment]
         return self._digests.get(record_id)
 
-    def first_of_each_version(self, kind: str) -> dict[int, Any]:
-        """The earliest ``recorded_at`` of each ``schema_version`` in ``kind``'s ledger,
-        read once per pass, and only for a kind that holds a record of a version
-        older than another (see :mod:`pmos.gate.versions`)."""
-        found = self._versions.get(kind)
-        if found is None:
-            found = first_of_each_version(records(self.kit.store, kind, plain=True))
-            self._versions[kind] = found
-        return found
-
     def rubric(self, path: str) -> Rubric:
         found = self._rubrics.get(path)
         if found is None:
@@ -249,7 +261,7 @@ def stored_record_problems(
     if check:
         found += check(context, record)
     if record.get("schema_version", 1) < NEWEST.get(kind, 1):
-        later = older_than_the_kit(record, context.first_of_each_version(kind))
+        later = context.order.problem(kind, record)
         if later is not None:
             found.append(later)
     return found
@@ -263,6 +275,7 @@ def _verdict_problems(context: Context, record: dict[str, Any]) -> list[Violatio
     problems: list[Violation] = []
     if version >= 2:
         problems += verdict_rules.check_verified(record)
+        problems += evidence_problems(record, BY_FORM)
     rubric = None
     path = record.get("rubric_path")
     if isinstance(path, str):

@@ -39,7 +39,7 @@ from pmos.store.verify import verify_store
 from pmos.timestamps import rfc3339
 
 #: The version of the writer rules; change it whenever a rule changes.
-RULES_VERSION = "pmos-rules-3"
+RULES_VERSION = "pmos-rules-4"
 _ABSENT = "absent"
 #: The basis entry saying until when an outcome stands (see the module docstring).
 UNTIL = "until"

@@ -9,7 +9,7 @@ the way git signs commits::
     kit_id: kit-3f0c...                        # written by 'pmos init' ('pmos kit-id --create')
     signing:
       allowed_signers: .pmos/allowed_signers   # OpenSSH format, relative to the kit root
-      required_since: 2026-12-01               # or required: true (every label)
+      required_since: 3f9c2e...                # a commit id; or required: true (every label)
 
 ``pmos accept RUN --label pass --by ana@example.com --sign-key ~/.ssh/id_ed25519``
 signs the label in OpenSSH's SSHSIG format under the namespace ``pmos-label``;
@@ -31,9 +31,16 @@ git's ``user.signingkey``, which any process running as the PM (an agent on
 the PM's laptop) would use without the PM knowing.
 
 Switching signatures on in a kit that already holds unsigned labels:
-``required_since`` (a date, or an RFC 3339 instant) requires them of labels
-recorded from then on; earlier labels stay valid and are counted, marked
-unsigned (:meth:`LabelSignatures.unsigned_before_switch`).
+``required_since`` names the commit of the default branch at which signatures
+became required (``git rev-parse HEAD`` when the PM switches). An unsigned
+label counts only when that exact record (its content digest) is in the kit's
+label ledger in that commit's tree: it was recorded before the switch, as git
+history shows. It stays valid and counted, marked unsigned
+(:meth:`LabelSignatures.unsigned_before_switch`). Every other unsigned label is
+reported. Not a date: a date could only be compared with the label's own
+``recorded_at``, which whoever writes the label chooses (a back-dated unsigned
+label would count). Outside git, or when the commit cannot be read (a shallow
+clone), no unsigned label counts, and the reason says why.
 
 The seed labels of the kit's own known-bad runs (``fail`` by ``seeded``) are
 answer keys shipped with the kit, not a person's judgment; they need no
@@ -44,22 +51,27 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Mapping
-from datetime import UTC, date, datetime
+from datetime import datetime
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import orjson
 
-from pmos.errors import BadInput, ConfigError
+from pmos._util.git import Repository
+from pmos.errors import BadInput, ConfigError, GitError
 from pmos.gate import allowed_signers, sshsig
 from pmos.gate.clock import checking_time
 from pmos.gate.seeded import LABELLER, is_seeded
 from pmos.kit import Config
 from pmos.paths import resolve_inside
 from pmos.schemas import load_schema
-from pmos.timestamps import parse_instant, seconds_rfc3339
+from pmos.store.digest import record_digest
+from pmos.store.history import digests_at_commit
+from pmos.store.layout import Store
+from pmos.timestamps import seconds_rfc3339
 
 NAMESPACE = "pmos-label"
 #: Fields of a stored label that are not its content: the chain's and the signature's.
@@ -74,23 +86,22 @@ HAND_OVER = (
 )
 #: The documented way to give an older kit its identity.
 KIT_ID_COMMAND = "pmos kit-id --create"
+#: ``signing.required_since``: a full commit id (SHA-1 or SHA-256 object format).
+COMMIT_ID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+#: Whether an unsigned label was in the kit at the switch commit: None when it was,
+#: else why it does not count (see :class:`LabelSignatures`).
+SwitchCheck = Callable[[dict[str, Any]], str | None]
 
 
 class Settings(NamedTuple):
     """pmos.yaml's ``signing`` section; ``allowed_signers`` is None when it has none.
 
-    ``required_since`` is when signatures became required (None: ``required``
-    says for every label or none)."""
+    ``required_since`` is the commit at which signatures became required (None:
+    ``required`` says for every label or none)."""
 
     allowed_signers: str | None
     required: bool
-    required_since: datetime | None = None
-
-    def requires(self, recorded_at: datetime | None) -> bool:
-        """Whether a label recorded at ``recorded_at`` needs a signature."""
-        if self.required_since is None:
-            return self.required
-        return recorded_at is None or recorded_at >= self.required_since
+    required_since: str | None = None
 
 
 def settings(config: Config) -> Settings:
@@ -104,25 +115,15 @@ def settings(config: Config) -> Settings:
             "pmos.yaml: signing.required is false but signing.required_since is set; "
             "remove one of them"
         )
-    return Settings(section.get("allowed_signers"), True, _since(since))
-
-
-def _since(value: Any) -> datetime:
-    """``required_since`` as an instant: a date is its midnight UTC."""
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
-    if isinstance(value, date):
-        return datetime(value.year, value.month, value.day, tzinfo=UTC)
-    text = str(value)
-    try:
-        if len(text) == 10:
-            return datetime.fromisoformat(text).replace(tzinfo=UTC)
-        return parse_instant(text)
-    except (ValueError, BadInput):
+    if not (isinstance(since, str) and COMMIT_ID.fullmatch(since)):
         raise ConfigError(
-            f"pmos.yaml: signing.required_since {text!r} is not a date (YYYY-MM-DD) or an "
-            "RFC 3339 instant"
-        ) from None
+            f"pmos.yaml: signing.required_since {str(since)!r} is not a commit id: it names "
+            "the full id of the commit of the default branch at which signatures became "
+            "required ('git rev-parse HEAD' when switching; docs/how-to/record-pm-labels.md). "
+            "A date cannot serve: it could only be compared with a label's own recorded_at, "
+            "which whoever writes the label chooses"
+        )
+    return Settings(section.get("allowed_signers"), True, since)
 
 
 def kit_id(config: Config) -> str | None:
@@ -261,11 +262,76 @@ def label_signature_problem(
     return LabelSignatures(config, root, verdicts, now=now).problem(record)
 
 
-def _recorded_at(record: Mapping[str, Any]) -> datetime | None:
-    try:
-        return parse_instant(str(record.get("recorded_at")))
-    except (ValueError, BadInput):
-        return None
+class SwitchCommit:
+    """The :data:`SwitchCheck` of a reader: whether an unsigned label, exactly as
+    stored (its content digest), was in the kit's label ledger at the
+    ``required_since`` commit, read from git's objects once, on the first
+    unsigned label asked about (no per-record git work).
+
+    The commit must be in the history of the repository's HEAD: a commit
+    elsewhere (another branch, a missing object of a shallow clone) shows
+    nothing about the history being read. When git cannot answer, no unsigned
+    label counts, and the reason says why."""
+
+    def __init__(self, store: Store, commit: str) -> None:
+        self.store, self.commit = store, commit
+        self._labels: set[str] | None = None
+        self._unreadable: str | None = None
+
+    def _load(self) -> None:
+        short = self.commit[:12]
+        try:
+            repo = Repository(self.store.root)
+        except GitError as exc:
+            self._unreadable = (
+                f"the kit is not in a git repository ({exc}), so nothing shows the label was "
+                f"committed before {short}: outside git, unsigned labels do not count"
+            )
+            return
+        try:
+            if repo.merge_base(self.commit, "HEAD") != self.commit:
+                self._unreadable = (
+                    f"commit {short} is not in the history of this repository's HEAD (not "
+                    "fetched, a shallow clone, or another branch's), so nothing shows the "
+                    "label predates it; fetch the full history (in CI: fetch-depth 0)"
+                )
+                return
+            found = digests_at_commit(self.store, repo, self.commit, ["acceptances"])
+        except BadInput as exc:  # GitError included
+            self._unreadable = (
+                f"the kit's labels at commit {short} cannot be read ({exc}), so nothing shows "
+                "the label predates it"
+            )
+            return
+        self._labels = set(found["acceptances"])
+
+    def __call__(self, record: dict[str, Any]) -> str | None:
+        if self._labels is None and self._unreadable is None:
+            self._load()
+        if self._unreadable is not None:
+            return self._unreadable
+        try:
+            digest = record_digest(record)
+        except BadInput as exc:
+            return f"its content cannot be encoded ({exc})"
+        if digest in self._labels:  # type: ignore[operator]
+            return None
+        return (
+            "it is not in the kit's labels at that commit (recorded after the switch, or "
+            "changed since; its own recorded_at does not count)"
+        )
+
+
+def switch_check(config: Config, store: Store) -> SwitchCheck | None:
+    """A reader's :class:`SwitchCommit` for the kit (None: no ``required_since``)."""
+    since = settings(config).required_since
+    return None if since is None else SwitchCommit(store, since)
+
+
+def recorded_after_switch(record: dict[str, Any]) -> str | None:
+    """The :data:`SwitchCheck` of a label being written, or added by a change: it is
+    not in the kit at the switch commit, whatever it says of its own time."""
+    return "it is recorded after the switch"
 
 
 class LabelSignatures:
@@ -282,6 +348,11 @@ class LabelSignatures:
     not given), read once for the pass: a signer's validity window is checked at
     that time, never at the label's own ``recorded_at``, which whoever made the
     label wrote (see :mod:`pmos.gate.clock`).
+
+    ``at_switch`` tells whether an unsigned label was in the kit at the
+    ``required_since`` commit (see the module docstring); asked only of
+    unsigned labels when ``required_since`` is set. Without it every unsigned
+    label is taken to be recorded after the switch (a writer's new label).
     """
 
     def __init__(
@@ -291,8 +362,10 @@ class LabelSignatures:
         verdicts: Callable[[str], str | None] | None = None,
         *,
         now: datetime | None = None,
+        at_switch: SwitchCheck | None = None,
     ) -> None:
         self.now = checking_time() if now is None else now
+        self.at_switch = at_switch or recorded_after_switch
         self.rules = settings(config)
         self.kit = kit_id(config)
         self.path = allowed_signers_path(config, root)
@@ -345,13 +418,32 @@ class LabelSignatures:
             return sshsig.SignatureInvalid(f"{type(exc).__name__}: {exc}")
 
     def unsigned_before_switch(self, record: dict[str, Any]) -> bool:
-        """An unsigned label recorded before ``required_since``: valid, counted, and
-        marked unsigned wherever labels are counted."""
+        """An unsigned label in the kit at the ``required_since`` commit: valid,
+        counted, and marked unsigned wherever labels are counted."""
         return (
             record.get("signature") is None
             and self.rules.required_since is not None
             and not exempt(record)
-            and not self.rules.requires(_recorded_at(record))
+            and self.at_switch(record) is None
+        )
+
+    def _unsigned_problem(self, record: dict[str, Any]) -> str | None:
+        """Why an unsigned label does not count, or None when it needs no signature."""
+        if not self.rules.required or exempt(record):
+            return None
+        since = self.rules.required_since
+        if since is None:
+            return (
+                "unsigned label: this kit requires the PM's signature on every PM label "
+                f"(pmos.yaml signing); {HAND_OVER}"
+            )
+        why = self.at_switch(record)
+        if why is None:
+            return None
+        return (
+            "unsigned label: this kit requires the PM's signature on every PM label not "
+            f"already in the kit at commit {since[:12]} (pmos.yaml signing.required_since), "
+            f"and {why}; {HAND_OVER}"
         )
 
     def problem(self, record: dict[str, Any]) -> str | None:
@@ -359,24 +451,16 @@ class LabelSignatures:
 
         * signing not configured: None, whatever the record holds (nothing to check
           against);
-        * required (``required: true``, or recorded from ``required_since`` on) and
-          the label is unsigned (seed labels excepted): a problem;
+        * required (``required: true``, or ``required_since`` and the label is not
+          in the kit at that commit) and the label is unsigned (seed labels
+          excepted): a problem;
         * a signature is present: it must verify over :meth:`payload` in the
           ``pmos-label`` namespace, and the allowed-signers file must list its key
           for the label's ``by`` at the time of checking (:attr:`now`).
         """
         signature = record.get("signature")
         if signature is None:
-            if self.rules.requires(_recorded_at(record)) and not exempt(record):
-                since = self.rules.required_since
-                when = (
-                    "" if since is None else f" for labels recorded since {seconds_rfc3339(since)}"
-                )
-                return (
-                    "unsigned label: this kit requires the PM's signature on every PM label"
-                    f"{when} (pmos.yaml signing); {HAND_OVER}"
-                )
-            return None
+            return self._unsigned_problem(record)
         if self.path is None:
             return None
         if not isinstance(signature, dict) or not isinstance(signature.get("sshsig"), str):

@@ -19,12 +19,13 @@ from typing import Any
 import yaml
 
 from pmos.errors import BadInput, RecordRejected, Violation
-from pmos.gate import evidence_pointers, exemplars, pass_fraction, signing
+from pmos.gate import exemplars, pass_fraction, signing
 from pmos.gate import rules as verdict_rules
-from pmos.gate.artifact import local_repository, run_artifact
+from pmos.gate.artifact import run_artifact
 from pmos.gate.clock import checking_time, future_dated, label_before_verdict
 from pmos.gate.families import same_family
 from pmos.gate.rubric import Rubric, load_rubric
+from pmos.gate.stored_evidence import known_cases, verdict_evidence_problems
 from pmos.gate.versions import LABEL_SCHEMA_VERSION, VERDICT_SCHEMA_VERSION
 from pmos.gate.vocabulary import SKIPPED, is_judged
 from pmos.inputs import read_input_text
@@ -346,21 +347,14 @@ def _evidence_problems(
     kit: Kit, record: dict[str, Any], run: dict[str, Any] | None
 ) -> list[Violation]:
     """Evidence behind ``verified: true`` resolves, and named exemplars exist
-    (:mod:`pmos.gate.evidence_pointers`)."""
-
-    def assessments() -> list[dict[str, Any]]:
-        return _assessments_of(kit, record["run_id"])
-
-    def known_cases() -> set[str]:
-        return {name for a in exemplars.candidates(kit) for name in (a.case_id, a.run_id)}
-
-    head = (run or {}).get("head")
-    resolver = evidence_pointers.Resolver(
-        local_repository(kit.root, run), head if isinstance(head, str) else None, assessments
+    (:mod:`pmos.gate.evidence_pointers`, applied by :mod:`pmos.gate.stored_evidence`)."""
+    return verdict_evidence_problems(
+        kit,
+        record,
+        run,
+        lambda: _assessments_of(kit, record["run_id"]),
+        lambda: known_cases(kit),
     )
-    return evidence_pointers.evidence_problems(
-        record, resolver
-    ) + evidence_pointers.exemplar_problems(record, known_cases)
 
 
 def _rubric_of(kit: Kit, record: dict[str, Any], problems: list[Violation]) -> Rubric | None:

@@ -50,12 +50,15 @@ from pmos._util.forked import ForkedCall
 from pmos._util.git import Repository
 from pmos.errors import BadInput, PmosError
 from pmos.gate.approvals import signature_problem
+from pmos.gate.artifact import local_repository
 from pmos.gate.clock import label_before_verdict
 from pmos.gate.known_bad import load_case
 from pmos.gate.latest import instant_key
 from pmos.gate.recheck import Context, stored_record_problems
 from pmos.gate.rules import check_against_assessments
 from pmos.gate.seeded import INITIATIVE, LABELLER, RUN_PREFIX
+from pmos.gate.stored_evidence import unresolved_pointers
+from pmos.gate.versions import AddedByChange, newest_version
 from pmos.gate.vocabulary import PASS_SIDE, SKIPPED
 from pmos.kit import Kit
 from pmos.kit.config import CONFIG_NAME
@@ -290,6 +293,16 @@ def decide(
     return report
 
 
+def _newest_at(base: Ledgers, kind: str) -> int:
+    """The newest schema version of ``kind`` the base holds (each record parsed)."""
+    return newest_version(r.record for r in base.records.get(kind, {}).values())
+
+
+def _added_by_the_change(record: dict[str, Any]) -> str | None:
+    """A label added by the change was not in the kit at the base's switch commit."""
+    return "it is added by this change, after the switch"
+
+
 class _Judge:
     """One gate run's working state (see :func:`decide`)."""
 
@@ -395,7 +408,14 @@ class _Judge:
                 problem.kind, None, problem.path, f"{problem.path}{where}: {problem.problem}"
             )
         added: dict[str, dict[str, StoredRecord]] = {}
-        context = Context(head_kit)
+        # Every record checked here is added by the change: none was in the kit at
+        # signing's switch commit, which the base's policy names.
+        # and later than everything at the base (versions move forward).
+        context = Context(
+            head_kit,
+            at_switch=_added_by_the_change,
+            order=AddedByChange(lambda kind: _newest_at(base, kind)),
+        )
         for kind in LEDGER_KINDS:
             before = base.records.get(kind, {})
             after = head.records.get(kind, {})
@@ -433,6 +453,8 @@ class _Judge:
                     continue
                 seen[record.record_id] = digest
                 violations = stored_record_problems(head_kit, kind, record.record, context=context)
+                if kind == "evals" and not violations:
+                    violations = self._unresolved(record.record, head)
                 if violations and kind == "policy":
                     self.refused_approvals.append((record, str(violations[0])))
                 if violations:
@@ -449,6 +471,26 @@ class _Judge:
             added[kind] = counted
         self.head_records = head
         return added
+
+    def _unresolved(self, verdict: dict[str, Any], head: Ledgers) -> list[Any]:
+        """An added verdict's verified evidence pointers resolved as the writer
+        resolves them (:mod:`pmos.gate.stored_evidence`): files at the run's head
+        in the repository its registration names (from the kit's place in this
+        repository), checks among the run's assessments at head."""
+        if verdict.get("schema_version", 1) < 2:
+            return []
+        run_id = verdict.get("run_id")
+        runs = [r.record for r in head.records.get("runs", {}).values() if r.run_id == run_id]
+        run = min(runs, key=_key) if runs else None
+        where = self.repo.top / self.kit_dir if self.kit_dir else self.repo.top
+        return unresolved_pointers(
+            verdict,
+            local_repository(where, run),
+            (run or {}).get("head"),
+            lambda: [
+                r.record for r in head.records.get("assessments", {}).values() if r.run_id == run_id
+            ],
+        )
 
     # ------------------------------------------------------------ policy
 

@@ -18,7 +18,7 @@ them; ``verify --checkpoint FILE`` checks against it the same way.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -180,11 +180,25 @@ def digests_at_revision(store: Store, revision: str) -> Digests:
             f"--since: {revision!r} is not a revision of the git repository that holds the "
             "kit (a checkpoint file is given with --checkpoint FILE)"
         ) from None
-    commit_id = commit.decode().strip()
+    return digests_at_commit(
+        store,
+        repo,
+        commit.decode().strip(),
+        LEDGER_KINDS,
+        instead="; fetch it, or compare with a checkpoint file (--checkpoint FILE)",
+    )
+
+
+def digests_at_commit(
+    store: Store, repo: Repository, commit_id: str, kinds: Iterable[str], *, instead: str = ""
+) -> Digests:
+    """The record digests of each of ``kinds`` as committed at ``commit_id`` (a full
+    commit id of ``repo``, the repository holding the kit). A blob the repository
+    lacks is a :class:`BadInput` naming it; ``instead`` is added to say what to do."""
     prefix = repo.relative(store.root)
     prefix = f"{prefix}/" if prefix else ""
     out: Digests = {}
-    for kind in LEDGER_KINDS:
+    for kind in kinds:
         folder = prefix + store.display(kind).rstrip("/")
         listing = repo.run("ls-tree", "-r", "-z", "--full-tree", commit_id, "--", folder)
         found: dict[str, str] = {}
@@ -196,7 +210,7 @@ def digests_at_revision(store: Store, revision: str) -> Digests:
             base = path.rsplit("/", 1)[-1]
             if kind_of_object == "blob" and (LOOSE.match(base) or PACK.match(base)):
                 blobs.append((sha, path))
-        for path, content in _blob_contents(repo, blobs):
+        for path, content in _blob_contents(repo, blobs, instead):
             base = path.rsplit("/", 1)[-1]
             for record in _line_records(content, skip_header=bool(PACK.match(base))):
                 found.setdefault(record_digest(record), str(record.get("record_id", "")))
@@ -204,7 +218,9 @@ def digests_at_revision(store: Store, revision: str) -> Digests:
     return out
 
 
-def _blob_contents(repo: Repository, blobs: list[tuple[str, str]]) -> Iterator[tuple[str, bytes]]:
+def _blob_contents(
+    repo: Repository, blobs: list[tuple[str, str]], instead: str
+) -> Iterator[tuple[str, bytes]]:
     """Each blob's content; a blob the repository lacks (a shallow or partial clone,
     a damaged object store) is a clean error naming it, never a crash."""
     if not blobs:
@@ -216,9 +232,8 @@ def _blob_contents(repo: Repository, blobs: list[tuple[str, str]]) -> Iterator[t
         header = data[pos:end].split() if end >= 0 else []
         if len(header) != 3 or header[1] != b"blob":
             raise BadInput(
-                f"--since: git cannot read {path} (object {sha}) at that revision: it is "
-                "missing from this repository (a shallow or partial clone?); fetch it, or "
-                "compare with a checkpoint file (--checkpoint FILE)"
+                f"git cannot read {path} (object {sha}) at that revision: it is missing "
+                f"from this repository (a shallow or partial clone?){instead}"
             )
         size = int(header[2])
         yield path, data[end + 1 : end + 1 + size]
