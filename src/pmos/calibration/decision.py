@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
 from enum import StrEnum
 from typing import Any
 
@@ -48,6 +49,9 @@ class Rule:
     min_per_class: int = 10
     min_tnr: float = 0.50
     rule: CalibrationRule = CalibrationRule.SEQUENTIAL
+    #: ``calibration.decision_probability``: the chance of a decision that
+    #: ``labels_needed`` more labels give (0.5: the median, the earlier projection).
+    decision_probability: float = 0.8
 
     @classmethod
     def from_config(cls, config: Any) -> Rule:
@@ -57,7 +61,13 @@ class Rule:
             min_per_class=config.min_per_class,
             min_tnr=config.min_tnr,
             rule=CalibrationRule(config.calibration_rule),
+            decision_probability=config.decision_probability,
         )
+
+    @property
+    def decision_z(self) -> float:
+        """The standard normal quantile of :attr:`decision_probability` (0 at 0.5)."""
+        return NormalDist().inv_cdf(self.decision_probability)
 
 
 @dataclass(frozen=True)
@@ -215,29 +225,62 @@ def _ceil_ratio(numerator: float, denominator: float) -> int:
     return math.ceil(numerator / denominator - 1e-9)
 
 
-def _grown(size: int, estimate: float, low: float, target: float) -> int:
+#: The normal quantile a 95% interval's lower end lies below its estimate, in
+#: standard errors: the scale of ``margin`` in :func:`_grown`.
+Z95 = 1.959964
+
+
+def _grown(size: int, estimate: float, low: float, target: float, z: float = 0.0) -> int:
     """The size at which an interval's lower end, now ``low`` at ``size``, reaches
-    ``target``, if its distance below the estimate shrinks as 1/sqrt(size):
-    ceil(size * ((estimate - low) / (estimate - target))^2); ``size`` when it already does."""
+    ``target`` with probability p (``z`` = z(p); 0: the median), if its distance
+    below the estimate shrinks as 1/sqrt(size) and the estimate scatters by one
+    standard error, (estimate - low) / 1.96, around itself:
+    ceil(size * ((estimate - low) (1 + z / 1.96) / (estimate - target))^2);
+    ``size`` when it already does."""
     if low >= target:
         return size
-    return _ceil_ratio(size * ((estimate - low) / (estimate - target)) ** 2, 1.0)
+    spread = (estimate - low) * (1.0 + z / Z95)
+    return _ceil_ratio(size * (spread / (estimate - target)) ** 2, 1.0)
+
+
+def _class_size(size: int, have: int, want: int, z: float) -> int:
+    """The size at which a class now ``have`` of ``size`` holds ``want`` with
+    probability p: labels only add to it, so ``size`` once it does; else size + d
+    for the fewest d with d s - z sqrt(d s (1 - s)) >= want - have, s = have / size
+    (the class's share of d more labels is binomial). At z = 0 this is
+    ceil(want * size / have), the median projection."""
+    if have >= want:
+        return size
+    if z <= 0.0:
+        return _ceil_ratio(want * size, have)
+    share = have / size
+    spread = z * math.sqrt(share * (1.0 - share))
+    short = want - have
+    root = (spread + math.sqrt(spread * spread + 4.0 * share * short)) / (2.0 * share)
+    return size + math.ceil(root * root - 1e-9)
 
 
 def labels_needed(rule: Rule, e: Evidence) -> int:
-    """How many more labelled pairs, in the current proportions, the interval rule needs.
+    """How many more labelled pairs, in the current proportions, the rule needs to
+    hold with probability p (``rule.decision_probability``, z = z(p)).
 
     With n pairs now, kappa k and its interval's lower end L, TNR r with lower
     end R over f PM fail labels and p PM pass labels, the projected size is the
     largest of:
 
-    * kappa: ceil(n ((k - L) / (k - threshold))^2) (n when L already reaches it);
-    * classes: ceil(min_per_class * n / p) and ceil(min_per_class * n / f);
-    * TNR (when min_tnr > 0): ceil(f' * n / f) with f' = ceil(f ((r - R) / (r - min_tnr))^2)
-      (f when R already reaches min_tnr);
+    * kappa: ceil(n ((k - L)(1 + z / 1.96) / (k - threshold))^2) (n when L already
+      reaches it): the lower end must clear the threshold by z standard errors;
+    * classes: the fewest m with m s - z sqrt(m s (1 - s)) >= min_per_class, for
+      s = p / n and s = f / n;
+    * TNR (when min_tnr > 0): the class size for f' PM fail labels, with
+      f' = ceil(f ((r - R)(1 + z / 1.96) / (r - min_tnr))^2) (f when R already
+      reaches min_tnr);
     * min_pairs;
+    * under the sequential rule, the fewest pairs at which kappa's bound for
+      repeated looks clears the threshold by z standard errors;
 
     and ``labels_needed`` is that size minus n (0 when the rule already holds).
+    At p = 0.5 (z = 0) each is the median projection pmos used before.
     It assumes an interval's distance below its estimate shrinks as 1/sqrt(n),
     as it does for large n; the exact posterior interval at the projected size
     is checked against it in the tests. Raises :class:`Undefined` (the reason)
@@ -262,14 +305,19 @@ def labels_needed(rule: Rule, e: Evidence) -> int:
         )
     if e.kappa_ci is None:
         raise Undefined("kappa has no interval to project")
+    if decide(rule, e)[0]:
+        return 0
+    z = rule.decision_z
     sizes = [
-        _grown(c.n, e.kappa, e.kappa_ci[0], t),
-        _ceil_ratio(rule.min_per_class * c.n, c.pm_pass),
-        _ceil_ratio(rule.min_per_class * c.n, c.pm_fail),
+        _grown(c.n, e.kappa, e.kappa_ci[0], t, z),
+        _class_size(c.n, c.pm_pass, rule.min_per_class, z),
+        _class_size(c.n, c.pm_fail, rule.min_per_class, z),
         rule.min_pairs,
     ]
     if rule.rule is CalibrationRule.SEQUENTIAL:
-        reach = sequential.pairs_to_reach(e.kappa, c.tp, c.fn, c.fp, c.tn, t, first_look(rule))
+        reach = sequential.pairs_to_reach(
+            e.kappa, c.tp, c.fn, c.fp, c.tn, t, first_look(rule), margin_z=z
+        )
         if reach is None:
             raise Undefined(
                 f"cannot at the current agreement: kappa {e.kappa:.3f} is too close to the "
@@ -283,6 +331,6 @@ def labels_needed(rule: Rule, e: Evidence) -> int:
                 f"cannot at the current agreement: TNR {e.tnr:.3f} is not above min_tnr "
                 f"{rule.min_tnr:.2f}; more pairs narrow its interval but do not raise it"
             )
-        fails = _grown(c.pm_fail, e.tnr, e.tnr_ci[0], rule.min_tnr)
-        sizes.append(_ceil_ratio(fails * c.n, c.pm_fail))
+        fails = _grown(c.pm_fail, e.tnr, e.tnr_ci[0], rule.min_tnr, z)
+        sizes.append(_class_size(c.n, c.pm_fail, fails, z))
     return max(sizes) - c.n

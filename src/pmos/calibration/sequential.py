@@ -109,18 +109,32 @@ def lower_bound_of(
 
 
 def pairs_to_reach(
-    kappa: float, c_tp: int, c_fn: int, c_fp: int, c_tn: int, threshold: float, first: int
+    kappa: float,
+    c_tp: float,
+    c_fn: float,
+    c_fp: float,
+    c_tn: float,
+    threshold: float,
+    first: int,
+    margin_z: float = 0.0,
 ) -> int | None:
     """The fewest pairs, in the current proportions and at the current kappa, at which
-    the bound reaches ``threshold`` (None when none up to a million would)."""
+    the bound reaches ``threshold`` (None when none up to a million would).
+
+    ``margin_z`` asks for the bound to reach it with that many standard errors to
+    spare: kappa's estimate at the grown size scatters by one se around kappa, so
+    ``margin_z`` = z(p) makes the bound reach the threshold with probability p."""
     import numpy as np
 
-    n = c_tp + c_fn + c_fp + c_tn
+    n = round(c_tp + c_fn + c_fp + c_tn)
     if n == 0 or not kappa > threshold:
         return None
     sizes = np.unique(np.concatenate([np.arange(n, n + 5000), np.geomspace(n, 1e6, 400)]))
     sizes = np.floor(sizes)
     scale = sizes / n
-    bounds = lower_bound(kappa, c_tp * scale, c_fn * scale, c_fp * scale, c_tn * scale, first)
+    grown = (c_tp * scale, c_fn * scale, c_fp * scale, c_tn * scale)
+    bounds = lower_bound(kappa, *grown, first)
+    if margin_z:
+        bounds = bounds - margin_z * kappa_se(*grown)
     reached = np.flatnonzero(bounds >= threshold)
     return None if not len(reached) else math.ceil(sizes[reached[0]])
