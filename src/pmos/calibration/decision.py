@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from statistics import NormalDist
 from enum import StrEnum
+from statistics import NormalDist
 from typing import Any
 
 from pmos.calibration import sequential
