@@ -205,6 +205,8 @@ class Paired:
     #: plan's inclusion probability where the label's recorded weight is the one
     #: the reader derives, else 1.
     weight: list[float] = field(default_factory=list)
+    #: 1 where the pair's label followed the plan with a weight the reader derives.
+    planned: list[int] = field(default_factory=list)
     #: Per model, pairs whose label claims a plan weight the reader does not derive.
     plan_refused: list[int] = field(default_factory=list)
     score: list[float | None] = field(default_factory=list)
@@ -351,6 +353,7 @@ def pair(
         & np.isclose(claimed, derived, rtol=1e-9, atol=0.0)
     )
     out.weight = np.where(holds, derived, 1.0)[paired].tolist()
+    out.planned = holds[paired].astype(int).tolist()
     out.plan_refused = np.bincount(model[paired & (claimed > 0) & ~holds], minlength=count).tolist()
     scores = subject(judged.scores, earlier.scores)[paired].tolist()
     out.score = [None if s != s else s for s in scores]  # NaN stood for None
