@@ -295,7 +295,9 @@ def _plan_draw(row: Any) -> float:
     gate = row.gate_record_id
     if not _plan_weight(row) or not isinstance(gate, str):
         return NO_DRAW
-    return plan_draw(gate)
+    # Over several kits the database prefixes ids with their kit's ("kit/ev-..."); a
+    # record id has no "/", so the draw is always of the id the writer made.
+    return plan_draw(gate.rsplit("/", 1)[-1])
 
 
 #: The length of a stamp in the writers' layout, ``YYYY-MM-DDTHH:MM:SS.ffffffZ``; a
