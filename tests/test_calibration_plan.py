@@ -242,20 +242,29 @@ def test_metrics_weigh_the_pairs_through_the_cli(cli, kit, kit_root):
 
 
 def test_labels_needed_reaches_a_decision_with_the_stated_probability():
-    """labels_needed more pairs in the current proportions, simulated 600 times from
-    the current table: the rule holds in about decision_probability of them."""
+    """labels_needed more pairs, simulated 600 times: the truth drawn from what the
+    current table says of it (Dirichlet, half a pair per cell), then the pairs to
+    come from it. The rule holds in about decision_probability of them (the prior's
+    half pair pulls the drawn kappas below the estimate, so a little less: the
+    benchmark's figures, from fixed true tables, are in calibration-method.md), and
+    the median projection (p = 0.5) needs fewer labels and decides less often."""
     rng = np.random.default_rng(7)
-    for cells in [(40, 4, 4, 12), (30, 3, 2, 15)]:
+    for cells in [(30, 3, 2, 15), (80, 6, 6, 28)]:
         c = Confusion(*cells)
+        found = {}
         for p in (0.5, 0.8):
             rule = Rule(decision_probability=p)
             needed = table_report(c, rule)["labels_needed"]
             assert needed and needed > 0
-            size = c.n + needed
-            draws = rng.multinomial(size - c.n, np.array(cells) / c.n, size=600)
-            grown = [Confusion(*(int(v) for v in np.array(cells) + d)) for d in draws]
+            truths = rng.dirichlet(np.array(cells) + 0.5, size=600)
+            grown = [
+                Confusion(*(int(v) for v in np.array(cells) + rng.multinomial(needed, truth)))
+                for truth in truths
+            ]
             share = np.mean([t["calibrated"] for t in table_reports(grown, rule)])
-            assert p - 0.15 <= share <= p + 0.15, (cells, p, share)
+            assert p - 0.2 <= share <= p + 0.1, (cells, p, share)
+            found[p] = (needed, share)
+        assert found[0.5][0] < found[0.8][0] and found[0.5][1] + 0.15 < found[0.8][1]
 
 
 def test_recommended_rate_samples_the_pass_side_less_when_the_pm_passes_most():

@@ -24,6 +24,8 @@ from enum import StrEnum
 from statistics import NormalDist
 from typing import Any
 
+import numpy as np
+
 from pmos.calibration import sequential
 from pmos.calibration.stats import Confusion, Undefined
 
@@ -226,38 +228,81 @@ def _ceil_ratio(numerator: float, denominator: float) -> int:
 
 
 #: The normal quantile a 95% interval's lower end lies below its estimate, in
-#: standard errors: the scale of ``margin`` in :func:`_grown`.
+#: standard errors (the scale of :func:`_grown`'s spread).
 Z95 = 1.959964
+#: The largest size a projection looks at.
+MAX_SIZE = 10_000_000
+
+
+def predictive_spread(size: Any, now: int) -> Any:
+    """How far, in the standard errors of one pair, the estimate at ``size`` pairs may
+    yet move from today's at ``now`` pairs: sqrt((size - now) / (size now)). Today's
+    estimate is not the truth: the truth is as uncertain as today's interval says, and
+    the pairs to come average only their own noise away."""
+    import numpy as np
+
+    size = np.asarray(size, dtype=float)
+    return np.sqrt(np.maximum(size - now, 0.0) / (size * now))
 
 
 def _grown(size: int, estimate: float, low: float, target: float, z: float = 0.0) -> int:
     """The size at which an interval's lower end, now ``low`` at ``size``, reaches
     ``target`` with probability p (``z`` = z(p); 0: the median), if its distance
-    below the estimate shrinks as 1/sqrt(size) and the estimate scatters by one
-    standard error, (estimate - low) / 1.96, around itself:
-    ceil(size * ((estimate - low) (1 + z / 1.96) / (estimate - target))^2);
-    ``size`` when it already does."""
+    below the estimate shrinks as 1/sqrt(size): the fewest m with
+    estimate - target >= s (1.96 / sqrt(m) + z sqrt((m - size) / (m size))), s the
+    standard error of one pair, (estimate - low) sqrt(size) / 1.96. At z = 0,
+    ceil(size ((estimate - low) / (estimate - target))^2); ``size`` when it already
+    reaches it. Raises :class:`Undefined` when no size would, at probability p: the
+    estimate is too uncertain today for more pairs to make a decision that likely."""
+    import numpy as np
+
     if low >= target:
         return size
-    spread = (estimate - low) * (1.0 + z / Z95)
-    return _ceil_ratio(size * (spread / (estimate - target)) ** 2, 1.0)
+    if z <= 0.0:
+        return _ceil_ratio(size * ((estimate - low) / (estimate - target)) ** 2, 1.0)
+    unit = (estimate - low) * math.sqrt(size) / Z95
+    sizes = np.unique(
+        np.floor(np.concatenate([np.arange(size, size + 5000), np.geomspace(size, MAX_SIZE, 600)]))
+    )
+    needed = unit * (Z95 / np.sqrt(sizes) + z * predictive_spread(sizes, size))
+    reached = np.flatnonzero(needed <= estimate - target)
+    if not len(reached):
+        raise Undefined(
+            f"cannot with probability {NormalDist().cdf(z):.2f} at the current evidence: the "
+            f"estimate {estimate:.3f} is too uncertain today for more pairs to bring its lower "
+            f"bound to {target:.2f} that likely"
+        )
+    return int(sizes[reached[0]])
 
 
 def _class_size(size: int, have: int, want: int, z: float) -> int:
     """The size at which a class now ``have`` of ``size`` holds ``want`` with
-    probability p: labels only add to it, so ``size`` once it does; else size + d
-    for the fewest d with d s - z sqrt(d s (1 - s)) >= want - have, s = have / size
-    (the class's share of d more labels is binomial). At z = 0 this is
+    probability p: labels only add to it, so ``size`` once it does; else size + d for
+    the fewest d with d s - z sqrt(d s (1 - s) (1 + d / size)) >= want - have,
+    s = have / size: the class's share of d more labels is binomial around a share
+    known only to within sqrt(s (1 - s) / size). At z = 0 this is
     ceil(want * size / have), the median projection."""
+    import numpy as np
+
     if have >= want:
         return size
     if z <= 0.0:
         return _ceil_ratio(want * size, have)
     share = have / size
-    spread = z * math.sqrt(share * (1.0 - share))
-    short = want - have
-    root = (spread + math.sqrt(spread * spread + 4.0 * share * short)) / (2.0 * share)
-    return size + math.ceil(root * root - 1e-9)
+    more = np.unique(np.floor(np.geomspace(1, MAX_SIZE, 2000)))
+    spread = np.sqrt(more * share * (1.0 - share) * (1.0 + more / size))
+    reached = np.flatnonzero(more * share - z * spread >= want - have)
+    if not len(reached):
+        raise Undefined(f"cannot reach {want} labels of a class now {have} of {size}")
+    # The first size on the grid, then back down to the fewest that still holds.
+    d = int(more[reached[0]])
+    while (
+        d > 1
+        and (d - 1) * share - z * math.sqrt((d - 1) * share * (1 - share) * (1 + (d - 1) / size))
+        >= want - have
+    ):
+        d -= 1
+    return size + d
 
 
 def labels_needed(rule: Rule, e: Evidence) -> int:
@@ -307,6 +352,13 @@ def labels_needed(rule: Rule, e: Evidence) -> int:
         raise Undefined("kappa has no interval to project")
     if decide(rule, e)[0]:
         return 0
+    if rule.min_tnr > 0:
+        assert e.tnr is not None
+        if e.tnr <= rule.min_tnr:
+            raise Undefined(
+                f"cannot at the current agreement: TNR {e.tnr:.3f} is not above min_tnr "
+                f"{rule.min_tnr:.2f}; more pairs narrow its interval but do not raise it"
+            )
     z = rule.decision_z
     sizes = [
         _grown(c.n, e.kappa, e.kappa_ci[0], t, z),
@@ -316,7 +368,16 @@ def labels_needed(rule: Rule, e: Evidence) -> int:
     ]
     if rule.rule is CalibrationRule.SEQUENTIAL:
         reach = sequential.pairs_to_reach(
-            e.kappa, c.tp, c.fn, c.fp, c.tn, t, first_look(rule), margin_z=z
+            e.kappa,
+            c.tp,
+            c.fn,
+            c.fp,
+            c.tn,
+            t,
+            first_look(rule),
+            margin=lambda sizes, grown: (
+                z * sequential.kappa_se(*grown) * np.sqrt(sizes) * predictive_spread(sizes, c.n)
+            ),
         )
         if reach is None:
             raise Undefined(
@@ -326,11 +387,6 @@ def labels_needed(rule: Rule, e: Evidence) -> int:
         sizes.append(reach)
     if rule.min_tnr > 0:
         assert e.tnr is not None and e.tnr_ci is not None
-        if e.tnr <= rule.min_tnr:
-            raise Undefined(
-                f"cannot at the current agreement: TNR {e.tnr:.3f} is not above min_tnr "
-                f"{rule.min_tnr:.2f}; more pairs narrow its interval but do not raise it"
-            )
         fails = _grown(c.pm_fail, e.tnr, e.tnr_ci[0], rule.min_tnr, z)
         sizes.append(_class_size(c.n, c.pm_fail, fails, z))
     return max(sizes) - c.n

@@ -15,7 +15,6 @@ statistics, intervals and decision in :mod:`pmos.calibration.agreement`
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -28,7 +27,13 @@ from pmos.calibration.pairs import PARALLEL_MIN_BYTES, Paired, Scope, ScoredPair
 from pmos.calibration.periods import MONTH, WEEK, By
 from pmos.calibration.plan import recommended_rate
 from pmos.calibration.scores import SCORE_KEYS, score_report
-from pmos.calibration.weighting import WEIGHTING_METHOD, Weighted, is_weighted, weighted
+from pmos.calibration.weighting import (
+    WEIGHTING_METHOD,
+    Weighted,
+    is_weighted,
+    labels_from_effective,
+    weighted,
+)
 from pmos.errors import BadInput
 from pmos.gate.pass_fraction import MAX_WINDOW, PassFraction
 from pmos.kit import Config, Kit
@@ -580,8 +585,7 @@ class _Groups:
         block["kappa"] = maybe(found.kappa)
         needed = report["labels_needed"]
         if needed:
-            ratio = labelled / max(found.effective.n, 1)
-            report["labels_needed"] = math.ceil(needed * ratio - 1e-9)
+            report["labels_needed"] = labels_from_effective(needed, labelled, found.effective.n)
         return block
 
     def _present(self, group: int | None) -> list[int]:

@@ -37,6 +37,7 @@ so the simulation runs the very functions ``pmos metrics`` runs.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from statistics import NormalDist
 from typing import Any
 
@@ -116,14 +117,14 @@ def pairs_to_reach(
     c_tn: float,
     threshold: float,
     first: int,
-    margin_z: float = 0.0,
+    margin: Callable[[Any, tuple[Any, ...]], Any] | None = None,
 ) -> int | None:
     """The fewest pairs, in the current proportions and at the current kappa, at which
     the bound reaches ``threshold`` (None when none up to a million would).
 
-    ``margin_z`` asks for the bound to reach it with that many standard errors to
-    spare: kappa's estimate at the grown size scatters by one se around kappa, so
-    ``margin_z`` = z(p) makes the bound reach the threshold with probability p."""
+    ``margin(sizes, grown tables)`` asks for the bound to clear it by that much more
+    at each size (:func:`pmos.calibration.decision.labels_needed`: enough that it
+    does with the decision probability)."""
     import numpy as np
 
     n = round(c_tp + c_fn + c_fp + c_tn)
@@ -134,7 +135,7 @@ def pairs_to_reach(
     scale = sizes / n
     grown = (c_tp * scale, c_fn * scale, c_fp * scale, c_tn * scale)
     bounds = lower_bound(kappa, *grown, first)
-    if margin_z:
-        bounds = bounds - margin_z * kappa_se(*grown)
+    if margin is not None:
+        bounds = bounds - margin(sizes, grown)
     reached = np.flatnonzero(bounds >= threshold)
     return None if not len(reached) else math.ceil(sizes[reached[0]])

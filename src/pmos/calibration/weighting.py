@@ -76,9 +76,7 @@ def weighted(gate: Any, pm: Any, weight: Any) -> Weighted:
         value = float(cohen_kappa_score(pm, gate, labels=[True, False], sample_weight=weight))
         kappa = None if math.isnan(value) else value
     size = _effective_pairs(gate, pm, weight, (tp, fn, fp, tn))
-    total = tp + fn + fp + tn
-    whole = [round(v * size / total) for v in (tp, fn, fp, tn)]
-    return Weighted((tp, fn, fp, tn), kappa, size, Confusion(*whole))
+    return Weighted((tp, fn, fp, tn), kappa, size, effective_table((tp, fn, fp, tn), size))
 
 
 def _effective_pairs(
@@ -87,30 +85,59 @@ def _effective_pairs(
     """The uniform sample size as precise as the plan's kappa (module docstring);
     Kish's (sum w)^2 / sum w^2 where the strata give no gradient."""
     kish = float(weight.sum() ** 2 / (weight**2).sum())
-    tp, fn, fp, tn = cells
+    raw = [
+        int((gate & pm).sum()),
+        int((~gate & pm).sum()),
+        int((gate & ~pm).sum()),
+        int((~gate & ~pm).sum()),
+    ]
+    return float(effective_pairs(np.array(cells, dtype=float), np.array(raw), np.array(kish)))
+
+
+def effective_pairs(weighted_cells: Any, raw_cells: Any, kish: Any) -> Any:
+    """The effective number of pairs, on arrays of tables (..., 4: tp, fn, fp, tn) as
+    well as one: the weighted cells give each side's share W_h and the PM's pass
+    share q_h in it, the raw cells the labels n_h and the smoothed shares whose
+    variance counts; ``kish`` where a side is empty or gives no gradient."""
+    w = np.asarray(weighted_cells, dtype=float)
+    r = np.asarray(raw_cells, dtype=float)
+    tp, fn, fp, tn = (w[..., i] for i in range(4))
     total = tp + fn + fp + tn
-    shares = ((tp + fp) / total, (fn + tn) / total)  # W_h: gate pass, gate fail
-    counts = (int(gate.sum()), int((~gate).sum()))  # n_h: labels per stratum
-    if min(counts) == 0 or min(shares) == 0.0:
-        return kish
-    passes = (int((gate & pm).sum()), int((~gate & pm).sum()))
-    smoothed = [(x + SMOOTHING) / (n + 2 * SMOOTHING) for x, n in zip(passes, counts, strict=True)]
-    # The weighted PM pass shares per stratum (where the kappa's gradient is taken).
-    q = (tp / (tp + fp), fn / (fn + tn))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shares = ((tp + fp) / total, (fn + tn) / total)
+        counts = (r[..., 0] + r[..., 2], r[..., 1] + r[..., 3])
+        q = (tp / (tp + fp), fn / (fn + tn))
+        smoothed = [
+            (r[..., 0] + SMOOTHING) / (counts[0] + 2 * SMOOTHING),
+            (r[..., 1] + SMOOTHING) / (counts[1] + 2 * SMOOTHING),
+        ]
+        step = 1e-5
 
-    def kappa_at(qp: float, qf: float) -> float:
-        w_p, w_f = shares
-        return float(kappa_formula(w_p * qp, w_f * qf, w_p * (1 - qp), w_f * (1 - qf)))
+        def kappa_at(qp: Any, qf: Any) -> Any:
+            w_p, w_f = shares
+            return kappa_formula(w_p * qp, w_f * qf, w_p * (1 - qp), w_f * (1 - qf))
 
-    step = 1e-5
-    gradient = []
-    for h in (0, 1):
-        up, down = list(q), list(q)
-        up[h], down[h] = min(1.0, q[h] + step), max(0.0, q[h] - step)
-        gradient.append((kappa_at(*up) - kappa_at(*down)) / (up[h] - down[h]))
-    terms = [g * g * s * (1 - s) for g, s in zip(gradient, smoothed, strict=True)]
-    plan = sum(t / n for t, n in zip(terms, counts, strict=True))
-    uniform = sum(t / w for t, w in zip(terms, shares, strict=True))
-    if not (plan > 0 and math.isfinite(plan) and math.isfinite(uniform)):
-        return kish
-    return uniform / plan
+        slopes = []
+        for h in (0, 1):
+            up, down = list(q), list(q)
+            up[h], down[h] = np.minimum(1.0, q[h] + step), np.maximum(0.0, q[h] - step)
+            slopes.append((kappa_at(*up) - kappa_at(*down)) / (up[h] - down[h]))
+        terms = [g * g * s * (1 - s) for g, s in zip(slopes, smoothed, strict=True)]
+        plan = terms[0] / counts[0] + terms[1] / counts[1]
+        uniform = terms[0] / shares[0] + terms[1] / shares[1]
+        size = uniform / plan
+    good = np.isfinite(size) & (plan > 0) & (counts[0] > 0) & (counts[1] > 0)
+    return np.where(good, size, kish)
+
+
+def effective_table(weighted_cells: Any, size: float) -> Confusion:
+    """The weighted cells scaled to ``size`` pairs, in whole pairs: what the rule reads."""
+    cells = [float(v) for v in weighted_cells]
+    total = sum(cells)
+    return Confusion(*(round(v * size / total) for v in cells))
+
+
+def labels_from_effective(needed: int, labelled: int, effective: int) -> int:
+    """``labels_needed`` of an effective table (in effective pairs) as labels, at the
+    current ratio of labels to effective pairs."""
+    return math.ceil(needed * labelled / max(effective, 1) - 1e-9)
