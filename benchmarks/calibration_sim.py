@@ -442,7 +442,7 @@ def plan_section(kits: int, rng) -> int:
             if kappa == 0.6:
                 ok = shares[-1] <= FALSE_CALIBRATION_TARGET
                 missed += not ok
-                note = "  false calibration " + ("ok" if ok else "MISSED")
+                note = "  false calibration under the plan " + ("ok" if ok else "MISSED")
             row = " / ".join(f"{share:.4f}" for share in shares)
             took = time.perf_counter() - started
             print(f"  {kappa:5.2f} {prev:5.2f} {rate:6.3f}  {row}{note}  ({took:.0f}s)")
