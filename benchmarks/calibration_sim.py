@@ -66,10 +66,18 @@ from scipy.special import gammaln
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from pmos.calibration import drift, intervals, sequential, stats  # noqa: E402
+from pmos.calibration import (  # noqa: E402
+    drift,
+    intervals,
+    sequential,
+    stats,
+    weighting,
+)
 from pmos.calibration.agreement import table_reports  # noqa: E402
 from pmos.calibration.decision import CalibrationRule, Rule  # noqa: E402
+from pmos.calibration.plan import recommended_rate  # noqa: E402
 from pmos.calibration.stats import Confusion, Undefined  # noqa: E402
+from pmos.calibration.weighting import labels_from_effective  # noqa: E402
 
 KAPPAS = (0.5, 0.8, 0.9)
 PREVALENCES = (0.5, 0.8)
@@ -378,6 +386,107 @@ def detect_at_none(flag) -> bool:
     return flag is not None
 
 
+PLAN_SCENARIOS = ((0.6, 0.95), (0.6, 0.8), (0.8, 0.95), (0.8, 0.8))
+PLAN_LABELS_AT = (100, 200)
+DECISION_TARGET = 0.8
+
+
+def plan_rates(kappa: float, prev: float) -> tuple[float, ...]:
+    """No plan (1), and the rate the plan recommends for the true table."""
+    true = cells(kappa, prev) * 10_000
+    rate = recommended_rate(*true.tolist())
+    return (1.0,) if rate is None or rate >= 1.0 else (1.0, rate)
+
+
+def per_label(kappa: float, prev: float, rate: float) -> np.ndarray:
+    """The chance of each cell for one label under the plan: a run's cell, sampled
+    with probability rate on the gate's pass side (tp, fp) and 1 on its fail side."""
+    p = cells(kappa, prev) * np.array([rate, 1.0, rate, 1.0])
+    return p / p.sum()
+
+
+def effective_tables(raw: np.ndarray, rate: float) -> np.ndarray:
+    """The tables the decision reads after each label (pmos.calibration.weighting):
+    the weighted cells at their effective number of pairs, in whole pairs."""
+    weights = np.array([1.0 / rate, 1.0, 1.0 / rate, 1.0])
+    weighted = raw * weights
+    passing, failing = raw[..., 0] + raw[..., 2], raw[..., 1] + raw[..., 3]
+    kish = (passing / rate + failing) ** 2 / (passing / rate**2 + failing)
+    size = weighting.effective_pairs(weighted, raw, kish)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scaled = weighted * (size / weighted.sum(axis=-1))[..., None]
+    return np.nan_to_num(np.rint(scaled)).astype(np.int64)
+
+
+def plan_section(kits: int, rng) -> int:
+    """Print the labelling plan's power and false-calibration rate under repeated looks,
+    and how often labels_needed more labels reach a decision."""
+    missed = 0
+    rule = Rule()
+    print(
+        f"\nlabelling plan: pass-side runs sampled at rate r, fail side at 1, pairs weighted "
+        f"1/r (the decision reads the effective table), {kits} kits per row, decision read "
+        f"after every label to {LOOKS_UP_TO}"
+    )
+    print(
+        f"  {'kappa':>5} {'prev':>5} {'r':>6}  ever calibrated by " + " / ".join(map(str, POWER_AT))
+    )
+    for kappa, prev in PLAN_SCENARIOS:
+        for rate in plan_rates(kappa, prev):
+            started = time.perf_counter()
+            draws = rng.choice(4, size=(kits, LOOKS_UP_TO), p=per_label(kappa, prev, rate))
+            raw = np.stack([(draws == i) for i in range(4)], axis=-1).cumsum(axis=1)
+            found = first_calibrated(effective_tables(raw.astype(float), rate), rule)
+            shares = [float(((found > 0) & (found <= m)).mean()) for m in POWER_AT]
+            note = ""
+            if kappa == 0.6:
+                ok = shares[-1] <= FALSE_CALIBRATION_TARGET
+                missed += not ok
+                note = "  false calibration under the plan " + ("ok" if ok else "MISSED")
+            row = " / ".join(f"{share:.4f}" for share in shares)
+            took = time.perf_counter() - started
+            print(f"  {kappa:5.2f} {prev:5.2f} {rate:6.3f}  {row}{note}  ({took:.0f}s)")
+    print(
+        f"\nlabels_needed under the plan: after L labels, labels_needed more (decision "
+        f"probability {rule.decision_probability}), then the decision read once"
+    )
+    print(f"  {'kappa':>5} {'prev':>5} {'r':>6} {'L':>4}  kits  median needed  decided")
+    for kappa, prev in PLAN_SCENARIOS[2:]:
+        for rate in plan_rates(kappa, prev):
+            p = per_label(kappa, prev, rate)
+            for start in PLAN_LABELS_AT:
+                raw = rng.multinomial(start, p, size=kits).astype(float)
+                now = effective_tables(raw, rate)
+                reports = table_reports([Confusion(*map(int, t)) for t in now], rule)
+                needed = []
+                for r, t in zip(reports, now, strict=True):
+                    more = r["labels_needed"]
+                    if more is None or r["calibrated"]:
+                        needed.append(None)
+                    else:
+                        needed.append(labels_from_effective(more, start, int(t.sum())))
+                todo = [k for k, m in enumerate(needed) if m]
+                if not todo:
+                    continue
+                grown = np.array(
+                    [raw[k] + rng.multinomial(needed[k], p) for k in todo], dtype=float
+                )
+                later = effective_tables(grown, rate)
+                decided = table_reports([Confusion(*map(int, t)) for t in later], rule)
+                share = float(np.mean([d["calibrated"] for d in decided]))
+                median = int(np.median([needed[k] for k in todo]))
+                print(
+                    f"  {kappa:5.2f} {prev:5.2f} {rate:6.3f} {start:4d}  {len(todo):4d}  "
+                    f"{median:13d}  {share:.3f}"
+                )
+    print(
+        f"  target: about {DECISION_TARGET} of kits decided (the projection takes the current "
+        "estimates for the truth; kits whose estimate is high are over-represented among "
+        "those that need labels)"
+    )
+    return missed
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=2000, help="draws per cell at n = 200")
@@ -388,9 +497,14 @@ def main() -> int:
     parser.add_argument("--looks", action="store_true", help="only the repeated-looks part")
     parser.add_argument("--drift", action="store_true", help="only the drift part")
     parser.add_argument("--drift-kits", type=int, default=1000, help="kits per drift scenario")
+    parser.add_argument("--plan", action="store_true", help="only the labelling-plan part")
+    parser.add_argument("--plan-kits", type=int, default=1000, help="kits per plan row")
     args = parser.parse_args()
     if args.drift:
         missed = drift_section(200 if args.quick else args.drift_kits, np.random.default_rng(3))
+        return 1 if missed and args.check else 0
+    if args.plan:
+        missed = plan_section(200 if args.quick else args.plan_kits, np.random.default_rng(26))
         return 1 if missed and args.check else 0
     if args.looks:
         kits = 500 if args.quick else args.kits
@@ -443,6 +557,7 @@ def main() -> int:
     print(f"  target: interval rule <= {FALSE_CALIBRATION_TARGET} at true kappa 0.50, n 20 and 50")
     missed += repeated_looks(500 if args.quick else args.kits, np.random.default_rng(20260102))
     missed += drift_section(200 if args.quick else args.drift_kits, np.random.default_rng(3))
+    missed += plan_section(200 if args.quick else args.plan_kits, np.random.default_rng(26))
     print(f"\nsimulation time {time.perf_counter() - started:.0f}s")
 
     if not args.no_timing:

@@ -158,6 +158,7 @@ def sample_session(work: Path) -> list[tuple[str | None, list[str]]]:
         ("metrics", "metrics"),
         ("queue", "queue"),
         ("label next", "label next --blind"),
+        ("label plan", "label plan --limit 5"),
         ("exemplars", "exemplars"),
         ("ledger verify", "ledger verify"),
         ("ledger show", "ledger show runs"),

@@ -20,7 +20,7 @@ from pmos.calibration.scores import score_report
 from pmos.calibration.stats import Confusion, Undefined
 
 #: The single-look interval rule, whose labels_needed formula the hand computations check.
-INTERVAL = Rule(rule=CalibrationRule.INTERVAL)
+INTERVAL = Rule(rule=CalibrationRule.INTERVAL, decision_probability=0.5)
 
 Z2 = 1.959963984540054**2  # 3.841459
 
@@ -282,7 +282,10 @@ def test_labels_needed_is_zero_once_calibrated_and_null_with_a_reason_otherwise(
 def test_the_projection_lands_near_the_threshold(cells):
     """The 1/sqrt(n) projection against the exact posterior interval at the projected
     size: it lands at or a little above the threshold (it errs towards more labels)."""
-    r = table_report(Confusion(*cells), Rule(min_tnr=0.0, min_per_class=1, rule=INTERVAL.rule))
+    r = table_report(
+        Confusion(*cells),
+        Rule(min_tnr=0.0, min_per_class=1, rule=INTERVAL.rule, decision_probability=0.5),
+    )
     needed = r["labels_needed"]
     n = sum(cells)
     assert needed > 0

@@ -59,7 +59,7 @@ def test_the_sequential_rule_passes_and_fails_on_its_bound():
 
 def test_labels_needed_brings_the_bound_to_the_threshold():
     c = Confusion(tp=45, fn=5, fp=5, tn=45)
-    r = table_report(c, Rule())
+    r = table_report(c, Rule(decision_probability=0.5))  # the median projection
     assert r["calibrated"] is False and r["kappa_sequential_low"] < 0.6
     needed = r["labels_needed"]
     assert needed > 0

@@ -358,3 +358,51 @@ def test_a_bad_window_is_refused_in_db_mode_too(cli, db):
     refused = cli("metrics", "--db", db, "--window", "0")
     assert refused.exit_code == 2
     assert "window: must be a whole number of verdicts" in refused.stderr
+
+
+def test_blind_labels_and_plan_weights_count_in_metrics_db_as_in_file_mode(cli, db, tmp_path):
+    """Blind labels ('pmos accept --blind') and plan labels ('pmos accept --plan') reach
+    the database as typed columns: metrics --db reports blind_pairs, blind_kappa and the
+    weighting block exactly as file mode, for one kit and over two (prefixed ids)."""
+    from pmos.gate import plan as sampling
+    from pmos.gate.writers import record_acceptance
+
+    kits = []
+    for name in ("p", "q"):
+        kit = new_kit(tmp_path / name)
+        config = kit.root / "pmos.yaml"
+        config.write_text(config.read_text() + "\ncalibration:\n  plan_pass_side_rate: 0.5\n")
+        kit = open_kit(kit.root)
+        for i in range(16):
+            verdict = judge(
+                kit, f"r{i}", "PASS" if i % 3 else "FAIL", model="gpt-5", initiative="i"
+            )
+            gate_pass = verdict["verdict"] == "PASS"
+            planned = sampling.in_sample(verdict["record_id"], gate_pass, 0.5)
+            pm = "pass" if (gate_pass if i % 5 else not gate_pass) else "fail"
+            record_acceptance(
+                kit, run_id=f"r{i}", label=pm, by="pm", blind=i % 2 == 0, plan=planned
+            )
+        sync(cli, kit, db, name)
+        kits.append(kit)
+    report = file_metrics(cli, kits[0])
+    assert report["blind_pairs"] == 8 and report["weighting"]["plan_pairs"] > 0
+    assert report["weighting"]["weighted"] is True
+    assert db_metrics(cli, db, "--kit", "p") == report
+    both = db_metrics(cli, db)
+    assert both["blind_pairs"] == 16
+    # Over several kits the team's settings apply (no plan: rate 1), so a pass-side
+    # label's weight of 2 is not the one derived, and counts as 1; the database hands
+    # over what each label claims, and the reader decides, as in file mode.
+    claimed = [
+        (r["plan_weight"], r["gate_verdict"])
+        for k in kits
+        for r in json.loads(
+            cli("--root", str(k.root), "ledger", "show", "acceptances", "--json").stdout
+        )
+        if "plan_weight" in r
+    ]
+    w = both["weighting"]
+    assert w["weighted"] is False
+    assert w["plan_weights_refused"] == sum(1 for weight, _ in claimed if weight == 2.0) > 0
+    assert w["plan_pairs"] == sum(1 for weight, _ in claimed if weight == 1.0)

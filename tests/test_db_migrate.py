@@ -134,6 +134,8 @@ def test_migrate_to_a_version_pmos_does_not_have_is_refused(cli, pg_dsn, to):
 
 
 def test_migrate_to_the_version_the_database_has_applies_nothing(cli, db):
+    from pmos.db.migrate import latest_version
+
     again = cli("db", "migrate", "--db", db, "--to", str(latest_version()), "--json")
     assert again.exit_code == 0 and json.loads(again.stdout)["applied"] == []
 

@@ -127,4 +127,5 @@ def test_the_simulation_meets_its_targets_in_a_reduced_run():
     assert "MISSED" not in done.stdout
     assert done.stdout.count("false calibration ok") == 2
     assert done.stdout.count("false calibration under repeated looks ok") == 2
+    assert done.stdout.count("false calibration under the plan ok") == 4
     assert done.stdout.count("  ok") >= 6

@@ -21,7 +21,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import StrEnum
+from statistics import NormalDist
 from typing import Any
+
+import numpy as np
 
 from pmos.calibration import sequential
 from pmos.calibration.stats import Confusion, Undefined
@@ -48,6 +51,9 @@ class Rule:
     min_per_class: int = 10
     min_tnr: float = 0.50
     rule: CalibrationRule = CalibrationRule.SEQUENTIAL
+    #: ``calibration.decision_probability``: the chance of a decision that
+    #: ``labels_needed`` more labels give (0.5: the median, the earlier projection).
+    decision_probability: float = 0.8
 
     @classmethod
     def from_config(cls, config: Any) -> Rule:
@@ -57,7 +63,13 @@ class Rule:
             min_per_class=config.min_per_class,
             min_tnr=config.min_tnr,
             rule=CalibrationRule(config.calibration_rule),
+            decision_probability=config.decision_probability,
         )
+
+    @property
+    def decision_z(self) -> float:
+        """The standard normal quantile of :attr:`decision_probability` (0 at 0.5)."""
+        return NormalDist().inv_cdf(self.decision_probability)
 
 
 @dataclass(frozen=True)
@@ -215,29 +227,105 @@ def _ceil_ratio(numerator: float, denominator: float) -> int:
     return math.ceil(numerator / denominator - 1e-9)
 
 
-def _grown(size: int, estimate: float, low: float, target: float) -> int:
+#: The normal quantile a 95% interval's lower end lies below its estimate, in
+#: standard errors (the scale of :func:`_grown`'s spread).
+Z95 = 1.959964
+#: The largest size a projection looks at.
+MAX_SIZE = 10_000_000
+
+
+def predictive_spread(size: Any, now: int) -> Any:
+    """How far, in the standard errors of one pair, the estimate at ``size`` pairs may
+    yet move from today's at ``now`` pairs: sqrt((size - now) / (size now)). Today's
+    estimate is not the truth: the truth is as uncertain as today's interval says, and
+    the pairs to come average only their own noise away."""
+    import numpy as np
+
+    size = np.asarray(size, dtype=float)
+    return np.sqrt(np.maximum(size - now, 0.0) / (size * now))
+
+
+def _grown(size: int, estimate: float, low: float, target: float, z: float = 0.0) -> int:
     """The size at which an interval's lower end, now ``low`` at ``size``, reaches
-    ``target``, if its distance below the estimate shrinks as 1/sqrt(size):
-    ceil(size * ((estimate - low) / (estimate - target))^2); ``size`` when it already does."""
+    ``target`` with probability p (``z`` = z(p); 0: the median), if its distance
+    below the estimate shrinks as 1/sqrt(size): the fewest m with
+    estimate - target >= s (1.96 / sqrt(m) + z sqrt((m - size) / (m size))), s the
+    standard error of one pair, (estimate - low) sqrt(size) / 1.96. At z = 0,
+    ceil(size ((estimate - low) / (estimate - target))^2); ``size`` when it already
+    reaches it. Raises :class:`Undefined` when no size would, at probability p: the
+    estimate is too uncertain today for more pairs to make a decision that likely."""
+    import numpy as np
+
     if low >= target:
         return size
-    return _ceil_ratio(size * ((estimate - low) / (estimate - target)) ** 2, 1.0)
+    if z <= 0.0:
+        return _ceil_ratio(size * ((estimate - low) / (estimate - target)) ** 2, 1.0)
+    unit = (estimate - low) * math.sqrt(size) / Z95
+    sizes = np.unique(
+        np.floor(np.concatenate([np.arange(size, size + 5000), np.geomspace(size, MAX_SIZE, 600)]))
+    )
+    needed = unit * (Z95 / np.sqrt(sizes) + z * predictive_spread(sizes, size))
+    reached = np.flatnonzero(needed <= estimate - target)
+    if not len(reached):
+        raise Undefined(
+            f"cannot with probability {NormalDist().cdf(z):.2f} at the current evidence: the "
+            f"estimate {estimate:.3f} is too uncertain today for more pairs to bring its lower "
+            f"bound to {target:.2f} that likely"
+        )
+    return int(sizes[reached[0]])
+
+
+def _class_size(size: int, have: int, want: int, z: float) -> int:
+    """The size at which a class now ``have`` of ``size`` holds ``want`` with
+    probability p: labels only add to it, so ``size`` once it does; else size + d for
+    the fewest d with d s - z sqrt(d s (1 - s) (1 + d / size)) >= want - have,
+    s = have / size: the class's share of d more labels is binomial around a share
+    known only to within sqrt(s (1 - s) / size). At z = 0 this is
+    ceil(want * size / have), the median projection."""
+    import numpy as np
+
+    if have >= want:
+        return size
+    if z <= 0.0:
+        return _ceil_ratio(want * size, have)
+    share = have / size
+    more = np.unique(np.floor(np.geomspace(1, MAX_SIZE, 2000)))
+    spread = np.sqrt(more * share * (1.0 - share) * (1.0 + more / size))
+    reached = np.flatnonzero(more * share - z * spread >= want - have)
+    if not len(reached):
+        raise Undefined(f"cannot reach {want} labels of a class now {have} of {size}")
+    # The first size on the grid, then back down to the fewest that still holds.
+    d = int(more[reached[0]])
+    while (
+        d > 1
+        and (d - 1) * share - z * math.sqrt((d - 1) * share * (1 - share) * (1 + (d - 1) / size))
+        >= want - have
+    ):
+        d -= 1
+    return size + d
 
 
 def labels_needed(rule: Rule, e: Evidence) -> int:
-    """How many more labelled pairs, in the current proportions, the interval rule needs.
+    """How many more labelled pairs, in the current proportions, the rule needs to
+    hold with probability p (``rule.decision_probability``, z = z(p)).
 
     With n pairs now, kappa k and its interval's lower end L, TNR r with lower
     end R over f PM fail labels and p PM pass labels, the projected size is the
     largest of:
 
-    * kappa: ceil(n ((k - L) / (k - threshold))^2) (n when L already reaches it);
-    * classes: ceil(min_per_class * n / p) and ceil(min_per_class * n / f);
-    * TNR (when min_tnr > 0): ceil(f' * n / f) with f' = ceil(f ((r - R) / (r - min_tnr))^2)
-      (f when R already reaches min_tnr);
+    * kappa: ceil(n ((k - L)(1 + z / 1.96) / (k - threshold))^2) (n when L already
+      reaches it): the lower end must clear the threshold by z standard errors;
+    * classes: the fewest m with m s - z sqrt(m s (1 - s)) >= min_per_class, for
+      s = p / n and s = f / n;
+    * TNR (when min_tnr > 0): the class size for f' PM fail labels, with
+      f' = ceil(f ((r - R)(1 + z / 1.96) / (r - min_tnr))^2) (f when R already
+      reaches min_tnr);
     * min_pairs;
+    * under the sequential rule, the fewest pairs at which kappa's bound for
+      repeated looks clears the threshold by z standard errors;
 
     and ``labels_needed`` is that size minus n (0 when the rule already holds).
+    At p = 0.5 (z = 0) each is the median projection pmos used before.
     It assumes an interval's distance below its estimate shrinks as 1/sqrt(n),
     as it does for large n; the exact posterior interval at the projected size
     is checked against it in the tests. Raises :class:`Undefined` (the reason)
@@ -262,14 +350,35 @@ def labels_needed(rule: Rule, e: Evidence) -> int:
         )
     if e.kappa_ci is None:
         raise Undefined("kappa has no interval to project")
+    if decide(rule, e)[0]:
+        return 0
+    if rule.min_tnr > 0:
+        assert e.tnr is not None
+        if e.tnr <= rule.min_tnr:
+            raise Undefined(
+                f"cannot at the current agreement: TNR {e.tnr:.3f} is not above min_tnr "
+                f"{rule.min_tnr:.2f}; more pairs narrow its interval but do not raise it"
+            )
+    z = rule.decision_z
     sizes = [
-        _grown(c.n, e.kappa, e.kappa_ci[0], t),
-        _ceil_ratio(rule.min_per_class * c.n, c.pm_pass),
-        _ceil_ratio(rule.min_per_class * c.n, c.pm_fail),
+        _grown(c.n, e.kappa, e.kappa_ci[0], t, z),
+        _class_size(c.n, c.pm_pass, rule.min_per_class, z),
+        _class_size(c.n, c.pm_fail, rule.min_per_class, z),
         rule.min_pairs,
     ]
     if rule.rule is CalibrationRule.SEQUENTIAL:
-        reach = sequential.pairs_to_reach(e.kappa, c.tp, c.fn, c.fp, c.tn, t, first_look(rule))
+        reach = sequential.pairs_to_reach(
+            e.kappa,
+            c.tp,
+            c.fn,
+            c.fp,
+            c.tn,
+            t,
+            first_look(rule),
+            margin=lambda sizes, grown: (
+                z * sequential.kappa_se(*grown) * np.sqrt(sizes) * predictive_spread(sizes, c.n)
+            ),
+        )
         if reach is None:
             raise Undefined(
                 f"cannot at the current agreement: kappa {e.kappa:.3f} is too close to the "
@@ -278,11 +387,6 @@ def labels_needed(rule: Rule, e: Evidence) -> int:
         sizes.append(reach)
     if rule.min_tnr > 0:
         assert e.tnr is not None and e.tnr_ci is not None
-        if e.tnr <= rule.min_tnr:
-            raise Undefined(
-                f"cannot at the current agreement: TNR {e.tnr:.3f} is not above min_tnr "
-                f"{rule.min_tnr:.2f}; more pairs narrow its interval but do not raise it"
-            )
-        fails = _grown(c.pm_fail, e.tnr, e.tnr_ci[0], rule.min_tnr)
-        sizes.append(_ceil_ratio(fails * c.n, c.pm_fail))
+        fails = _grown(c.pm_fail, e.tnr, e.tnr_ci[0], rule.min_tnr, z)
+        sizes.append(_class_size(c.n, c.pm_fail, fails, z))
     return max(sizes) - c.n

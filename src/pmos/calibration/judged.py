@@ -39,6 +39,7 @@ import numpy as np
 
 from pmos.errors import LedgerCorrupt
 from pmos.gate.latest import instant_key
+from pmos.gate.plan import draw as plan_draw
 from pmos.gate.seeded import is_seeded_label
 from pmos.gate.vocabulary import PASS_SIDE, SKIPPED
 
@@ -56,6 +57,10 @@ class Verdict(NamedTuple):
     initiative: str | None
     #: The run, as a number: the hash of its id (equal for every verdict of it).
     run: int
+
+
+#: The draw of a label that claims no plan weight (no draw is below it).
+NO_DRAW = 2.0
 
 
 class Skip(NamedTuple):
@@ -79,6 +84,10 @@ class Label(NamedTuple):
     seeded: bool = False
     #: Given without the gate's verdict in view (``pmos accept --blind``).
     blind: bool = False
+    #: The weight the label claims under the labelling plan (0: it claims none).
+    plan_weight: float = 0.0
+    #: The draw of the verdict it names (:func:`pmos.gate.plan.draw`; 2: none).
+    plan_draw: float = NO_DRAW
 
 
 class Earlier:
@@ -204,12 +213,20 @@ class LatestLabels:
     seeded: np.ndarray | None = None
     #: Whether each label was given blind (``blind: true``).
     blind: np.ndarray | None = None
+    #: The weight each label claims under the labelling plan (0: none), and the
+    #: draw of the verdict it names (:data:`NO_DRAW`: none). Checked when paired.
+    plan_weight: np.ndarray | None = None
+    plan_draw: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.seeded is None:
             self.seeded = np.zeros(len(self.runs), dtype=bool)
         if self.blind is None:
             self.blind = np.zeros(len(self.runs), dtype=bool)
+        if self.plan_weight is None:
+            self.plan_weight = np.zeros(len(self.runs), dtype=np.float64)
+        if self.plan_draw is None:
+            self.plan_draw = np.full(len(self.runs), NO_DRAW, dtype=np.float64)
 
     def __len__(self) -> int:
         return len(self.runs)
@@ -228,6 +245,8 @@ class LatestLabels:
             [label.initiative for label in rows],
             np.array([label.seeded for label in rows], dtype=bool),
             np.array([label.blind for label in rows], dtype=bool),
+            np.array([label.plan_weight for label in rows], dtype=np.float64),
+            np.array([label.plan_draw for label in rows], dtype=np.float64),
         )
 
 
@@ -244,7 +263,7 @@ VERDICT_FIELDS = (
 LABEL_FIELDS = ("run_id", "label", "record_id", "recorded_at", "gate_record_id", "by")
 #: Read from the kit's ledgers besides LABEL_FIELDS (a row without it, such as a
 #: database's, has no blind labels).
-BLIND_FIELDS = ("blind",)
+BLIND_FIELDS = ("blind", "plan_weight")
 #: A scope that filters by initiative also needs each record's initiative.
 FILTER_FIELDS = ("initiative_id",)
 
@@ -261,6 +280,24 @@ def _BY(row: Any) -> Any:
 
 def _blind(row: Any) -> bool:
     return getattr(row, "blind", None) is True
+
+
+def _plan_weight(row: Any) -> float:
+    """The weight a label claims under the labelling plan; 0 when it claims none."""
+    weight = getattr(row, "plan_weight", None)
+    if isinstance(weight, bool) or not isinstance(weight, int | float):
+        return 0.0
+    return float(weight)
+
+
+def _plan_draw(row: Any) -> float:
+    """The draw of the verdict a plan label names (only those pay for a digest)."""
+    gate = row.gate_record_id
+    if not _plan_weight(row) or not isinstance(gate, str):
+        return NO_DRAW
+    # Over several kits the database prefixes ids with their kit's ("kit/ev-..."); a
+    # record id has no "/", so the draw is always of the id the writer made.
+    return plan_draw(gate.rsplit("/", 1)[-1])
 
 
 #: The length of a stamp in the writers' layout, ``YYYY-MM-DDTHH:MM:SS.ffffffZ``; a
@@ -743,7 +780,9 @@ def latest_labels(
     :class:`_LastRows`, and from the first that is not, row by row through
     ``latest``: run -> (time, passed, names, gate hash, initiative, record id, seeded).
     """
-    last = _LastRows(5)  # per row (key, run[, initiative]); passed, names, gate hash, seeded, blind
+    # per row (key, run[, initiative]); passed, names, gate hash, seeded, blind, plan
+    # weight, plan draw
+    last = _LastRows(7)
     latest: dict[str, tuple[Any, ...]] | None = None
     for batch, ordered in _in_turn(batches):
         if ordered is not None:
@@ -765,6 +804,8 @@ def latest_labels(
                     map(is_seeded_label, runs, map(_BY, batch)), dtype=bool, count=len(runs)
                 ),
                 np.fromiter(map(_blind, batch), dtype=bool, count=len(runs)),
+                np.fromiter(map(_plan_weight, batch), dtype=np.float64, count=len(runs)),
+                np.fromiter(map(_plan_draw, batch), dtype=np.float64, count=len(runs)),
             )
             continue
         if latest is None:  # from here on, row by row
@@ -774,8 +815,8 @@ def latest_labels(
             ats, ids = [k[:STAMP] for k in keys], [k[STAMP:] for k in keys]
             initiatives = columns[2] if detailed else repeat(None, len(runs))
             latest = {
-                run: (at, passed, names, gate, initiative, record_id, seeded, blind)
-                for run, at, record_id, initiative, passed, names, gate, seeded, blind in zip(
+                run: (at, passed, names, gate, initiative, record_id, seeded, blind, w, u)
+                for run, at, record_id, initiative, passed, names, gate, seeded, blind, w, u in zip(
                     runs, ats, ids, initiatives, *(v.tolist() for v in values), strict=True
                 )
             }
@@ -794,9 +835,11 @@ def latest_labels(
                     record_id,
                     is_seeded_label(row.run_id, _BY(row)),
                     _blind(row),
+                    _plan_weight(row),
+                    _plan_draw(row),
                 )
     if latest is None:
-        _, _, kept, (passed, names, gate_hashes, seeded, blind) = last.rows()
+        _, _, kept, (passed, names, gate_hashes, seeded, blind, weights, draws) = last.rows()
         columns = _unzip(kept, 3 if detailed else 2)
         return LatestLabels(
             columns[1],
@@ -807,11 +850,22 @@ def latest_labels(
             columns[2] if detailed else None,
             seeded.astype(bool),
             blind.astype(bool),
+            weights.astype(np.float64),
+            draws.astype(np.float64),
         )
     runs = list(latest)
-    at_of, passed_of, names_of, gate_of, initiative_of, _, seeded_of, blind_of = (
-        zip(*latest.values(), strict=True) if latest else ((),) * 8
-    )
+    (
+        at_of,
+        passed_of,
+        names_of,
+        gate_of,
+        initiative_of,
+        _,
+        seeded_of,
+        blind_of,
+        weight_of,
+        draw_of,
+    ) = zip(*latest.values(), strict=True) if latest else ((),) * 10
     return LatestLabels(
         runs,
         list(at_of),
@@ -821,6 +875,8 @@ def latest_labels(
         list(initiative_of) if detailed else None,
         np.array(seeded_of, dtype=bool),
         np.array(blind_of, dtype=bool),
+        np.array(weight_of, dtype=np.float64),
+        np.array(draw_of, dtype=np.float64),
     )
 
 

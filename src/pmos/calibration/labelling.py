@@ -1,8 +1,11 @@
 """What the PM should label next: ``pmos label next``.
 
-The next run is the oldest in the acceptance queue (:mod:`pmos.calibration.queue`:
+The next run is the labelling plan's first proposal (:func:`pmos.calibration.plan.suggest`):
+without a plan, the oldest run in the acceptance queue (:mod:`pmos.calibration.queue`:
 a judged run whose latest judged verdict no label judges), so labels are spent
-uniformly over what the gate judged and the estimates need no reweighting.
+uniformly over what the gate judged; under a plan (``calibration.plan_pass_side_rate``
+below 1), the oldest run the plan sampled, the gate's FAIL side first, labelled
+with ``pmos accept --plan`` so the label records the weight it stands for.
 
 With ``blind`` the proposal leaves the gate's verdict out: the PM sees the
 run, its contract and where its evidence is, labels it, and records the label
@@ -15,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pmos.calibration.queue import compute_queue
+from pmos.calibration.plan import suggest
 from pmos.gate.vocabulary import is_judged
 from pmos.kit import Kit
 from pmos.store import lookup
@@ -29,12 +32,14 @@ ARTIFACT_FIELDS = ("repo", "base", "head")
 def next_to_label(kit: Kit, *, blind: bool = False) -> dict[str, Any]:
     """The proposal (keys documented under ``label next`` in json-keys.yaml); ``run_id``
     is None when no judged run awaits a label."""
-    owed = compute_queue(kit).acceptance_debt
+    plan = suggest(kit, blind=blind, limit=1)
     proposal: dict[str, Any] = {
         "run_id": None,
         "initiative_id": None,
         "blind": blind,
-        "waiting": len(owed),
+        "waiting": plan["waiting"],
+        "in_plan": plan["in_plan"],
+        "plan_weight": None,
         "age": None,
         "contract": None,
         "artifact": None,
@@ -42,9 +47,9 @@ def next_to_label(kit: Kit, *, blind: bool = False) -> dict[str, Any]:
         "evidence_command": None,
         "accept_command": None,
     }
-    if not owed:
+    if not plan["proposals"]:
         return proposal
-    first = owed[0]
+    first = plan["proposals"][0]
     run_id = first["run_id"]
     run = lookup.find_run(kit.store, run_id) or {}
     artifact = {k: run[k] for k in ARTIFACT_FIELDS if k in run}
@@ -54,10 +59,9 @@ def next_to_label(kit: Kit, *, blind: bool = False) -> dict[str, Any]:
         age=first["age"],
         contract=run.get("contract"),
         artifact=artifact or None,
+        plan_weight=first["plan_weight"],
         evidence_command=f"pmos evidence --run-id {run_id}",
-        accept_command=(
-            f"pmos accept {run_id} --label pass|fail --by YOU" + (" --blind" if blind else "")
-        ),
+        accept_command=first["accept_command"],
     )
     if not blind:
         verdict = lookup.latest_verdict(kit.store, run_id, where=is_judged) or {}

@@ -21,11 +21,19 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from pmos.calibration import drift, stats
-from pmos.calibration.agreement import TABLE_KEYS, pair_of, rounded, table_reports
+from pmos.calibration.agreement import TABLE_KEYS, maybe, pair_of, rounded, table_reports
 from pmos.calibration.decision import Rule, require_blind
 from pmos.calibration.pairs import PARALLEL_MIN_BYTES, Paired, Scope, ScoredPair, read_and_pair
 from pmos.calibration.periods import MONTH, WEEK, By
+from pmos.calibration.plan import recommended_rate
 from pmos.calibration.scores import SCORE_KEYS, score_report
+from pmos.calibration.weighting import (
+    WEIGHTING_METHOD,
+    Weighted,
+    is_weighted,
+    labels_from_effective,
+    weighted,
+)
 from pmos.errors import BadInput
 from pmos.gate.pass_fraction import MAX_WINDOW, PassFraction
 from pmos.gate.rubric import load_rubric
@@ -77,6 +85,8 @@ REPORT_KEYS = (
                 "min_tnr",
                 "calibration_rule",
                 "min_blind_labels",
+                "plan_pass_side_rate",
+                "decision_probability",
                 "model",
                 "model_source",
             ),
@@ -91,6 +101,7 @@ REPORT_KEYS = (
                 "blind_pairs",
                 "blind_observed_agreement",
                 "blind_kappa",
+                "weighting",
                 "corrected_pass_rate",
                 *SCORE_KEYS,
                 "periods",
@@ -110,6 +121,8 @@ _KIT_WIDE = (
     "min_tnr",
     "calibration_rule",
     "min_blind_labels",
+    "plan_pass_side_rate",
+    "decision_probability",
     "model",
     "model_source",
     "labels_without_verdict",
@@ -156,6 +169,8 @@ class _Columns:
     score: Any
     period: Any
     blind: Any
+    #: Each pair's weight under the labelling plan (1 without one).
+    weight: Any = None
 
 
 def compute_metrics(
@@ -229,7 +244,7 @@ def metrics_from_rows(
     scope = Scope(initiative, model, since)
     judged = read_verdicts(None, scope, window, rows=verdict_rows)
     labelled = read_labels(None, not scope.everything, rows=label_rows)
-    paired = pair(judged, labelled, scope, by)
+    paired = pair(judged, labelled, scope, by, plan_rate=config.plan_pass_side_rate)
     rubric = (
         (float(rubric_threshold), None)
         if rubric_threshold is not None
@@ -282,6 +297,8 @@ def _report(
     report["min_tnr"] = rule.min_tnr
     report["calibration_rule"] = str(rule.rule)
     report["min_blind_labels"] = config.min_blind_labels
+    report["plan_pass_side_rate"] = config.plan_pass_side_rate
+    report["decision_probability"] = rule.decision_probability
     report["labels_without_verdict"] = paired.labels_without_verdict
     report["excluded_records"] = [e.as_dict() for e in paired.excluded]
     report["unsigned_labels"] = None  # rows from elsewhere carry no signatures
@@ -440,7 +457,10 @@ class _Groups:
             np.asarray([np.nan if s is None else s for s in paired.score], dtype=float),
             np.asarray(paired.period, dtype=np.int64),
             np.asarray(paired.blind or [0] * len(paired.model), dtype=bool),
+            np.asarray(paired.weight or [1.0] * len(paired.model), dtype=float),
         )
+        #: Per group (None: all), its weighted estimates when a plan weighs its pairs.
+        self.weighted: dict[int | None, Weighted] = {}
         groups: list[int | None] = [None, *range(len(paired.models))]
         tables: list[stats.Confusion] = []
         self.where: dict[tuple[Any, ...], int] = {}
@@ -451,7 +471,17 @@ class _Groups:
 
         for group in groups:
             mask = self._mask(group)
-            add(("all", group), mask)
+            if is_weighted(self.columns.weight[mask]):
+                # Under the plan the decision reads the weighted table, scaled to
+                # its effective number of pairs (pmos.calibration.weighting).
+                found = weighted(
+                    self.columns.gate[mask], self.columns.pm[mask], self.columns.weight[mask]
+                )
+                self.weighted[group] = found
+                self.where[("all", group)] = len(tables)
+                tables.append(found.effective)
+            else:
+                add(("all", group), mask)
             add(("blind", group), mask & self.columns.blind)
             present = sorted(set(self.columns.period[mask].tolist()))
             for p in present:
@@ -489,6 +519,7 @@ class _Groups:
             undefined["blind_kappa"] = why if blind["pairs"] else "no blind labels among the pairs"
         if blind["observed_agreement"] is None:
             undefined["blind_observed_agreement"] = "no blind labels among the pairs"
+        report["weighting"] = self._weighting(group, report, undefined)
         if self.min_blind_labels:
             report["calibrated"], report["calibration_reason"] = require_blind(
                 self.min_blind_labels,
@@ -544,6 +575,51 @@ class _Groups:
         report["drift"], report["drift_basis"] = self._drift(group, undefined)
         report["undefined"] = undefined
         return {key: report[key] for key in GROUP_KEYS}
+
+    def _weighting(
+        self, group: int | None, report: dict[str, Any], undefined: dict[str, str]
+    ) -> dict[str, Any]:
+        """The ``weighting`` block: how the group's pairs were weighed. Under a plan the
+        table above is the effective one, and ``labels_needed`` is turned from
+        effective pairs back into labels at the current ratio of the two."""
+        mask = self._mask(group)
+        labelled = int(mask.sum())
+        paired = self.paired
+        planned = sum(
+            1
+            for m, p in zip(paired.model, paired.planned or [], strict=False)
+            if p and (group is None or m == group)
+        )
+        refused = sum(paired.plan_refused) if group is None else paired.plan_refused[group]
+        block: dict[str, Any] = {
+            "weighted": group in self.weighted,
+            "method": WEIGHTING_METHOD if group in self.weighted else "unweighted",
+            "labelled_pairs": labelled,
+            "plan_pairs": planned,
+            "plan_weights_refused": refused,
+            "weight_total": rounded(float(self.columns.weight[mask].sum())),
+            "effective_pairs": None,
+            "confusion": None,
+            "kappa": None,
+            "recommended_pass_side_rate": None,
+        }
+        found = self.weighted.get(group)
+        if found is None:
+            c = report["confusion"]
+            block["recommended_pass_side_rate"] = recommended_rate(
+                c["tp"], c["fn"], c["fp"], c["tn"]
+            )
+            return block
+        block["recommended_pass_side_rate"] = recommended_rate(*found.cells)
+        block["effective_pairs"] = rounded(found.effective_pairs)
+        block["confusion"] = dict(
+            zip(("tp", "fn", "fp", "tn"), (rounded(v) for v in found.cells), strict=True)
+        )
+        block["kappa"] = maybe(found.kappa)
+        needed = report["labels_needed"]
+        if needed:
+            report["labels_needed"] = labels_from_effective(needed, labelled, found.effective.n)
+        return block
 
     def _present(self, group: int | None) -> list[int]:
         return sorted(set(self.columns.period[self._mask(group)].tolist()))

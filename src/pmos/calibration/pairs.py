@@ -203,6 +203,14 @@ class Paired:
     full: list[int] = field(default_factory=list)
     #: 1 where the pair's label was given blind (``pmos accept --blind``).
     blind: list[int] = field(default_factory=list)
+    #: Each pair's weight under the labelling plan (:mod:`pmos.gate.plan`): 1 / the
+    #: plan's inclusion probability where the label's recorded weight is the one
+    #: the reader derives, else 1.
+    weight: list[float] = field(default_factory=list)
+    #: 1 where the pair's label followed the plan with a weight the reader derives.
+    planned: list[int] = field(default_factory=list)
+    #: Per model, pairs whose label claims a plan weight the reader does not derive.
+    plan_refused: list[int] = field(default_factory=list)
     score: list[float | None] = field(default_factory=list)
     period: list[int] = field(default_factory=list)
     periods: list[Any] = field(default_factory=list)
@@ -243,8 +251,14 @@ def pair(
     by: By | None,
     *,
     with_runs: bool = False,
+    plan_rate: float = 1.0,
 ) -> Paired:
     """Apply the pairing rule (module docstring) to every run in scope.
+
+    ``plan_rate`` is the policy's ``calibration.plan_pass_side_rate``: a label's
+    plan weight counts only when it is the weight :func:`pmos.gate.plan.plan_weight`
+    gives the verdict it is paired with (it names that verdict, the verdict's draw
+    is in the sample, the weight is 1 / the inclusion probability of its side).
 
     Column by column: each labelled run's latest judged verdict is found by
     the hash of its run id, the verdict its label names among the superseded
@@ -329,6 +343,20 @@ def pair(
     out.pm = labels.passed.astype(bool)[labelled][paired].astype(int).tolist()
     out.full = subject(full_of, earlier_full)[paired].astype(int).tolist()
     out.blind = cast(np.ndarray, labels.blind)[labelled][paired].astype(int).tolist()
+    # The plan's weights, re-derived: never a label's word alone.
+    claimed = labels.plan_weight[labelled]  # type: ignore[index]
+    draws = labels.plan_draw[labelled]  # type: ignore[index]
+    inclusion = np.where(gate_passed, plan_rate, 1.0)
+    derived = 1.0 / inclusion
+    holds = (
+        (claimed > 0)
+        & ((names_current & takes_latest) | named)
+        & (draws < inclusion)
+        & np.isclose(claimed, derived, rtol=1e-9, atol=0.0)
+    )
+    out.weight = np.where(holds, derived, 1.0)[paired].tolist()
+    out.planned = holds[paired].astype(int).tolist()
+    out.plan_refused = np.bincount(model[paired & (claimed > 0) & ~holds], minlength=count).tolist()
     scores = subject(judged.scores, earlier.scores)[paired].tolist()
     out.score = [None if s != s else s for s in scores]  # NaN stood for None
     rows = labelled[paired]
@@ -401,8 +429,9 @@ def read_and_pair(
     kit: Kit, scope: Scope, window: int, by: By | None, *, with_runs: bool = False
 ) -> Paired:
     """Read both ledgers, leaving out records that break a writer rule, and pair
-    them (in two processes on a large kit)."""
+    them (in two processes on a large kit), under the kit's labelling plan."""
     store = kit.store
+    plan_rate = kit.config.plan_pass_side_rate
     detailed = not scope.everything
     screen = KitScreen(kit)
     excluded = Excluded()
@@ -412,7 +441,7 @@ def read_and_pair(
         # reads it from the start, not by a label's look-up of its verdict.
         judged = read_verdicts(store, scope, window, screen=screen, excluded=excluded)
         labels = read_labels(store, detailed, screen=screen, excluded=excluded)
-        paired = pair(judged, labels, scope, by, with_runs=with_runs)
+        paired = pair(judged, labels, scope, by, with_runs=with_runs, plan_rate=plan_rate)
     else:
         # The child reads the larger ledger. On its way it notes the verdicts the
         # loose labels name, and posts them: screening those labels needs them,
@@ -429,6 +458,7 @@ def read_and_pair(
             with_runs,
             screen,
             named,
+            plan_rate,
             inbox=True,
             outbox=True,
         )
@@ -461,6 +491,7 @@ def _read_verdicts_and_pair(
     with_runs: bool,
     screen: Screen,
     named: set[str],
+    plan_rate: float,
 ) -> Paired:
     """The child's part of :func:`read_and_pair`. It posts, for the verdict ids in
     ``named``, (record_id -> (run_id, verdict) of those read, the ids it vouches
@@ -481,6 +512,6 @@ def _read_verdicts_and_pair(
     # While the parent finishes the labels: what pairing needs of the verdicts alone.
     judged.judged.rows_of(np.zeros(1, dtype=np.int64))  # sorts the runs once
     judged.judged.earlier.index()
-    paired = pair(judged, receive(), scope, by, with_runs=with_runs)
+    paired = pair(judged, receive(), scope, by, with_runs=with_runs, plan_rate=plan_rate)
     paired.excluded = excluded.items
     return paired

@@ -15,6 +15,7 @@ def register(app: typer.Typer) -> None:
         "Labelling: which run the PM should label next.", example="pmos label next --blind"
     )
     label_app.command("next", epilog=examples("pmos label next --blind --json"))(next_run)
+    label_app.command("plan", epilog=examples("pmos label plan --limit 5 --json"))(plan_runs)
     app.add_typer(label_app, name="label")
 
 
@@ -46,8 +47,11 @@ def next_run(
         return
     lines = [
         f"label next: {proposal['run_id']} (initiative {proposal['initiative_id'] or '-'}, "
-        f"waiting {proposal['age']}; {proposal['waiting']} run(s) await a label)",
+        f"waiting {proposal['age']}; {proposal['waiting']} run(s) await a label, "
+        f"{proposal['in_plan']} in the labelling plan)",
     ]
+    if proposal["plan_weight"] is not None and proposal["plan_weight"] != 1.0:
+        lines.append(f"plan: the label stands for {proposal['plan_weight']:g} run(s)")
     if blind:
         lines.append("blind: the gate's verdict is not shown")
     contract = proposal["contract"]
@@ -67,4 +71,48 @@ def next_run(
             f"{verdict.get('evaluator_model')}, {verdict.get('record_id')})"
         )
     lines.append(f"then: {proposal['accept_command']}")
+    typer.echo("\n".join(lines))
+
+
+def plan_runs(
+    blind: Annotated[
+        bool,
+        typer.Option(
+            "--blind",
+            help="Say nothing of the gate's side: the plan's runs oldest first, without "
+            "their side or weight (either would tell the PM what the gate said).",
+        ),
+    ] = False,
+    limit: Annotated[
+        int, typer.Option("--limit", min=0, help="At most this many runs (default 10).")
+    ] = 10,
+    json_output: JsonFlag = False,
+) -> None:
+    """The runs the labelling plan asks the PM to label next, in order.
+
+    Under a plan (pmos.yaml calibration.plan_pass_side_rate below 1) every run the
+    gate failed and a sampled share of those it passed, the FAIL side first; each
+    label of them, written with 'pmos accept RUN --plan', records the weight it
+    stands for. Without a plan: the acceptance queue, oldest first.
+    """
+    from pmos.calibration.plan import suggest
+
+    found = suggest(kit(), blind=blind, limit=limit)
+    if json_output:
+        emit_json(found)
+        return
+    rate = found["plan_pass_side_rate"]
+    head = (
+        f"labelling plan: every run the gate failed, {rate:g} of those it passed"
+        if found["planned"]
+        else "no labelling plan (calibration.plan_pass_side_rate is 1): the queue, oldest first"
+    )
+    lines = [head, f"{found['in_plan']} of {found['waiting']} waiting run(s) are in the plan"]
+    for p in found["proposals"]:
+        side = (
+            ""
+            if p["gate_side"] is None
+            else f" gate {p['gate_side']}, weight {p['plan_weight']:g};"
+        )
+        lines.append(f"  {p['run_id']} ({p['age']};{side} {p['accept_command']})")
     typer.echo("\n".join(lines))

@@ -319,6 +319,16 @@ def accept(
             "calibration reports agreement on blind labels apart.",
         ),
     ] = False,
+    plan: Annotated[
+        bool,
+        typer.Option(
+            "--plan",
+            help="The run is one the labelling plan asked for ('pmos label next'): the label "
+            "records the weight it stands for, derived from the verdict it judges and pmos.yaml "
+            "calibration.plan_pass_side_rate (never typed in). A run the plan did not sample, "
+            "or a kit with no plan, is refused (exit 2).",
+        ),
+    ] = False,
     ledger: Ledger = None,
     json_output: JsonFlag = False,
 ) -> None:
@@ -347,6 +357,7 @@ def accept(
             refuse_unknown_run=not allow_unknown_run,
             verdict_id=verdict,
             blind=blind,
+            plan=plan,
         )
     _report(cast(Written, written), json_output)  # None only with only_if_unlabelled
 

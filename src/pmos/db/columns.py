@@ -75,7 +75,8 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
     "acceptances": _COMMON
     + _text("run_id", "initiative_id", "label")
     + (Column("labelled_by", "by", "text"),)
-    + _text("gate_verdict", "gate_record_id"),
+    + _text("gate_verdict", "gate_record_id")
+    + (Column("blind", "blind", "boolean"), Column("plan_weight", "plan_weight", "double")),
     "assessments": _COMMON
     + _text("task_id", "run_id", "trigger")
     + (Column("attempt", "attempt", "double"), Column("passed", "passed", "boolean")),

@@ -73,7 +73,8 @@ def rows_of(
     the Python value without parsing text. The order compares strings by
     code point (``COLLATE "C"``), as Python and file mode do, whatever the
     database's collation. Over several kits (``prefix``), run ids and the
-    verdict ids labels name are prefixed with their kit's id by the server.
+    verdict ids labels name (and the verdicts' own ids) are prefixed with their kit's
+    id by the server.
     """
     row = _plain_row(kind, fields)
     table = table_of(kind)
@@ -83,7 +84,9 @@ def rows_of(
         if column is None:
             raise ValueError(f"no typed column holds {name!r} of {kind} records")
         value = f"t.{column}"
-        if prefix and name in ("run_id", "gate_record_id"):
+        # A verdict's own id too, so a label names its verdict over several kits as it
+        # does in one (the labelling plan's weight holds only for the verdict named).
+        if prefix and (name in ("run_id", "gate_record_id") or (kind, name) == _VERDICT_ID):
             value = f"k.kit_id || '/' || {value}"
         columns.append(value)
     cursor = conn.cursor(f"pmos_rows_{next(_cursors)}", binary=True)
@@ -99,6 +102,8 @@ def rows_of(
             yield from map(make, batch)
 
 
+#: The verdict id labels name (``gate_record_id``), prefixed like it over several kits.
+_VERDICT_ID = ("evals", "record_id")
 #: Rows fetched from the server-side cursor at a time.
 _FETCH_ROWS = 20_000
 #: Numbers for the cursors' names: two readers may be open at once.
@@ -123,7 +128,7 @@ def db_metrics(
 ) -> dict[str, Any]:
     """The calibration report over the database's kits (all, or those named)."""
     # Deferred: pmos.calibration.metrics imports numpy (about 0.2 s).
-    from pmos.calibration.judged import FILTER_FIELDS, LABEL_FIELDS, VERDICT_FIELDS
+    from pmos.calibration.judged import BLIND_FIELDS, FILTER_FIELDS, LABEL_FIELDS, VERDICT_FIELDS
     from pmos.calibration.metrics import metrics_from_rows
 
     detailed = initiative is not None or model is not None or since is not None
@@ -136,7 +141,8 @@ def db_metrics(
         several = len(selected) > 1
         report = metrics_from_rows(
             rows_of(conn, "evals", VERDICT_FIELDS + extra, keys, prefix=several),
-            rows_of(conn, "acceptances", LABEL_FIELDS + extra, keys, prefix=several),
+            # Blind labels and plan weights as file mode reads them (BLIND_FIELDS).
+            rows_of(conn, "acceptances", LABEL_FIELDS + extra + BLIND_FIELDS, keys, prefix=several),
             config,
             window=window,
             initiative=initiative,

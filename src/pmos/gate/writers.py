@@ -20,6 +20,7 @@ import yaml
 
 from pmos.errors import BadInput, RecordRejected, Violation
 from pmos.gate import exemplars, pass_fraction, signing
+from pmos.gate import plan as labelling_plan
 from pmos.gate import rules as verdict_rules
 from pmos.gate.artifact import run_artifact
 from pmos.gate.clock import checking_time, future_dated, label_before_verdict
@@ -27,7 +28,7 @@ from pmos.gate.families import same_family
 from pmos.gate.rubric import Rubric, load_rubric
 from pmos.gate.stored_evidence import known_cases, verdict_evidence_problems
 from pmos.gate.versions import LABEL_SCHEMA_VERSION, VERDICT_SCHEMA_VERSION
-from pmos.gate.vocabulary import SKIPPED, is_judged
+from pmos.gate.vocabulary import PASS_SIDE, SKIPPED, is_judged
 from pmos.inputs import read_input_text
 from pmos.kit import Kit
 from pmos.store import lookup
@@ -414,8 +415,16 @@ def record_acceptance(
     refuse_unknown_run: bool = False,
     verdict_id: str | None = None,
     blind: bool = False,
+    plan: bool = False,
 ) -> Written | None:
     """Store a PM's acceptance label; it supersedes any earlier label of the run.
+
+    ``plan`` (``pmos accept --plan``): the PM labels a run the labelling plan
+    asked for, and the label records the weight it stands for
+    (``plan_weight``, :func:`pmos.gate.plan.plan_weight` of the verdict it
+    judges under the kit's ``calibration.plan_pass_side_rate``). The weight is
+    derived here, never typed in; a run the plan did not sample, or a kit with
+    no plan, is refused (``not-in-plan``), as is a label that judges no verdict.
 
     ``blind`` marks a label the PM gave without seeing the gate's verdict
     (``pmos accept --blind``): stored as ``blind: true``.
@@ -504,6 +513,8 @@ def record_acceptance(
                 verdict["verdict"],
                 verdict["record_id"],
             )
+        if plan:
+            record["plan_weight"] = _plan_weight(kit, run_id, overridden.get("verdict") or judged)
         # Signed last: the signature covers every content field as stored, the kit's
         # identity and the verdict the label judges.
         judged_digest = signing.verdict_sha256(overridden.get("verdict") or judged)
@@ -544,6 +555,35 @@ def record_acceptance(
     for entry in pending:
         written.warnings.append(entry.publish())
     return written
+
+
+#: The rule that refuses ``--plan`` for a run the labelling plan did not ask for.
+NOT_IN_PLAN = "not-in-plan"
+
+
+def _plan_weight(kit: Kit, run_id: str, judged: dict[str, Any] | None) -> float:
+    """The weight a plan label of ``run_id`` stands for, or ``not-in-plan``."""
+    rate = kit.config.plan_pass_side_rate
+    problem = None
+    if rate >= 1.0:
+        problem = (
+            "the kit has no labelling plan (pmos.yaml calibration.plan_pass_side_rate is 1): "
+            "label without --plan"
+        )
+    elif judged is None:
+        problem = f"run {run_id!r} has no judged verdict yet, so the plan has not sampled it"
+    else:
+        passed = judged["verdict"] in PASS_SIDE
+        weight = labelling_plan.plan_weight(judged["record_id"], passed, rate)
+        if weight is not None:
+            return weight
+        problem = (
+            f"the labelling plan did not sample run {run_id!r} (its verdict "
+            f"{judged['record_id']} draws {labelling_plan.draw(judged['record_id']):.4f}, "
+            f"not below the pass-side rate {rate:g}): label it without --plan, or "
+            "'pmos label next' for a run the plan asks for"
+        )
+    raise RecordRejected("acceptance", [Violation(NOT_IN_PLAN, "plan_weight", problem)])
 
 
 def _named_verdict(kit: Kit, run_id: str, verdict_id: str) -> dict[str, Any]:

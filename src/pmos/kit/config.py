@@ -56,6 +56,11 @@ class Config(NamedTuple):
     calibration_model: str | None = None
     #: ``calibration.min_blind_labels``: blind pairs the current model needs.
     min_blind_labels: int = 0
+    #: ``calibration.plan_pass_side_rate``: the labelling plan's share of pass-side
+    #: runs asked for (1: no plan; :mod:`pmos.gate.plan`).
+    plan_pass_side_rate: float = 1.0
+    #: ``calibration.decision_probability``: labels_needed's chance of a decision.
+    decision_probability: float = 0.8
     model_families: Mapping[str, list[str]] = DEFAULT_FAMILIES
     #: The whole parsed file, for sections that belong to other modules.
     raw: Mapping[str, Any] = {}
@@ -103,6 +108,9 @@ def parse_config(text: str, path: Path | str) -> Config:
         if type(section["min_blind_labels"]) is not int:
             raise ConfigError(f"{path}: calibration.min_blind_labels must be a whole number")
         known["min_blind_labels"] = section["min_blind_labels"]
+    for key in ("plan_pass_side_rate", "decision_probability"):
+        if key in section:
+            known[key] = float(section[key])
     return Config(ledgers=ledgers, raw=data, **known)
 
 

@@ -196,11 +196,13 @@ def calibration_at_base(base: Ledgers, config: Any) -> tuple[dict[str, dict[str,
     it; they are not checked again here."""
     # numpy and the statistics load in the process that computes this: on a large
     # kit a forked child, while the parent checks the change.
-    from pmos.calibration.judged import LABEL_FIELDS, VERDICT_FIELDS
+    from pmos.calibration.judged import BLIND_FIELDS, LABEL_FIELDS, VERDICT_FIELDS
     from pmos.calibration.metrics import metrics_from_rows
 
     verdict_row = row_type("evals", VERDICT_FIELDS)
-    label_row = row_type("acceptances", LABEL_FIELDS)
+    # Blind labels and plan weights, as pmos metrics reads them (the decision needs
+    # both: calibration.min_blind_labels, and the plan's weighted table).
+    label_row = row_type("acceptances", LABEL_FIELDS + BLIND_FIELDS)
     # The calibration readers keep the right answer whatever order rows come in.
     verdicts = base.records.get("evals", {}).values()
     labels = base.records.get("acceptances", {}).values()
