@@ -239,6 +239,7 @@ def predictive_spread(size: Any, now: int) -> Any:
     yet move from today's at ``now`` pairs: sqrt((size - now) / (size now)). Today's
     estimate is not the truth: the truth is as uncertain as today's interval says, and
     the pairs to come average only their own noise away."""
+    # Deferred: numpy (about 0.2 s), for the statistics alone.
     import numpy as np
 
     size = np.asarray(size, dtype=float)
@@ -254,6 +255,7 @@ def _grown(size: int, estimate: float, low: float, target: float, z: float = 0.0
     ceil(size ((estimate - low) / (estimate - target))^2); ``size`` when it already
     reaches it. Raises :class:`Undefined` when no size would, at probability p: the
     estimate is too uncertain today for more pairs to make a decision that likely."""
+    # Deferred: numpy (about 0.2 s), for the statistics alone.
     import numpy as np
 
     if low >= target:
@@ -282,6 +284,7 @@ def _class_size(size: int, have: int, want: int, z: float) -> int:
     s = have / size: the class's share of d more labels is binomial around a share
     known only to within sqrt(s (1 - s) / size). At z = 0 this is
     ceil(want * size / have), the median projection."""
+    # Deferred: numpy (about 0.2 s), for the statistics alone.
     import numpy as np
 
     if have >= want:

@@ -28,6 +28,7 @@ import math
 from typing import Any
 
 from pmos.calibration.queue import compute_queue
+from pmos.calibration.stats import kappa_formula
 from pmos.gate import plan as sampling
 from pmos.gate.vocabulary import PASS_SIDE
 from pmos.kit import Kit
@@ -93,8 +94,6 @@ def recommended_rate(tp: float, fn: float, fp: float, tn: float) -> float | None
     proportional to |dk/dq_h| sqrt(q_h (1 - q_h)) / W_h; the FAIL side's is 1, the pass
     side's the ratio, at most 1. None when a side is empty or kappa is undefined.
     Shares are smoothed by half a pair."""
-    from pmos.calibration.stats import kappa_formula
-
     pass_side, fail_side = tp + fp, fn + tn
     if pass_side <= 0 or fail_side <= 0:
         return None

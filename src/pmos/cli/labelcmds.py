@@ -95,6 +95,7 @@ def plan_runs(
     label of them, written with 'pmos accept RUN --plan', records the weight it
     stands for. Without a plan: the acceptance queue, oldest first.
     """
+    # Deferred: the plan reads the queue, which loads numpy (about 0.2 s).
     from pmos.calibration.plan import suggest
 
     found = suggest(kit(), blind=blind, limit=limit)
