@@ -9,6 +9,7 @@ checker for it is unavailable rather than silently accept anything.
 
 from __future__ import annotations
 
+import enum
 import json
 import math
 from functools import cache
@@ -53,6 +54,27 @@ def load_schema(name: str) -> dict[str, Any]:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise PmosError(f"cannot load schema {path}: {exc}") from exc
+
+
+def enum_values(name: str, pointer: str) -> tuple[str, ...]:
+    """The string values of the ``enum`` at ``pointer`` (a JSON pointer such as
+    ``/properties/label``) of the schema ``name``: what a command-line choice of
+    the same field offers, so the choice is never a hand-kept copy of the schema."""
+    node: Any = load_schema(name)
+    for part in pointer.strip("/").split("/"):
+        if not isinstance(node, dict) or part not in node:
+            raise PmosError(f"schema {name!r} has nothing at {pointer!r}")
+        node = node[part]
+    values = node.get("enum") if isinstance(node, dict) else None
+    if not isinstance(values, list) or not values:
+        raise PmosError(f"schema {name!r} has no enum at {pointer!r}")
+    return tuple(v for v in values if isinstance(v, str))
+
+
+def choice(type_name: str, name: str, pointer: str) -> type[enum.StrEnum]:
+    """A string enum of the values at ``pointer`` of the schema ``name`` (see
+    :func:`enum_values`); each member is named and valued as the schema's word."""
+    return enum.StrEnum(type_name, {value: value for value in enum_values(name, pointer)})  # type: ignore[return-value]
 
 
 #: Keywords whose values are data, never subschemas holding a ``$ref``.

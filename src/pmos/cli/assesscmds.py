@@ -8,7 +8,6 @@ subcommand word in front of it; the group's help lists that command's options.
 
 from __future__ import annotations
 
-import enum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,19 +16,13 @@ from typer.core import TyperCommand
 
 from pmos import exit_codes
 from pmos.cli._app import JsonFlag, PmosGroup, emit_json, examples, kit, new_typer, table, warn
+from pmos.schemas import choice
 
 _DEFAULT = "run"
 
 
-class Trigger(enum.StrEnum):
-    """Why an assessment runs (the assessment schema's ``trigger``)."""
-
-    initial = "initial"
-    reassess = "reassess"
-    fix = "fix"
-    retry = "retry"
-    auto_correct = "auto-correct"
-    judge = "judge"
+#: Why an assessment runs: the assessment schema's ``trigger`` words.
+Trigger = choice("Trigger", "assessment", "/properties/trigger")
 
 
 class AssessGroup(PmosGroup):

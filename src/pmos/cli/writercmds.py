@@ -6,7 +6,6 @@ lives there. Success prints the record_id (the stored record with --json).
 
 from __future__ import annotations
 
-import enum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -21,20 +20,12 @@ from pmos.cli._app import (
     rejections_as_json,
     warn,
 )
+from pmos.schemas import choice
 
-
-class Label(enum.StrEnum):
-    """A PM's label (the acceptance schema's ``label``)."""
-
-    passed = "pass"
-    failed = "fail"
-
-
-class AxisVerdict(enum.StrEnum):
-    """One axis of a verdict, spec or standards (the verdict schema's axis ``verdict``)."""
-
-    passed = "pass"
-    failed = "fail"
+#: A PM's label: the acceptance schema's ``label`` words.
+Label = choice("Label", "acceptance", "/properties/label")
+#: One axis of a verdict, spec or standards: the verdict schema's axis ``verdict`` words.
+AxisVerdict = choice("AxisVerdict", "verdict", "/$defs/axis/properties/verdict")
 
 
 Ledger = Annotated[
