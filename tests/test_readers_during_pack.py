@@ -12,6 +12,7 @@ import pytest
 import ledgerfiles
 from conftest import pmos_process
 from pmos.kit import open_kit
+from pmos.store import integrity
 from pmos.store.append import Draft, append
 
 #: Pack cycles: each adds records to closed months, then packs them in a real process.
@@ -42,15 +43,25 @@ def _read_in_a_loop(
         seen.append((before, len(appended), done.returncode, done.stdout, done.stderr))
 
 
+def _label_in_a_loop(stop: threading.Event, seen: list) -> None:
+    """A PM labelling runs meanwhile: 'pmos accept' reads the ledgers before it writes."""
+    while not stop.is_set():
+        run_id = f"labelled-{len(seen)}"
+        seen.append(pmos_process("accept", run_id, "--label", "pass", "--by", "pm",
+                                 "--allow-unknown-run", timeout=300))  # fmt: skip
+
+
 @pytest.mark.slow
 def test_readers_see_a_consistent_kit_while_packs_run(kit_root):
-    """'pmos ledger verify' and 'pmos queue' run over and over in their own
-    processes while 'pmos ledger pack' folds loose files into packs: every reading
-    is clean (no tamper alarm, no record missing or read twice, no retry asked)."""
+    """'pmos ledger verify', 'pmos queue' and 'pmos accept' run over and over in
+    their own processes while 'pmos ledger pack' folds loose files into packs:
+    every reading is clean (no tamper alarm, no record missing or read twice, no
+    retry asked) and every label is stored."""
     stop = threading.Event()
     appended: list[str] = []
     verifies: list = []
     queues: list = []
+    labels: list = []
     readers = [
         threading.Thread(
             target=_read_in_a_loop, args=(["ledger", "verify"], stop, appended, verifies)
@@ -58,6 +69,7 @@ def test_readers_see_a_consistent_kit_while_packs_run(kit_root):
         threading.Thread(
             target=_read_in_a_loop, args=(["queue", "--json"], stop, appended, queues)
         ),
+        threading.Thread(target=_label_in_a_loop, args=(stop, labels)),
     ]
     packs = []
     try:
@@ -74,7 +86,9 @@ def test_readers_see_a_consistent_kit_while_packs_run(kit_root):
         assert done.returncode == 0, done.stderr
     assert len(ledgerfiles.pack_files(kit_root, "runs")) == 3
     assert ledgerfiles.record_files(kit_root, "runs") == []
-    assert verifies and queues
+    assert verifies and queues and labels
+    for done in labels:
+        assert done.returncode == 0, done.stderr
     for _, _, code, out, err in verifies:
         assert code == 0, out + err
         assert "try again" not in out + err
@@ -82,7 +96,8 @@ def test_readers_see_a_consistent_kit_while_packs_run(kit_root):
         assert code in (0, 1), err  # 1: runs without a verdict are owed one
         found = json.loads(out)
         assert found["excluded_records"] == [], found["excluded_records"]
-        owed = [d["run_id"] for d in found["verification_debt"]]
+        # (the labelled runs, never registered nor judged, are owed a verdict too)
+        owed = [d["run_id"] for d in found["verification_debt"] if d["run_id"][0] == "c"]
         # Each run once, and every run stored before the reading began: never a
         # record lost or doubled while its loose file and its pack changed places.
         assert len(owed) == len(set(owed))
@@ -124,3 +139,22 @@ def test_a_torn_loose_file_is_left_out_with_its_reason_and_blocks_nothing(kit_ro
         assert "not packed" in packed.stdout + packed.stderr and torn.exists()
     again = json.loads(pmos_process("queue", "--json").stdout)
     assert sorted(d["run_id"] for d in again["verification_debt"]) == ["r0", "r2", "r3"]
+
+
+def test_a_reading_listed_before_a_pack_and_read_after_it_misses_nothing(kit_root):
+    """The race above, made certain: a reader lists the ledger, a real 'pmos ledger
+    pack' then folds the listed loose files into a pack and removes them, and only
+    then does the reader read what it listed. It reads the month again and sees
+    every record once."""
+    appended: list[str] = []
+    _add_closed_month_runs(kit_root, 0, appended)
+    store = open_kit(kit_root).store
+    listed = store.sources("runs")
+    assert listed.buckets and all(b.loose and not b.packs for b in listed.buckets)
+    packed = pmos_process("ledger", "pack", "runs", "--force")
+    assert packed.returncode == 0, packed.stderr
+    assert ledgerfiles.record_files(kit_root, "runs") == []
+    scans = list(integrity.scan(listed, "runs"))
+    assert [r.refused for r in scans] == [[], [], []]
+    read_ids = [json.loads(s.raw)["run_id"] for r in scans for s in r.stored]
+    assert sorted(read_ids) == sorted(appended)
