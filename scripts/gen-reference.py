@@ -159,6 +159,7 @@ def sample_session(work: Path) -> list[tuple[str | None, list[str]]]:
         ("queue", "queue"),
         ("label next", "label next --blind"),
         ("exemplars", "exemplars"),
+        ("exemplars --log", "exemplars --log"),
         ("ledger verify", "ledger verify"),
         ("ledger show", "ledger show runs"),
         ("ledger path", "ledger path"),

@@ -35,6 +35,7 @@ SCHEMA_NAMES = (
     "rubric",
     "config",
     "exemplar",
+    "exemplar-log",
     "known-bad",
     "skill",
     "assessment-spec",

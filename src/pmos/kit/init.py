@@ -29,7 +29,7 @@ KIT_TEMPLATE_PATHS: list[str] = [
     "DECISIONS.md",
     "skills",
     "planning/evals/calibration-method.md",
-    "planning/evals/eval-calibration.md",  # entry-free in the repository: no inherited history
+    "planning/evals/exemplars.yaml",  # entry-free in the repository: no inherited history
     "planning/evals/known-bad",
     "planning/research",
 ]
