@@ -160,6 +160,7 @@ def sample_session(work: Path) -> list[tuple[str | None, list[str]]]:
         ("label next", "label next --blind"),
         ("label plan", "label plan --limit 5"),
         ("exemplars", "exemplars"),
+        ("exemplars --log", "exemplars --log"),
         ("ledger verify", "ledger verify"),
         ("ledger show", "ledger show runs"),
         ("ledger path", "ledger path"),

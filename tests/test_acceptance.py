@@ -10,7 +10,7 @@ from pmos.gate import writers
 from pmos.gate.exemplars import read_log
 from pmos.kit import open_kit
 
-LOG = "planning/evals/eval-calibration.md"
+LOG = "planning/evals/exemplars.yaml"
 RUBRIC = "planning/evals/agent-run-eval-rubric.md"
 
 

@@ -13,7 +13,7 @@ import json
 import pytest
 
 from conftest import good_verdict, ledger_bytes
-from pmos.gate.exemplars import ExemplarLogError, parse_log, render_entry
+from pmos.gate.exemplars import ExemplarLogError, parse_entry, parse_log, render_entry
 from pmos.inputs import duplicate_json_key
 from pmos.yamlio import load_yaml
 
@@ -181,10 +181,14 @@ def test_an_exemplar_log_entry_repeating_a_key_is_refused(twice):
         "lesson": "The gate trusted a test that asserted nothing.",
         "recorded_at": "2026-11-01T10:00:00Z",
     }
-    text = "# Log\n\n## Entries\n" + render_entry(data)
+    text = render_entry(data)
     if not twice:
-        assert parse_log(text) == [data]
+        assert parse_entry(text) == data
         return
     text = text.replace("run_id: run-9\n", "run_id: run-9\nrun_id: run-1\n")
     with pytest.raises(ExemplarLogError, match="found the key 'run_id' repeated"):
-        parse_log(text)
+        parse_entry(text)
+    items = text.splitlines()
+    listed = "entries:\n  - " + "\n    ".join(items) + "\n"  # the same entry in the log
+    with pytest.raises(ExemplarLogError, match="found the key 'run_id' repeated"):
+        parse_log(listed)

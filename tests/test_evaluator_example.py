@@ -41,9 +41,8 @@ def test_the_example_verdict_is_accepted_for_its_registered_run(cli, kit_root):
     )
     assert registered.exit_code == 0, registered.output
     # The calibration cases the example anchored on, as the kit's exemplar log holds them.
-    from pmos.gate.exemplars import render_entry
-
-    log = kit_root / "planning/evals/eval-calibration.md"
+    log = kit_root / "planning/evals/exemplars.yaml"
+    entries = []
     for case, label in zip(verdict["exemplars"], ("fail", "pass"), strict=True):
         entry = {
             "case_id": case,
@@ -54,7 +53,8 @@ def test_the_example_verdict_is_accepted_for_its_registered_run(cli, kit_root):
             "lesson": "an example case",
             "recorded_at": "2026-11-02T10:15:00Z",
         }
-        log.write_text(log.read_text(encoding="utf-8") + render_entry(entry), encoding="utf-8")
+        entries.append(entry)
+    log.write_text(json.dumps({"entries": entries}), encoding="utf-8")  # JSON is YAML
     result = cli("eval", "record", "--file", "-", "--json", input=blocks["json"])
     assert result.exit_code == 0, result.output
     stored = json.loads(result.stdout)

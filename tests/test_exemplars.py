@@ -11,10 +11,17 @@ import pytest
 
 from conftest import good_verdict, ledger_bytes, write_json
 from pmos.assets import kit_source
-from pmos.gate.exemplars import ExemplarLogError, parse_log, read_log, render_entry
+from pmos.gate.exemplars import (
+    ExemplarLogError,
+    parse_entry,
+    parse_log,
+    read_log,
+    render_entry,
+    render_markdown,
+)
 from pmos.kit import open_kit
 
-LOG = "planning/evals/eval-calibration.md"
+LOG = "planning/evals/exemplars.yaml"
 OVERRIDES = "planning/evals/overrides"
 
 
@@ -105,23 +112,37 @@ def exemplars_json(cli, *args: str) -> dict:
 # ---------------------------------------------------------------- the log format
 
 
+def log_text(*entries: dict) -> str:
+    """A log file holding ``entries`` (YAML data, as a PM writes it)."""
+    import yaml
+
+    return yaml.safe_dump({"entries": list(entries)}, sort_keys=False, allow_unicode=True)
+
+
 def test_shipped_log_is_a_valid_log_without_entries():
     text = (kit_source() / LOG).read_text(encoding="utf-8")
-    # The example entry sits inside a code fence and must not count.
-    assert "### run-42-override" in text
+    # The example entry sits in a comment and must not count.
+    assert "run-42-override" in text
     assert parse_log(text) == []
 
 
-def test_rendered_entries_round_trip_even_with_fences_and_headings_in_the_lesson():
-    tricky = entry(lesson="line one\n```\n### not a heading\n``````x")
-    text = "# Log\n\n## Entries\n" + render_entry(tricky) + render_entry(entry("case-2"))
-    assert parse_log(text) == [tricky, entry("case-2")]
+def test_rendered_entries_round_trip_even_with_markup_in_the_lesson():
+    tricky = entry(lesson="line one\n```\n### not a heading\n``````x\u2028y")
+    assert parse_entry(render_entry(tricky)) == tricky
+    assert parse_log(log_text(tricky, entry("case-2"))) == [tricky, entry("case-2")]
+
+
+def test_the_log_is_rendered_as_markdown_for_people():
+    shown = render_markdown([entry("c1", lesson="Use *care*\n# not a heading")], "log.yaml")
+    assert shown.startswith("# Exemplar log (1 case(s))\n")
+    assert "\n## c1\n" in shown and "- gate_verdict: PASS" in shown
+    assert "> Use \\*care\\*\n> \\# not a heading\n" in shown
 
 
 def test_unquoted_timestamps_stay_text():
     text = (
-        "### c1\n\n```yaml\ncase_id: c1\nrun_id: r\ngate_verdict: FAIL\npm_label: fail\n"
-        "override: false\nlesson: fine\nrecorded_at: 2026-11-30T08:15:00Z\n```\n"
+        "entries:\n  - case_id: c1\n    run_id: r\n    gate_verdict: FAIL\n    pm_label: fail\n"
+        "    override: false\n    lesson: fine\n    recorded_at: 2026-11-30T08:15:00Z\n"
     )
     assert parse_log(text)[0]["recorded_at"] == "2026-11-30T08:15:00Z"
 
@@ -129,50 +150,75 @@ def test_unquoted_timestamps_stay_text():
 @pytest.mark.parametrize(
     ("text", "expected", "line"),
     [
-        ("### c1\n\nSome prose instead of a block.\n", "must be followed by a fenced ```yaml", 3),
-        ("### c1\n\n```json\n{}\n```\n", "must be followed by a fenced ```yaml", 3),
-        ("### c1\n\n```yaml\ncase_id: c1\n", "never closed", 5),
-        ("### c1\n\n```yaml\n- a list\n```\n", "must be a YAML mapping", 3),
-        ("### c1\n\n```yaml\ncase_id: [\n```\n", "not valid YAML", 3),
+        ("- a list\n", "is not of type 'object'", 1),
+        ("entries:\n  - case_id: [\n", "not valid YAML", 3),
+        ("entries: []\nnotes: x\n", "unknown field", 1),
+        ("entries:\n  - 3\n", "is not of type 'object'", 2),
+        ("entries:\n  - case_id: c1\n    case_id: c2\n", "repeated", 3),
     ],
 )
-def test_malformed_blocks_are_refused_with_their_line(text, expected, line):
+def test_malformed_logs_are_refused_with_their_line(text, expected, line):
     with pytest.raises(ExemplarLogError) as err:
-        parse_log("# Log\n\n" + text, "log.md")
+        parse_log(text, "log.yaml")
     assert expected in str(err.value)
-    assert f"log.md:{line}:" in str(err.value)
+    assert f"log.yaml:{line}:" in str(err.value)
+
+
+def test_an_empty_log_file_holds_no_entry():
+    assert parse_log("") == [] and parse_log("# only a comment\n") == []
 
 
 def test_entry_rules_are_checked_and_every_problem_listed():
-    bad_fields = render_entry(entry("c1")).replace("pm_label: fail", "pm_label: maybe")
-    wrong_heading = render_entry(entry("c2")).replace("### c2", "### other")
-    wrong_override = render_entry(entry("c3")).replace("override: true", "override: false")
-    duplicate = render_entry(entry("c4")) + render_entry(entry("c4"))
-    unknown = render_entry(entry("c5")).replace("case_id: c5", "case_id: c5\nscore: 3")
+    bad_fields = entry("c1", pm_label="maybe")
+    wrong_override = entry("c3", override=False)
+    unknown = {**entry("c5"), "score": 3}
     with pytest.raises(ExemplarLogError) as err:
-        parse_log(bad_fields + wrong_heading + wrong_override + duplicate + unknown)
+        parse_log(log_text(bad_fields, unknown))
     message = str(err.value)
     assert "pm_label" in message
-    assert "the heading must equal case_id ('c2')" in message
-    assert "override is false, but gate_verdict PASS and pm_label fail give true" in message
-    assert "case_id 'c4' repeats" in message
     assert "score" in message and "unknown field" in message
-    assert len(err.value.problems) == 5
+    assert len(err.value.problems) == 2
+    with pytest.raises(ExemplarLogError) as err:
+        parse_log(log_text(entry("c2"), wrong_override, entry("c4"), entry("c4")))
+    message = str(err.value)
+    assert "override is false, but gate_verdict PASS and pm_label fail give true" in message
+    assert "case_id 'c4' repeats (first used on line 16)" in message
+    assert [line for line, _ in err.value.problems] == [9, 23]
+
+
+def test_an_override_entry_file_holds_one_mapping():
+    with pytest.raises(ExemplarLogError, match="one YAML mapping"):
+        parse_entry(log_text(entry("c1")).replace("entries:\n", ""), "o.yaml")
+    with pytest.raises(ExemplarLogError, match="pm_label"):
+        parse_entry(render_entry(entry("c1")).replace("pm_label: fail", "pm_label: maybe"))
 
 
 def test_exemplars_refuses_a_malformed_log(cli, kit_root):
-    (kit_root / LOG).write_text("### oops\n\nno block here\n", encoding="utf-8")
+    (kit_root / LOG).write_text("entries:\n  - case_id: oops\n", encoding="utf-8")
     result = cli("exemplars")
     assert result.exit_code == 2
-    assert "planning/evals/eval-calibration.md:1:" in result.stderr
-    assert "'oops' must be followed" in result.stderr
+    assert "planning/evals/exemplars.yaml:2:" in result.stderr
+    assert "'gate_verdict' is a required property" in result.stderr
+
+
+def test_exemplars_log_shows_every_entry_as_markdown_and_as_data(cli, kit_root, tmp_path):
+    (kit_root / LOG).write_text(log_text(entry("hand-1", run_id="run-0")), encoding="utf-8")
+    judge(cli, tmp_path, "run-1", "PASS")
+    label(cli, "run-1", "fail", note="The retry loop swallowed the timeout.")
+    shown = cli("exemplars", "--log")
+    assert shown.exit_code == 0, shown.output
+    assert "# Exemplar log (2 case(s))" in shown.stdout
+    assert "## hand\\-1" in shown.stdout and "## run\\-1\\-override\\-" in shown.stdout
+    data = json.loads(cli("exemplars", "--log", "--json").stdout)
+    assert [e["run_id"] for e in data["entries"]] == ["run-0", "run-1"]
+    assert data["log"] == str(kit_root / LOG)
 
 
 def test_exemplar_log_may_not_leave_the_kit_root(cli, kit_root):
     config = kit_root / "pmos.yaml"
     config.write_text(
         config.read_text(encoding="utf-8").replace(
-            "exemplar_log: planning/evals/eval-calibration.md", "exemplar_log: ../elsewhere.md"
+            "exemplar_log: planning/evals/exemplars.yaml", "exemplar_log: ../elsewhere.yaml"
         ),
         encoding="utf-8",
     )
@@ -189,7 +235,7 @@ def test_override_is_appended_to_the_log_and_announced(cli, kit_root, tmp_path):
     result = label(cli, "run-1", "fail", note="The retry loop swallowed the timeout.")
     assert "overrides the gate's PASS on run 'run-1'" in result.stderr
     assert "logged to planning/evals/overrides/run-1-override-" in result.stderr
-    assert "(part of the exemplar log planning/evals/eval-calibration.md)" in result.stderr
+    assert "(part of the exemplar log planning/evals/exemplars.yaml)" in result.stderr
     [logged] = log_entries(kit_root)
     acceptance = json.loads(cli("ledger", "show", "acceptances", "--json").stdout)[-1]
     verdict = json.loads(cli("ledger", "show", "evals", "--json").stdout)[-1]
@@ -266,25 +312,26 @@ def test_an_override_note_with_any_line_break_is_logged_once(cli, kit_root, tmp_
     again = label(cli, "run-1", "fail", note=note)
     assert "already holds this override" in again.stderr
     assert len(log_entries(kit_root)) == 1
-    text = (kit_root / LOG).read_text(encoding="utf-8")
+    [entry_file] = (kit_root / OVERRIDES).iterdir()
+    text = entry_file.read_text(encoding="utf-8")
     assert not set("\u2028\u2029\x85\r\x0b\x0c\x1c") & set(text)
 
 
 def test_a_malformed_log_refuses_the_label_and_writes_nothing(cli, kit_root, tmp_path):
     judge(cli, tmp_path, "run-1", "PASS")
-    (kit_root / LOG).write_text("### broken\n", encoding="utf-8")
+    (kit_root / LOG).write_text("entries: [broken\n", encoding="utf-8")
     before = ledger_bytes(kit_root)
     result = cli("accept", "run-1", "--label", "fail", "--by", "pm-ana")
     assert result.exit_code == 2
     assert "not a valid exemplar log" in result.stderr
     assert ledger_bytes(kit_root) == before
-    assert (kit_root / LOG).read_text(encoding="utf-8") == "### broken\n"
+    assert (kit_root / LOG).read_text(encoding="utf-8") == "entries: [broken\n"
     assert not (kit_root / OVERRIDES).exists()
 
 
 def test_a_malformed_log_does_not_block_a_label_that_agrees(cli, kit_root, tmp_path):
     judge(cli, tmp_path, "run-1", "PASS")
-    (kit_root / LOG).write_text("### broken\n", encoding="utf-8")
+    (kit_root / LOG).write_text("entries: [broken\n", encoding="utf-8")
     assert cli("accept", "run-1", "--label", "pass", "--by", "pm-ana").exit_code == 0
 
 
@@ -297,8 +344,8 @@ def test_an_override_needs_no_log_file_and_never_changes_it(cli, kit_root, tmp_p
     assert not (kit_root / LOG).exists()
     [entry_file] = (kit_root / OVERRIDES).iterdir()
     text = entry_file.read_text(encoding="utf-8")
-    [entry] = parse_log(text)
-    assert entry_file.name == f"{entry['case_id']}.md"
+    entry = parse_entry(text)
+    assert entry_file.name == f"{entry['case_id']}.yaml"
     assert log_entries(kit_root) == [entry]
 
 
@@ -306,8 +353,7 @@ def test_a_case_logged_twice_is_refused(cli, kit_root, tmp_path):
     judge(cli, tmp_path, "run-1", "PASS")
     label(cli, "run-1", "fail")
     [entry_file] = (kit_root / OVERRIDES).iterdir()
-    with (kit_root / LOG).open("a", encoding="utf-8") as handle:
-        handle.write("\n" + entry_file.read_text(encoding="utf-8"))
+    (kit_root / LOG).write_text(log_text(parse_entry(entry_file.read_text(encoding="utf-8"))))
     result = cli("exemplars")
     assert result.exit_code == 2
     assert "is logged twice" in result.stderr
@@ -425,7 +471,7 @@ def test_a_short_side_is_disclosed(cli, tmp_path):
 def test_log_only_cases_count_and_a_relabelled_run_uses_its_current_label(cli, kit_root, tmp_path):
     log = kit_root / LOG
     history = entry("imported-case", run_id="run-from-before")
-    log.write_text(log.read_text(encoding="utf-8") + render_entry(history), encoding="utf-8")
+    log.write_text(log_text(history), encoding="utf-8")
     judge(cli, tmp_path, "run-1", "PASS")
     label(cli, "run-1", "fail", note="first thought")
     label(cli, "run-1", "pass")  # the PM changed their mind: agreement, the old lesson is stale

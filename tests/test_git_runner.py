@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from pmos._util.git import Repository
+from pmos._util.git import NO_DRIVERS, Repository
+from pmos.assess import jury
+from pmos.assess.assessment import tree_warnings
+from pmos.assess.worktree import work_tree
 from pmos.errors import BadInput, GitError
+from pmos.store.packing import branch_problem
+from pmos.tasks.evidence import GitSource
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -134,3 +140,114 @@ def test_outside_any_repository_is_a_clean_error(tmp_path):
     (tmp_path / "plain").mkdir()
     with pytest.raises(GitError, match="not inside a git work tree"):
         Repository(tmp_path / "plain")
+
+
+# ------------------------------------------------ every caller goes through the runner
+
+
+def _sibling_behind_a_git_file(tmp_path: Path) -> Path:
+    """A folder whose ``.git`` *file* points at a sibling repository holding a
+    committed secret: plain git would diff the folder against the sibling's HEAD."""
+    make_repo(tmp_path / "other", {"TOPSECRET": "the secret\n"})
+    here = tmp_path / "here"
+    here.mkdir()
+    (here / "work.txt").write_text("mine\n")
+    (here / ".git").write_text(f"gitdir: {tmp_path / 'other' / '.git'}\n")
+    return here
+
+
+def test_assess_evidence_never_reads_a_repository_a_git_file_points_at(tmp_path):
+    here = _sibling_behind_a_git_file(tmp_path)
+    parts = "\n".join(jury.git_evidence(here))
+    assert "the secret" not in parts
+    assert "refusing the git directory" in parts
+    # Plain git does put the sibling's secret in the diff: the test can fail.
+    plain = subprocess.run(["git", "-C", str(here), "diff", "HEAD"], capture_output=True)
+    assert b"the secret" in plain.stdout
+
+
+def test_assess_work_tree_of_a_git_file_elsewhere_records_no_commit_and_says_why(tmp_path):
+    here = _sibling_behind_a_git_file(tmp_path)
+    tree = work_tree(here)
+    assert tree.commit is None and tree.dirty is None
+    assert tree.why is not None and "refusing the git directory" in tree.why
+    assert "refusing the git directory" in tree_warnings(tree, None)[0]
+
+
+def test_assess_work_tree_in_a_subfolder_is_the_repositorys_state(tmp_path):
+    head = make_repo(tmp_path / "repo", {"a/b.txt": "bee\n", "c.txt": "sea\n"})
+    assert work_tree(tmp_path / "repo" / "a") == (head, False, 0, (), None)
+    (tmp_path / "repo" / "c.txt").write_text("changed\n")
+    tree = work_tree(tmp_path / "repo" / "a")
+    assert tree.commit == head and tree.dirty and tree.paths == (" M c.txt",)
+
+
+def test_work_tree_commands_run_no_filter_driver_of_the_repository(tmp_path):
+    make_repo(tmp_path / "repo", {".gitattributes": "*.txt filter=pwn\n", "x.txt": "1\n"})
+    marker = tmp_path / "filter-ran"
+    git(tmp_path / "repo", "config", "filter.pwn.clean", f"touch {marker}; cat")
+    git(tmp_path / "repo", "config", "filter.pwn.required", "true")
+    (tmp_path / "repo" / "x.txt").write_text("2\n")
+    repo = Repository(tmp_path / "repo")
+    assert b"x.txt" in repo.run("diff", *NO_DRIVERS, "HEAD", work_tree=True)
+    assert b"x.txt" in repo.run("status", "--porcelain", work_tree=True)
+    assert not marker.exists()
+    subprocess.run(["git", "-C", str(tmp_path / "repo"), "diff", "HEAD"], capture_output=True)
+    assert marker.exists()
+
+
+def test_evidence_reads_the_repository_it_is_given_not_the_callers_git_dir(tmp_path, monkeypatch):
+    make_repo(tmp_path / "repo", {"x": "1\n"})
+    make_repo(tmp_path / "other", {"y": "2\n"})
+    git(tmp_path / "other", "commit", "-q", "--allow-empty", "-m", "the other's secret")
+    monkeypatch.setenv("GIT_DIR", str(tmp_path / "other" / ".git"))
+    source = GitSource.open(tmp_path / "repo", None)
+    subjects = [e.ref["subject"] for e in source.commits().entries]
+    assert subjects == ["files"]
+
+
+def test_evidence_refuses_a_git_file_pointing_elsewhere(tmp_path):
+    here = _sibling_behind_a_git_file(tmp_path)
+    with pytest.raises(GitError, match="refusing the git directory"):
+        GitSource.open(here, None)
+    assert not GitSource.has_range(here, "HEAD~1..HEAD")
+
+
+def _git_commands(source: str) -> list[int]:
+    """Lines of ``source`` that build a command starting with the git program (a
+    list literal whose first item is ``"git"``), read from its syntax tree."""
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.List)
+        and node.elts
+        and isinstance(node.elts[0], ast.Constant)
+        and node.elts[0].value == "git"
+    ]
+
+
+def test_no_module_but_the_runner_builds_a_git_command():
+    """One runner: every other module reaches git through pmos._util.git."""
+    src = Path(__file__).resolve().parent.parent / "src" / "pmos"
+    runner = src / "_util" / "git.py"
+    assert _git_commands(runner.read_text(encoding="utf-8"))  # the rule sees the runner's
+    others = {
+        path.relative_to(src).as_posix(): _git_commands(path.read_text(encoding="utf-8"))
+        for path in src.rglob("*.py")
+        if path != runner
+    }
+    assert {name: lines for name, lines in others.items() if lines} == {}
+    assert _git_commands('subprocess.run(["git", "-C", repo, "log"])') == [1]
+
+
+def test_packing_in_a_worktree_elsewhere_needs_force_and_says_why(tmp_path):
+    """The pack guard cannot read a refused repository's branch, so it does not
+    assume the default one: packing there needs --force, with the reason."""
+    make_repo(tmp_path / "main", {"x": "1\n"})
+    assert branch_problem(tmp_path / "main", "main") is None
+    assert "'main'" in (branch_problem(tmp_path / "main", "trunk") or "")
+    git(tmp_path / "main", "worktree", "add", "-q", str(tmp_path / "wt"), "-b", "main2")
+    problem = branch_problem(tmp_path / "wt", "main")
+    assert problem is not None and "refusing the git directory" in problem
+    (tmp_path / "plain").mkdir()
+    assert branch_problem(tmp_path / "plain", "main") is None

@@ -159,7 +159,7 @@ def test_resources_are_the_skill_and_the_documents_it_links(kit_root):
     # Every Markdown file the skill links, and nothing else, is served.
     for linked in (
         "planning/evals/calibration-method.md",
-        "planning/evals/eval-calibration.md",
+        "planning/evals/exemplars.yaml",
         "planning/research/injection-defenses.md",
         "AGENTS.md",
     ):

@@ -164,13 +164,13 @@ def test_a_rubric_with_threshold_zero_added_is_a_policy_change(product):
 
 
 def test_a_hand_written_override_anchor_is_a_policy_change(product):
-    product.edit("planning/evals/overrides/r9.md", "# an override nobody made\n")
+    product.edit("planning/evals/overrides/r9.yaml", "# an override nobody made\n")
     honest_run(product)
     product.commit()
     code, report = product.gate("--base", "origin/main")
     assert code == 1
     assert [c["path"] for c in report["policy_changes"]["changed"]] == [
-        "planning/evals/overrides/r9.md"
+        "planning/evals/overrides/r9.yaml"
     ]
 
 

@@ -43,7 +43,7 @@ def test_an_override_stores_the_label_and_its_entry(cli, kit_root):
     judged_pass(cli)
     result = override(cli)
     assert result.exit_code == 0, result.output
-    [entry] = list((kit_root / OVERRIDES).glob("*.md"))
+    [entry] = list((kit_root / OVERRIDES).glob("*.yaml"))
     assert "r1" in entry.name
     assert not [p for p in (kit_root / OVERRIDES).iterdir() if p.name.startswith(".")]
     assert len(json.loads(cli("ledger", "show", "acceptances", "--json").stdout)) == 1
@@ -84,8 +84,8 @@ def _parent_is_a_file(kit_root: Path, outside: Path) -> None:
 
 
 def _malformed_log(kit_root: Path, outside: Path) -> None:
-    log = kit_root / "planning/evals/eval-calibration.md"
-    log.write_text(log.read_text() + "\n### a case with no block\n\nprose instead\n")
+    log = kit_root / "planning/evals/exemplars.yaml"
+    log.write_text(log.read_text() + "\n- a case outside the entries list\n")
 
 
 @pytest.mark.parametrize(

@@ -56,7 +56,7 @@ def test_init_copies_everything_the_skills_link(product):
         "skills/acceptance/SKILL.md",
         "planning/evals/agent-run-eval-rubric.md",
         "planning/evals/calibration-method.md",
-        "planning/evals/eval-calibration.md",
+        "planning/evals/exemplars.yaml",
         "planning/research/llm-judge-calibration.md",
         "planning/research/injection-defenses.md",
         "schemas/exemplar.schema.json",
@@ -82,7 +82,7 @@ def test_the_kit_gets_the_product_agents_md_and_no_decisions(product):
 
 
 def test_the_vendored_exemplar_log_is_valid_and_holds_no_history(product):
-    text = (product / "pmos/planning/evals/eval-calibration.md").read_text(encoding="utf-8")
+    text = (product / "pmos/planning/evals/exemplars.yaml").read_text(encoding="utf-8")
     assert parse_log(text) == []
 
 

@@ -1,10 +1,9 @@
 """The kit's own documents as Markdown structure, read by markdown-it-py.
 
-The exemplar log and ``pmos skill check`` both need to know what is inside a
-code fence and what is prose: reading a heading or a link inside a fence as
-real would make a log entry out of an example, or a broken link out of a code
-sample. markdown-it-py (a CommonMark parser, installed with Typer) does the
-reading; this module only turns its tokens into what those two readers use:
+``pmos skill check`` needs to know what is inside a code fence and what is
+prose: reading a link inside a fence as real would make a broken link out of a
+code sample. markdown-it-py (a CommonMark parser, installed with Typer) does the
+reading; this module only turns its tokens into what that reader uses:
 code blocks with their lines, headings, and the code spans and link targets of
 the prose, each with its 1-based line number.
 """
@@ -30,8 +29,8 @@ _NOT_SLUG = re.compile(r"[^\w\- ]", re.UNICODE)
 
 @cache
 def _parser() -> MarkdownIt:
-    # Imported here: 20 ms or more, and 'pmos accept' imports this module (the
-    # exemplar log) on every label, while only an override reads the log.
+    # Imported here: 20 ms or more, and commands that import this module for
+    # split_frontmatter (a rubric's) never parse Markdown.
     from markdown_it import MarkdownIt
 
     return MarkdownIt("commonmark")

@@ -43,6 +43,7 @@ SCHEMA_NAMES = (
     "rubric",
     "config",
     "exemplar",
+    "exemplar-log",
     "known-bad",
     "skill",
     "assessment-spec",
@@ -63,6 +64,21 @@ def load_schema(name: str) -> dict[str, Any]:
         return schema
     except (OSError, ValueError) as exc:
         raise PmosError(f"cannot load schema {path}: {exc}") from exc
+
+
+def enum_values(name: str, pointer: str) -> tuple[str, ...]:
+    """The string values of the ``enum`` at ``pointer`` (a JSON pointer such as
+    ``/properties/label``) of the schema ``name``: what a command-line choice of
+    the same field offers, so the choice is never a hand-kept copy of the schema."""
+    node: Any = load_schema(name)
+    for part in pointer.strip("/").split("/"):
+        if not isinstance(node, dict) or part not in node:
+            raise PmosError(f"schema {name!r} has nothing at {pointer!r}")
+        node = node[part]
+    values = node.get("enum") if isinstance(node, dict) else None
+    if not isinstance(values, list) or not values:
+        raise PmosError(f"schema {name!r} has no enum at {pointer!r}")
+    return tuple(v for v in values if isinstance(v, str))
 
 
 #: Keywords whose values are data, never subschemas holding a ``$ref``.

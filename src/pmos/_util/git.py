@@ -17,9 +17,14 @@ judged by) is read through :class:`Repository`, which:
   is fine;
 * turns a missing revision or object into :class:`pmos.errors.GitError`.
 
-It reads objects only (``rev-parse``, ``ls-tree``, ``cat-file``, ``merge-base``),
-never the working tree, so no filter or textconv is involved; commands that
-would diff get ``--no-ext-diff --no-textconv`` from :data:`NO_DRIVERS`.
+Most callers read objects only (``rev-parse``, ``ls-tree``, ``cat-file``,
+``merge-base``, ``log``). A command that reads the *work tree* (``status``,
+``diff`` against it; ``pmos assess`` does) is run with ``work_tree=True``: every
+filter driver the repository names is blanked for it (:meth:`Repository.run`),
+so no clean or smudge command runs either. Commands that would diff get
+``--no-ext-diff --no-textconv`` from :data:`NO_DRIVERS`.
+
+This is the only module of pmos that starts git on a repository it reads.
 """
 
 from __future__ import annotations
@@ -44,6 +49,9 @@ SAFE_CONFIG = (
     "protocol.allow=never",
     "submodule.recurse=false",
     "credential.helper=",
+    "log.showSignature=false",
+    "gpg.program=false",
+    "gpg.ssh.program=false",
 )
 #: For any command that could show a diff: no external diff driver, no textconv.
 NO_DRIVERS = ("--no-ext-diff", "--no-textconv")
@@ -61,6 +69,10 @@ SAFE_ENV = {
 TIMEOUT_S = 120.0
 
 
+class _NotInWorkTree(GitError):
+    """The path is in no git work tree (or git is missing): see :meth:`Repository.find`."""
+
+
 class TreeEntry(NamedTuple):
     """One file of a revision's tree (``git ls-tree -r``)."""
 
@@ -70,13 +82,27 @@ class TreeEntry(NamedTuple):
     path: str
 
 
-def _environment() -> dict[str, str]:
+def _environment(overrides: tuple[tuple[str, str], ...] = ()) -> dict[str, str]:
+    """The caller's environment without its GIT_* variables, plus :data:`SAFE_ENV`;
+    ``overrides`` are passed as GIT_CONFIG_KEY_n / GIT_CONFIG_VALUE_n, which take
+    any key (a filter named ``a=b`` would break ``-c``) and win over every file."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env.update(SAFE_ENV)
+    if overrides:
+        env["GIT_CONFIG_COUNT"] = str(len(overrides))
+        for i, (key, value) in enumerate(overrides):
+            env[f"GIT_CONFIG_KEY_{i}"] = key
+            env[f"GIT_CONFIG_VALUE_{i}"] = value
     return env
 
 
-def _run(cwd: Path, args: list[str], data: bytes | None, timeout: float) -> bytes:
+def _run(
+    cwd: Path,
+    args: list[str],
+    data: bytes | None,
+    timeout: float,
+    overrides: tuple[tuple[str, str], ...] = (),
+) -> bytes:
     command = ["git", "--no-pager"]
     for setting in SAFE_CONFIG:
         command += ["-c", setting]
@@ -87,12 +113,12 @@ def _run(cwd: Path, args: list[str], data: bytes | None, timeout: float) -> byte
             input=data,
             stdin=None if data is not None else subprocess.DEVNULL,
             capture_output=True,
-            env=_environment(),
+            env=_environment(overrides),
             timeout=timeout,
             check=False,
         )
     except FileNotFoundError:
-        raise GitError("git is not installed (pmos reads revisions with git)") from None
+        raise _NotInWorkTree("git is not installed (pmos reads revisions with git)") from None
     except subprocess.TimeoutExpired:
         raise GitError(f"git {args[0]} took longer than {timeout:g} s and was stopped") from None
     if done.returncode:
@@ -104,20 +130,23 @@ def _run(cwd: Path, args: list[str], data: bytes | None, timeout: float) -> byte
 class Repository:
     """A git repository that holds a given path, checked to be its own.
 
-    ``top`` is the work tree's root; every command runs there.
+    ``top`` is the work tree's root; every command runs there unless ``here`` asks
+    for ``start``, the folder of the path it was given (inside ``top``).
     """
 
-    __slots__ = ("git_dir", "timeout", "top")
+    __slots__ = ("_blanked", "git_dir", "start", "timeout", "top")
 
     def __init__(self, path: Path, *, timeout: float = TIMEOUT_S) -> None:
         self.timeout = timeout
+        self._blanked: tuple[tuple[str, str], ...] | None = None
         where = Path(os.path.realpath(path))
         if not where.is_dir():
             where = where.parent
+        self.start = where
         try:
             out = _run(where, ["rev-parse", "--show-toplevel", "--absolute-git-dir"], None, timeout)
         except GitError as exc:
-            raise GitError(f"{path} is not inside a git work tree ({exc})") from None
+            raise _NotInWorkTree(f"{path} is not inside a git work tree ({exc})") from None
         top_text, git_dir_text = out.decode("utf-8", "surrogateescape").splitlines()[:2]
         self.top = Path(os.path.realpath(top_text))
         self.git_dir = Path(os.path.realpath(git_dir_text))
@@ -131,12 +160,53 @@ class Repository:
         if where != self.top and self.top not in where.parents:
             raise GitError(f"{path} lies outside the work tree {self.top} git reports for it")
 
+    @classmethod
+    def find(cls, path: Path, *, timeout: float = TIMEOUT_S) -> Repository | None:
+        """The repository holding ``path``; None when it is in none (git missing
+        included). A git directory pmos refuses is still a :class:`GitError`: the
+        path *is* in a repository, just not one pmos reads."""
+        try:
+            return cls(path, timeout=timeout)
+        except _NotInWorkTree:
+            return None
+
     def __repr__(self) -> str:
         return f"Repository({str(self.top)!r})"
 
-    def run(self, *args: str, data: bytes | None = None) -> bytes:
-        """Output of one git command (with the safe configuration)."""
-        return _run(self.top, list(args), data, self.timeout)
+    def run(
+        self,
+        *args: str,
+        data: bytes | None = None,
+        here: bool = False,
+        work_tree: bool = False,
+    ) -> bytes:
+        """Output of one git command (with the safe configuration); a
+        :class:`GitError` when git fails. ``here`` runs it in :attr:`start`
+        instead of the root (relative paths, the pathspec ``.``); ``work_tree``
+        also blanks every filter driver, for commands that read the work tree."""
+        overrides = self._filters_blanked() if work_tree else ()
+        return _run(self.start if here else self.top, list(args), data, self.timeout, overrides)
+
+    def _filters_blanked(self) -> tuple[tuple[str, str], ...]:
+        """Settings that blank every filter driver the repository's configuration
+        names (clean, smudge, process), so none runs while git reads the work
+        tree. Reading the configuration runs nothing."""
+        if self._blanked is None:
+            try:
+                listed = self.run("config", "-z", "--get-regexp", r"^filter\.")
+            except GitError:
+                listed = b""  # git config exits 1 when nothing matches
+            names: set[str] = set()
+            for entry in listed.split(b"\0"):
+                key = entry.split(b"\n", 1)[0].decode("utf-8", "surrogateescape")
+                if key.startswith("filter.") and key.count(".") >= 2:
+                    names.add(key[len("filter.") : key.rindex(".")])
+            out: list[tuple[str, str]] = []
+            for name in sorted(names):
+                out += [(f"filter.{name}.{part}", "") for part in ("clean", "smudge", "process")]
+                out.append((f"filter.{name}.required", "false"))
+            self._blanked = tuple(out)
+        return self._blanked
 
     def relative(self, path: Path) -> str:
         """``path`` relative to the work tree's root, as git names it ('' for the root)."""

@@ -24,8 +24,8 @@ from typing import Any, NamedTuple
 
 from pmos.assess import beneath, environment, jury
 from pmos.assess import run as assess_run
-from pmos.assess.safegit import WorkTree, work_tree
 from pmos.assess.spec import Expectation, NothingToAssess, Spec, from_contract, load_spec
+from pmos.assess.worktree import WorkTree, work_tree
 from pmos.errors import BadInput, ConfigError
 from pmos.kit import Kit
 from pmos.store.append import Draft, Written, append, check_schema, check_storable, record_meta
@@ -386,7 +386,7 @@ def tree_warnings(tree: WorkTree, run: Mapping[str, Any] | None) -> list[str]:
     elif tree.dirty is None:
         out.append(
             "--cwd is not in a git work tree (or git could not read it): the assessment "
-            "records no commit"
+            "records no commit" + (f" ({tree.why})" if tree.why else "")
         )
     head = (run or {}).get("head")
     if head and tree.commit and head != tree.commit:

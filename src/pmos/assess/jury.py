@@ -38,10 +38,11 @@ from pathlib import Path
 from typing import Any
 
 from pmos._util import untrusted
-from pmos.assess import beneath, safegit
+from pmos._util.git import NO_DRIVERS, Repository
+from pmos.assess import beneath
 from pmos.assess.run import ProcessTracker, check_head, concurrently, run_command
 from pmos.assess.spec import SCORE_MAX, SCORE_MIN, Expectation, ReviewDimension
-from pmos.errors import ConfigError
+from pmos.errors import ConfigError, GitError
 from pmos.exact import round_half_up
 
 AGGREGATES = ("median", "minority-veto")
@@ -166,28 +167,43 @@ def git_evidence(cwd: Path) -> list[str]:
 
     ``git status`` and ``git diff HEAD`` run with the pathspec ``.`` (and
     ``--relative``), so a change elsewhere in the repository (``../config/
-    secret.env``) never reaches a reviewer, and with the repository's filters,
-    textconv, external diff, fsmonitor and hooks disabled, so gathering
-    evidence runs none of the assessed repository's configured commands.
+    secret.env``) never reaches a reviewer, through the one hardened runner
+    (:class:`pmos._util.git.Repository`): the repository's filters, textconv,
+    external diff, fsmonitor and hooks are disabled, so gathering evidence runs
+    none of the assessed repository's configured commands, and a ``.git`` file
+    or worktree pointing at another repository is refused, so none of that
+    repository's content reaches a reviewer.
     """
-    overrides = safegit.overrides(cwd)
-    if overrides is None:
-        return ["=== working directory ===\n(not a git work tree; read the files directly)"]
-    status = safegit.run(
-        cwd,
-        ["status", "--short", "--untracked-files=all", "--ignore-submodules=all", "--", "."],
-        overrides,
-    )
-    diff_args = ["--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=all"]
-    diff_args.append("--relative")
-    diff = safegit.run(cwd, ["diff", *diff_args, "HEAD", "--", "."], overrides)
-    if diff is None or diff.returncode != 0:  # no commit yet: against the index
-        diff = safegit.run(cwd, ["diff", *diff_args, "--", "."], overrides)
+    try:
+        repo = Repository(cwd)
+    except GitError as exc:
+        return [f"=== working directory ===\n(no git evidence: {exc}; read the files directly)"]
     parts = []
-    if status is not None:
-        parts.append("=== git status --short ===\n" + _bounded(status.stdout, 16 * 1024))
+    try:
+        status = repo.run(
+            "status",
+            "--short",
+            "--untracked-files=all",
+            "--ignore-submodules=all",
+            "--",
+            ".",
+            here=True,
+            work_tree=True,
+        )
+        parts.append("=== git status --short ===\n" + _bounded(status, 16 * 1024))
+    except GitError:
+        pass
+    diff_args = ["diff", "--no-color", *NO_DRIVERS, "--ignore-submodules=all", "--relative"]
+    diff: bytes | None
+    try:
+        diff = repo.run(*diff_args, "HEAD", "--", ".", here=True, work_tree=True)
+    except GitError:  # no commit yet: against the index
+        try:
+            diff = repo.run(*diff_args, "--", ".", here=True, work_tree=True)
+        except GitError:
+            diff = None
     if diff is not None:
-        shown = _bounded(diff.stdout, EVIDENCE_PART_BYTES) or "(no changes)"
+        shown = _bounded(diff, EVIDENCE_PART_BYTES) or "(no changes)"
         parts.append("=== git diff HEAD ===\n" + shown)
     return parts
 

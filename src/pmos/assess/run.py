@@ -444,9 +444,12 @@ def _apply_status(
         return
     if status.get("error"):
         if status.get("errno") in _RESOURCE_ERRNOS:
-            # The shepherd's own words start "could not start bash".
-            what = str(status["error"]).removeprefix("could not ")
-            raise ResourcesExhausted(_resource_message(what))
+            # The shepherd's own words are "could not start bash: <reason>"; the
+            # message names what was refused as the other refusals do ("start a
+            # process", "start a thread"): which of them meets the limit first
+            # is a race between pmos's threads and the commands' processes.
+            detail = str(status["error"]).removeprefix("could not start ")
+            raise ResourcesExhausted(_resource_message(f"start a process ({detail})"))
         result.error = status["error"]
     result.exit_code = status.get("exit")
     result.timed_out = fired and bool(status.get("stopped"))

@@ -18,6 +18,7 @@ from typing import Any
 from pmos.board import charts, view
 from pmos.board.collect import BoardData
 from pmos.board.visible import code, pieces, shorten
+from pmos.gate.vocabulary import pass_side_words, side
 
 TEMPLATES = Path(__file__).parent / "templates"
 #: The first line of every board; a file that starts with it may be overwritten by the next one.
@@ -65,6 +66,8 @@ def _environment() -> Any:
         lstrip_blocks=True,
     )
     env.filters["shown"] = shown
+    env.filters["side"] = side  # the one pass-side rule (pmos.gate.vocabulary)
+    env.globals["pass_side_words"] = pass_side_words()
     return env
 
 

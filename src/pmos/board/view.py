@@ -13,7 +13,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pmos.board.collect import BoardData
-from pmos.gate.vocabulary import PASS_SIDE
 from pmos.timestamps import seconds_rfc3339
 
 NOT_AVAILABLE = "not available"
@@ -248,7 +247,6 @@ def verdict_row(
         "run_id": record.get("run_id", ""),
         "recorded_at": record.get("recorded_at", ""),
         "verdict": record.get("verdict", ""),
-        "pass_side": record.get("verdict") in PASS_SIDE,
         "score": "" if record.get("score") is None else number(record.get("score"), 2),
         "form": record.get("form", ""),
         "spec": axis("spec"),

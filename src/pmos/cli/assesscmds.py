@@ -19,20 +19,14 @@ from pmos import exit_codes
 from pmos.assess.assessment import assess as run_assessment
 from pmos.assess.assessment import resolve_task_id, spec_to_assess, summary, task_history
 from pmos.cli._app import JsonFlag, PmosGroup, emit_json, examples, kit, new_typer, table, warn
+from pmos.schemas import enum_values
 from pmos.text import neutralise
 
 _DEFAULT = "run"
 
 
-class Trigger(enum.StrEnum):
-    """Why an assessment runs (the assessment schema's ``trigger``)."""
-
-    initial = "initial"
-    reassess = "reassess"
-    fix = "fix"
-    retry = "retry"
-    auto_correct = "auto-correct"
-    judge = "judge"
+#: Why an assessment runs: the assessment schema's ``trigger`` words.
+Trigger = enum.StrEnum("Trigger", {v: v for v in enum_values("assessment", "/properties/trigger")})  # type: ignore[misc]
 
 
 class AssessGroup(PmosGroup):

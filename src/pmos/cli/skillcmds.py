@@ -16,9 +16,10 @@ from pmos.mcp import tools as mcp_tools
 
 
 def register(app: typer.Typer) -> None:
-    app.command("exemplars", epilog=examples("pmos exemplars --n 4 --exclude-run run-7 --json"))(
-        exemplars
-    )
+    app.command(
+        "exemplars",
+        epilog=examples("pmos exemplars --n 4 --exclude-run run-7 --json", "pmos exemplars --log"),
+    )(exemplars)
     known_bad_app = new_typer(
         "Seeded known-bad runs: a negative class for calibration.",
         example="pmos known-bad seed",
@@ -44,17 +45,34 @@ def exemplars(
             "--exclude-run", help="Leave this run out (the run being judged). Repeatable."
         ),
     ] = None,
+    log: Annotated[
+        bool,
+        typer.Option(
+            "--log",
+            help="Show the whole exemplar log instead (its entries, then the override "
+            "entries), as Markdown for people; with --json, the entries as data.",
+        ),
+    ] = False,
     json_output: JsonFlag = False,
 ) -> None:
     """Pick calibration anchors balanced across the PM's pass and fail labels.
 
     Anchors come from the paired ledgers (each run's latest non-SKIPPED verdict and
     latest PM label) and the exemplar log, most recent first. A missing side is
-    disclosed, never padded.
+    disclosed, never padded. With --log, the exemplar log itself (stored as YAML
+    data) rendered for people.
     """
     # Deferred: pmos.gate.exemplars imports sshsig and cryptography (about 50 ms).
-    from pmos.gate.exemplars import select_anchors
+    from pmos.gate.exemplars import log_path, read_log, render_markdown, select_anchors
 
+    if log:
+        the_kit = kit()
+        entries = read_log(the_kit)
+        if json_output:
+            emit_json({"log": str(log_path(the_kit)), "entries": entries})
+        else:
+            typer.echo(render_markdown(entries, str(log_path(the_kit))), nl=False)
+        return
     selection = select_anchors(kit(), n, exclude_run or [])
     if json_output:
         emit_json(selection.as_dict())

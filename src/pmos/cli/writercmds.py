@@ -35,21 +35,14 @@ from pmos.gate.writers import (
     register_run,
 )
 from pmos.inputs import read_json_input
+from pmos.schemas import enum_values
 from pmos.store.append import Written
 
-
-class Label(enum.StrEnum):
-    """A PM's label (the acceptance schema's ``label``)."""
-
-    passed = "pass"
-    failed = "fail"
-
-
-class AxisVerdict(enum.StrEnum):
-    """One axis of a verdict, spec or standards (the verdict schema's axis ``verdict``)."""
-
-    passed = "pass"
-    failed = "fail"
+#: A PM's label: the acceptance schema's ``label`` words.
+Label = enum.StrEnum("Label", {v: v for v in enum_values("acceptance", "/properties/label")})  # type: ignore[misc]
+#: One axis of a verdict, spec or standards: the verdict schema's axis ``verdict`` words.
+_AXIS = "/$defs/axis/properties/verdict"
+AxisVerdict = enum.StrEnum("AxisVerdict", {v: v for v in enum_values("verdict", _AXIS)})  # type: ignore[misc]
 
 
 Ledger = Annotated[

@@ -28,13 +28,16 @@ exemplar names, as the writer does (:mod:`pmos.gate.stored_evidence`).
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pmos.errors import Violation
+from pmos._util.git import Repository
+from pmos.errors import GitError, Violation
+
+#: How long reading one file of the run's head may take.
+GIT_TIMEOUT_S = 60
 
 RULE = "verified-evidence"
 _PATH = r"(?:\./)?(?:[\w.@+-]+/)*[\w@+-][\w.@+-]*\.[A-Za-z][A-Za-z0-9]{0,11}"
@@ -107,6 +110,7 @@ class Resolver:
         self._assessments = assessments
         self._loaded: list[dict[str, Any]] | None = None
         self._lines: dict[str, int | None] = {}
+        self._repository: Repository | None = None
 
     def assessments(self) -> list[dict[str, Any]]:
         if self._loaded is None:
@@ -130,21 +134,26 @@ class Resolver:
         return None
 
     def _line_count(self, path: str) -> int | None:
+        """Lines of ``path`` at the run's head, read through the one hardened git
+        runner; None when it is no file there or the repository cannot be read."""
         if path not in self._lines:
             try:
-                proc = subprocess.run(
-                    ["git", "-C", str(self.repository), "cat-file", "blob",
-                     f"{self.head}:{path.removeprefix('./')}"],
-                    capture_output=True, timeout=60, check=False,
-                )  # fmt: skip
-            except (OSError, subprocess.TimeoutExpired):
-                proc = None
-            if proc is None or proc.returncode != 0:
+                data: bytes | None = self._repo().run(
+                    "cat-file", "blob", f"{self.head}:{path.removeprefix('./')}"
+                )
+            except GitError:
+                data = None
+            if data is None:
                 self._lines[path] = None
             else:
-                data = proc.stdout
                 self._lines[path] = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
         return self._lines[path]
+
+    def _repo(self) -> Repository:
+        if self._repository is None:
+            assert self.repository is not None  # problem() checked
+            self._repository = Repository(self.repository, timeout=GIT_TIMEOUT_S)
+        return self._repository
 
     def _check_problem(self, pointer: Pointer) -> str | None:
         found = self.assessments()

@@ -1,28 +1,28 @@
 """The exemplar log and the calibration anchors an evaluator scores against.
 
-The exemplar log (``planning/evals/eval-calibration.md`` by default) is a
-Markdown file a PM reads and a program parses. Each entry is a level-3 heading
-naming the case, followed at once by a fenced YAML block::
+The exemplar log (``planning/evals/exemplars.yaml`` by default) is data: a YAML
+mapping whose ``entries`` list holds the calibration cases written by hand, in
+the shape of ``schemas/exemplar-log.schema.json`` (each entry
+``schemas/exemplar.schema.json``)::
 
-    ### run-42-override-20261130T081500Z
-    ```yaml
-    case_id: run-42-override-20261130T081500Z
-    run_id: run-42
-    gate_verdict: PASS
-    pm_label: fail
-    override: true
-    lesson: The retry loop swallowed the timeout; the gate read the green test as proof.
-    recorded_at: '2026-11-30T08:15:00Z'
-    ```
+    entries:
+      - case_id: run-42-override-20261130T081500Z
+        run_id: run-42
+        gate_verdict: PASS
+        pm_label: fail
+        override: true
+        lesson: The retry loop swallowed the timeout; the gate read the green test as proof.
+        recorded_at: '2026-11-30T08:15:00Z'
 
-Prose may follow the block. Level-3 headings outside code fences are reserved
-for entries. A malformed log is refused as a whole, with every problem and its
+People read it rendered as Markdown (:func:`render_markdown`, ``pmos exemplars
+--log``). A malformed log is refused as a whole, with every problem and its
 line, because anchors read from a half-parsed log would silently drop the very
 cases (overrides) that keep the gate honest.
 
 Override entries are written by the library only: ``pmos accept`` calls
 :func:`prepare_override` when a PM label disagrees with the gate, and the entry goes
-into a file of its own beside the log (``planning/evals/overrides/<case>.md``,
+into a file of its own beside the log (``planning/evals/overrides/<case>.yaml``,
+one entry mapping,
 the ``override_dir`` of pmos.yaml), written once and never appended to: two
 branches that each log an override then change different paths and merge
 cleanly, and logging costs the same however long the log has grown. The log
@@ -46,7 +46,7 @@ from typing import Any
 
 import yaml
 
-from pmos import markdown, schemas
+from pmos import schemas
 from pmos.atomic import discard, publish, write_temp
 from pmos.errors import BadInput, SinkRefused
 from pmos.gate.latest import judged_by, per_run, verdicts_per_run
@@ -59,16 +59,19 @@ from pmos.store import lookup
 from pmos.store.read import records
 from pmos.store.rows import row_type
 from pmos.store.screening import Excluded
+from pmos.text import neutralise
 from pmos.timestamps import compact, parse_instant
 from pmos.yamlio import load_yaml
 
-DEFAULT_LOG = "planning/evals/eval-calibration.md"
+DEFAULT_LOG = "planning/evals/exemplars.yaml"
+#: The suffix of an override entry file in the override folder.
+ENTRY_SUFFIX = ".yaml"
 DEFAULT_OVERRIDE_DIR = "planning/evals/overrides"
 MIN_ANCHORS, MAX_ANCHORS = 2, 4
 
 _UNSAFE_ID = re.compile(r"[^A-Za-z0-9._-]+")
-#: Characters that break a line for str.splitlines or YAML besides \n: written
-#: only as escapes, so an entry keeps its lines (see render_entry).
+#: Characters that break a line for YAML besides \n: written only as escapes, so
+#: an entry keeps its lines (see render_entry).
 _ESCAPED_BREAKS = re.compile("[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 
 
@@ -106,58 +109,70 @@ def is_override(gate_verdict: str, pm_label: str) -> bool:
 # ---------------------------------------------------------------- parsing
 
 
+def _load(text: str, source: str) -> tuple[Any, Any]:
+    """The YAML document of ``text`` and its node tree (for lines); a
+    :class:`ExemplarLogError` when it is not YAML (repeated keys included)."""
+    loader = _yaml_loader()
+    try:
+        data = load_yaml(text, loader)
+        node = yaml.compose(text, Loader=loader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        line = mark.line + 1 if mark else 1
+        raise ExemplarLogError(source, [(line, f"not valid YAML: {exc}")]) from None
+    return data, node
+
+
+def _item_lines(node: Any) -> list[int]:
+    """The line of each item of the log's ``entries`` list (1-based)."""
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if key.value == "entries" and isinstance(value, yaml.SequenceNode):
+                return [item.start_mark.line + 1 for item in value.value]
+    return []
+
+
 def parse_log(text: str, source: str = "the text") -> list[dict[str, Any]]:
     """Every entry of a log's text, validated; raises :class:`ExemplarLogError`."""
-    loader = _yaml_loader()
+    data, node = _load(text, source)
+    if data is None:
+        data = {"entries": []}  # an empty file holds no entry
+    found = schemas.validate("exemplar-log", data)
+    if found:
+        at = _item_lines(node)
+
+        def line_of(field: str) -> int:
+            parts = field.split("/")
+            if len(parts) > 1 and parts[0] == "entries" and parts[1].isdigit():
+                index = int(parts[1])
+                return at[index] if index < len(at) else 1
+            return 1
+
+        problems = [(line_of(v.field), f"{v.field}: {v.message}") for v in found]
+        raise ExemplarLogError(source, problems)
+    lines = _item_lines(node)
+    return _checked(list(zip(lines, data["entries"], strict=True)), source)
+
+
+def parse_entry(text: str, source: str = "the text") -> dict[str, Any]:
+    """The one entry of an override entry file, validated."""
+    data, _ = _load(text, source)
+    if not isinstance(data, dict):
+        raise ExemplarLogError(source, [(1, "an override entry is one YAML mapping")])
+    found = schemas.validate("exemplar", data)
+    if found:
+        raise ExemplarLogError(source, [(1, f"{v.field}: {v.message}") for v in found])
+    return _checked([(1, data)], source)[0]
+
+
+def _checked(entries: list[tuple[int, dict[str, Any]]], source: str) -> list[dict[str, Any]]:
+    """The rules the schema cannot state: override matches the two labels, case
+    ids are unique."""
     problems: list[tuple[int, str]] = []
-    entries: list[tuple[int, dict[str, Any]]] = []
-    pending: tuple[int, str] | None = None  # an entry heading waiting for its block
-
-    def expect_block() -> None:
-        if pending is not None:
-            problems.append(
-                (pending[0], f"entry {pending[1]!r} must be followed by a fenced ```yaml block")
-            )
-
-    for part in markdown.parse(text).blocks:
-        if isinstance(part, markdown.Heading) and part.level == 3:
-            expect_block()
-            pending = (part.number, part.text)
-            continue
-        if not isinstance(part, markdown.CodeBlock):
-            expect_block()
-            pending = None
-            continue
-        if pending is None:
-            if not part.closed:
-                problems.append((part.start, "a code fence is never closed"))
-            continue
-        number, title = pending
-        pending = None
-        if part.language not in ("yaml", "yml"):
-            problems.append((number, f"entry {title!r} must be followed by a fenced ```yaml block"))
-            continue
-        if not part.closed:
-            problems.append((part.start, f"the yaml block of entry {title!r} is never closed"))
-            continue
-        try:
-            data = load_yaml("\n".join(line for _, line in part.lines), loader)
-        except yaml.YAMLError as exc:
-            problems.append((number, f"entry {title!r} is not valid YAML: {exc}"))
-            continue
-        if not isinstance(data, dict):
-            problems.append((number, f"entry {title!r} must be a YAML mapping"))
-            continue
-        found = [f"{v.field}: {v.message}" for v in schemas.validate("exemplar", data)]
-        if not found:
-            found = _entry_rules(title, data)
-        problems += [(number, f"entry {title!r}: {msg}") for msg in found]
-        if not found:
-            entries.append((number, data))
-    expect_block()
     seen: dict[str, int] = {}
     for number, data in entries:
         case = data["case_id"]
+        problems += [(number, f"entry {case!r}: {msg}") for msg in _entry_rules(data)]
         if case in seen:
             problems.append((number, f"case_id {case!r} repeats (first used on line {seen[case]})"))
         seen.setdefault(case, number)
@@ -166,10 +181,8 @@ def parse_log(text: str, source: str = "the text") -> list[dict[str, Any]]:
     return [data for _, data in entries]
 
 
-def _entry_rules(title: str, data: dict[str, Any]) -> list[str]:
+def _entry_rules(data: dict[str, Any]) -> list[str]:
     problems = []
-    if title != data["case_id"]:
-        problems.append(f"the heading must equal case_id ({data['case_id']!r})")
     expected = is_override(data["gate_verdict"], data["pm_label"])
     if data["override"] != expected:
         problems.append(
@@ -211,18 +224,19 @@ def read_log(kit: Kit, *, main_only: bool = False) -> list[dict[str, Any]]:
     seen = {e["case_id"] for e in entries}
     for file in _override_files(kit):
         text = read_input_text(file, what="an override entry", stdin_ok=False)
-        for entry in parse_log(text, _display(kit, file)):
-            if entry["case_id"] in seen:
-                raise ExemplarLogError(
-                    _display(kit, file), [(1, f"case {entry['case_id']!r} is logged twice")]
-                )
-            seen.add(entry["case_id"])
-            entries.append(entry)
+        entry = parse_entry(text, _display(kit, file))
+        if entry["case_id"] in seen:
+            raise ExemplarLogError(
+                _display(kit, file), [(1, f"case {entry['case_id']!r} is logged twice")]
+            )
+        seen.add(entry["case_id"])
+        entries.append(entry)
     return entries
 
 
 def render_entry(entry: dict[str, Any]) -> str:
-    """An entry as Markdown; checked by parsing it back before anyone appends it."""
+    """An entry as an override entry file's YAML; checked by parsing it back
+    before anyone writes it."""
 
     class Dumper(yaml.SafeDumper):
         pass
@@ -230,20 +244,43 @@ def render_entry(entry: dict[str, Any]) -> str:
     def text_style(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
         style = "|" if "\n" in value else None
         if _ESCAPED_BREAKS.search(value):
-            # A line or paragraph separator or NEL is a line break to YAML and to
-            # str.splitlines, which splits the log into lines: the entry would
-            # never read back. Double quotes write them as escapes (\L, \P, \N).
+            # A line or paragraph separator or NEL is a line break to YAML: double
+            # quotes write them as escapes (\L, \P, \N), so the text reads back.
             style = '"'
         return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
     Dumper.add_representer(str, text_style)
-    body = yaml.dump(entry, Dumper=Dumper, sort_keys=False, allow_unicode=True, width=88)
-    longest = max((len(m) for m in re.findall(r"`+", body)), default=0)
-    fence = "`" * max(3, longest + 1)
-    text = f"\n### {entry['case_id']}\n\n{fence}yaml\n{body}{fence}\n"
-    if parse_log(text, "new entry") != [entry]:
-        raise BadInput(f"entry {entry['case_id']!r} does not survive a round trip; not appended")
+    text = yaml.dump(entry, Dumper=Dumper, sort_keys=False, allow_unicode=True, width=88)
+    if parse_entry(text, "new entry") != entry:
+        raise BadInput(f"entry {entry['case_id']!r} does not survive a round trip; not written")
     return text
+
+
+def render_markdown(entries: list[dict[str, Any]], source: str) -> str:
+    """The log for people: a heading per case, its fields, its lesson as a quote.
+    Every value is shown as text, never as Markdown markup of its own."""
+    out = [
+        f"# Exemplar log ({len(entries)} case(s))",
+        "",
+        f"Read from {_md_text(source)} and its override entries, in that order.",
+    ]
+    for entry in entries:
+        out += ["", f"## {_md_text(entry['case_id'])}", ""]
+        for name, value in entry.items():
+            if name in ("case_id", "lesson"):
+                continue
+            shown = str(value).lower() if isinstance(value, bool) else str(value)
+            out.append(f"- {name}: {_md_text(shown)}")
+        out += ["", *(f"> {_md_text(line)}" for line in str(entry["lesson"]).splitlines())]
+    return "\n".join(out) + "\n"
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+\-.!|~])")
+
+
+def _md_text(text: str) -> str:
+    """``text`` with every Markdown punctuation character escaped."""
+    return _MD_SPECIAL.sub(r"\\\1", neutralise(text))
 
 
 def _case_base(run_id: str | None) -> str:
@@ -297,7 +334,7 @@ class PendingOverride:
         if self.temp is None or self.case is None:
             return f"{self.what}; the exemplar log {shown} already holds this override"
         try:
-            final = publish(self.temp, f"{self.case}.md")
+            final = publish(self.temp, f"{self.case}{ENTRY_SUFFIX}")
         except OSError as exc:  # the folder was writable a moment ago, under the lock
             return (
                 f"{self.what}, but the override could NOT be logged: {exc}. Record the same "
@@ -337,7 +374,7 @@ def prepare_override(
         mine = []
         for file in _override_files(kit, run_id):
             text = read_input_text(file, what="an override entry", stdin_ok=False)
-            mine += parse_log(text, _display(kit, file))
+            mine.append(parse_entry(text, _display(kit, file)))
     except (BadInput, SinkRefused) as exc:
         raise BadInput(f"{what}, and its override cannot be logged: {exc}") from None
     for entry in mine:
@@ -352,7 +389,7 @@ def prepare_override(
     made = [p for p in made if is_below(p, Path(os.path.realpath(kit.root)))]
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        temp = write_temp(folder, render_entry(entry).lstrip("\n").encode())
+        temp = write_temp(folder, render_entry(entry).encode())
     except OSError as exc:
         for p in sorted(made, key=lambda p: len(p.parts), reverse=True):
             with contextlib.suppress(OSError):
@@ -380,7 +417,7 @@ def _override_files(kit: Kit, run_id: str | None = None) -> list[Path]:
         return []
     prefix = f"{_case_base(run_id)}-override-" if run_id is not None else ""
     return sorted(
-        p for p in folder.iterdir() if p.name.endswith(".md") and p.name.startswith(prefix)
+        p for p in folder.iterdir() if p.name.endswith(ENTRY_SUFFIX) and p.name.startswith(prefix)
     )
 
 

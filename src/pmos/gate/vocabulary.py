@@ -13,6 +13,21 @@ from typing import Any
 PASS, PWF, FAIL, SKIPPED = "PASS", "PASS-WITH-FINDINGS", "FAIL", "SKIPPED"
 #: Verdicts on the pass side of the gate (the positive class for calibration).
 PASS_SIDE = frozenset({PASS, PWF})
+#: Every verdict word in the verdict schema's order (for text that lists them).
+VERDICTS = (PASS, PWF, FAIL, SKIPPED)
+
+
+def side(verdict: object) -> str:
+    """``"pass"`` for a pass-side verdict, ``"fail"`` for FAIL, ``""`` otherwise
+    (SKIPPED, or no verdict): the one reading of a verdict's side that pages use."""
+    if verdict in PASS_SIDE:
+        return "pass"
+    return "fail" if verdict == FAIL else ""
+
+
+def pass_side_words() -> str:
+    """The pass-side verdicts as text, in the schema's order: ``PASS, PASS-WITH-FINDINGS``."""
+    return ", ".join(word for word in VERDICTS if word in PASS_SIDE)
 
 
 def is_judged(verdict: Mapping[str, Any]) -> bool:

@@ -23,11 +23,11 @@ the job fails, saying so, while it is unset.
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 from typing import NamedTuple
 
-from pmos.errors import BadInput
+from pmos._util.git import Repository
+from pmos.errors import BadInput, GitError
 
 CI_SYSTEMS = ("github", "gitlab")
 #: Where each CI system's file goes, relative to the repository's top.
@@ -174,19 +174,12 @@ def _existing(path: Path) -> Path:
 def _repository_top(kit_root: Path) -> Path:
     where = _existing(kit_root)
     try:
-        proc = subprocess.run(  # a fixed argv list, never a shell
-            ["git", "-C", str(where), "rev-parse", "--show-toplevel"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-            env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"},
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise BadInput(f"--ci needs git to find the product repository: {exc}") from None
-    if proc.returncode != 0:
+        repo = Repository.find(where, timeout=30)
+    except GitError as exc:
+        raise BadInput(f"--ci: {exc}") from None
+    if repo is None:
         raise BadInput(
             f"--ci: {where} is not in a git repository; vendor the kit into the product's "
             "repository (git init first) so the CI file goes to its top"
         )
-    return Path(os.path.realpath(proc.stdout.strip()))
+    return repo.top

@@ -36,7 +36,7 @@ KIT_TEMPLATE_PATHS: list[str] = [
     "CLAUDE.md",
     "skills",
     "planning/evals/calibration-method.md",
-    "planning/evals/eval-calibration.md",  # entry-free in the repository: no inherited history
+    "planning/evals/exemplars.yaml",  # entry-free in the repository: no inherited history
     "planning/evals/known-bad",
     "planning/research",
 ]

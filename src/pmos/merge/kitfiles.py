@@ -28,7 +28,7 @@ TRUST_SETTINGS = {
     "rubric_dir": "planning/evals",
     "default_rubric": "planning/evals/agent-run-eval-rubric.md",
     "known_bad_dir": KNOWN_BAD_DEFAULT,
-    "exemplar_log": "planning/evals/eval-calibration.md",
+    "exemplar_log": "planning/evals/exemplars.yaml",
     "override_dir": "planning/evals/overrides",
 }
 

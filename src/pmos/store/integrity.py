@@ -36,7 +36,15 @@ import orjson
 
 from pmos.store import lines
 from pmos.store.digest import is_canonical, orjson_is_jcs
-from pmos.store.layout import PACK, Bucket, Sources, loose_name, place_of
+from pmos.store.layout import (
+    PACK,
+    Bucket,
+    Sources,
+    loose_name,
+    pack_names,
+    place_of,
+    relist_bucket,
+)
 from pmos.store.registry import LEDGER_KINDS
 
 #: The pack format (the first line of every pack).
@@ -79,6 +87,8 @@ class BucketScan(NamedTuple):
     stored: list[Stored]
     refused: list[Refused]
     packs: list[PackRead]
+    #: A listed file was gone when read (a pack ran meanwhile).
+    vanished: bool = False
 
 
 def pack_header(kind: str, bucket: str, records: int) -> bytes:
@@ -134,13 +144,53 @@ def scan(
     seen: set[int] = set()
     strays = [Refused(str(path), None, None, why) for path, why in sources.strays]
     for bucket in sources.buckets:
-        result = scan_bucket(sources.folder, bucket, kind, seen, skip)
+        result = scan_bucket_whole(sources.folder, bucket, kind, seen, skip)
         if strays:
             result.refused[:0] = strays
             strays = []
         yield result
     if strays:
         yield BucketScan("", [], strays, [])
+
+
+#: How many times a bucket is read again because a pack changed it meanwhile
+#: (packs of one ledger run one at a time, so a second reading normally suffices).
+RESCANS = 20
+
+
+def scan_bucket_whole(
+    folder: Path,
+    bucket: Bucket,
+    kind: str,
+    seen: set[int] | None,
+    skip: frozenset[str] = frozenset(),
+) -> BucketScan:
+    """:func:`scan_bucket`, read again while a ``pmos ledger pack`` running meanwhile
+    changed the bucket, so a reader that takes no lock still sees every record of
+    it once: a pack writes its new pack before it removes what it folded, so a
+    file that vanished while being read, or a set of packs that differs after the
+    reading from the one listed, means the listing is out of date, and the bucket
+    is listed and read again (a record read from both a loose file and its new
+    pack counts once: copies are one record)."""
+    for _ in range(RESCANS):
+        result = scan_bucket(folder, bucket, kind, seen, skip)
+        listed = frozenset(p.name for p in bucket.packs)
+        if not result.vanished and pack_names(folder, bucket.name) == listed:
+            return result
+        if seen is not None:  # forget what this reading counted: it is read again
+            for entry in result.stored:
+                seen.discard(hash(entry.key[1]))
+        bucket = relist_bucket(folder, bucket.name)
+    result.refused.append(
+        Refused(
+            str(folder / bucket.name),
+            None,
+            None,
+            f"the month changed under {RESCANS} readings in a row (packs running one after "
+            "another); its records as last read are shown",
+        )
+    )
+    return result
 
 
 def scan_bucket(
@@ -156,13 +206,17 @@ def scan_bucket(
     found: list[Stored] = []
     refused: list[Refused] = []
     read: list[PackRead] = []
+    vanished = False
     for path in bucket.packs:
         match = PACK.match(path.name)
         if match is not None and match.group(1) in skip:
             continue
-        read.append(_scan_pack(path, bucket.name, kind, found, refused))
+        pack = _scan_pack(path, bucket.name, kind, found, refused)
+        vanished = vanished or not pack.sha
+        read.append(pack)
     for rel in bucket.loose:
-        _scan_loose(folder / bucket.name / rel, bucket.name, rel, kind, found, refused)
+        present = _scan_loose(folder / bucket.name / rel, bucket.name, rel, kind, found, refused)
+        vanished = vanished or not present
     found.sort(key=lambda s: (s.key, s.digest))
     counted: list[Stored] = []
     last = None
@@ -205,16 +259,18 @@ def scan_bucket(
             continue
         seen.add(key)
         counted.append(entry)
-    return BucketScan(bucket.name, counted, refused, read)
+    return BucketScan(bucket.name, counted, refused, read, vanished)
 
 
 def _scan_loose(
     path: Path, bucket: str, rel: str, kind: str, found: list[Stored], refused: list[Refused]
-) -> None:
+) -> bool:
+    """Read one loose file into ``found`` or ``refused``; False when it was gone
+    (folded into a pack meanwhile: :func:`scan_bucket_whole` reads the bucket again)."""
     try:
         data = _read(path)
     except FileNotFoundError:
-        return  # folded into a pack meanwhile: the next read sees the pack
+        return False
     raw = data[:-1]
     try:
         if not data.endswith(b"\n") or b"\n" in raw:
@@ -233,8 +289,9 @@ def _scan_loose(
             )
     except lines.LineError as exc:
         refused.append(Refused(str(path), None, _record_id(raw), str(exc)))
-        return
+        return True
     found.append(Stored((at, record["record_id"]), digest, raw, str(path), None, None))
+    return True
 
 
 def _read(path: Path) -> bytes:

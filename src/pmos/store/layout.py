@@ -134,6 +134,52 @@ _STRAY = (
 )
 
 
+def _list_bucket(path: Path, strays: list[tuple[Path, str]]) -> Bucket | None:
+    """One bucket folder's packs and loose files (None when it holds neither);
+    what does not belong is added to ``strays``."""
+    packs: list[Path] = []
+    loose: list[str] = []
+    try:
+        inside = sorted(os.scandir(path), key=lambda e: e.name)
+    except FileNotFoundError:
+        return None
+    for inner in inside:
+        name = inner.name
+        if name.startswith("."):
+            continue
+        if PACK.match(name) and inner.is_file(follow_symlinks=False):
+            packs.append(Path(inner.path))
+        elif DAY.match(name) and inner.is_dir(follow_symlinks=False):
+            try:
+                leaves = sorted(os.scandir(inner.path), key=lambda e: e.name)
+            except FileNotFoundError:
+                continue  # emptied and removed by a pack meanwhile
+            for leaf in leaves:
+                if leaf.name.startswith("."):
+                    continue
+                if LOOSE.match(leaf.name) and leaf.is_file(follow_symlinks=False):
+                    loose.append(f"{name}/{leaf.name}")
+                else:
+                    strays.append((Path(leaf.path), _STRAY))
+        else:
+            strays.append((Path(inner.path), _STRAY))
+    return Bucket(path.name, packs, loose) if packs or loose else None
+
+
+def relist_bucket(folder: Path, name: str) -> Bucket:
+    """The bucket ``name`` of the ledger ``folder`` as it is now (empty when gone);
+    stray files are left to the full listing (:func:`list_sources`) to report."""
+    return _list_bucket(folder / name, []) or Bucket(name, [], [])
+
+
+def pack_names(folder: Path, name: str) -> frozenset[str]:
+    """The names of the packs in the bucket ``name`` now."""
+    try:
+        return frozenset(e.name for e in os.scandir(folder / name) if PACK.match(e.name))
+    except FileNotFoundError:
+        return frozenset()
+
+
 def list_sources(folder: Path) -> Sources:
     """List a ledger folder (see the module docstring); a missing folder is empty."""
     buckets: list[Bucket] = []
@@ -148,26 +194,9 @@ def list_sources(folder: Path) -> Sources:
         if not (BUCKET.match(entry.name) and entry.is_dir(follow_symlinks=False)):
             strays.append((Path(entry.path), _STRAY))
             continue
-        packs: list[Path] = []
-        loose: list[str] = []
-        for inner in sorted(os.scandir(entry.path), key=lambda e: e.name):
-            name = inner.name
-            if name.startswith("."):
-                continue
-            if PACK.match(name) and inner.is_file(follow_symlinks=False):
-                packs.append(Path(inner.path))
-            elif DAY.match(name) and inner.is_dir(follow_symlinks=False):
-                for leaf in sorted(os.scandir(inner.path), key=lambda e: e.name):
-                    if leaf.name.startswith("."):
-                        continue
-                    if LOOSE.match(leaf.name) and leaf.is_file(follow_symlinks=False):
-                        loose.append(f"{name}/{leaf.name}")
-                    else:
-                        strays.append((Path(leaf.path), _STRAY))
-            else:
-                strays.append((Path(inner.path), _STRAY))
-        if packs or loose:
-            buckets.append(Bucket(entry.name, packs, loose))
+        bucket = _list_bucket(Path(entry.path), strays)
+        if bucket is not None:
+            buckets.append(bucket)
     return Sources(folder, buckets, strays)
 
 

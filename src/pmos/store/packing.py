@@ -27,13 +27,12 @@ folded files removed; a crash in between leaves copies that readers count once.
 from __future__ import annotations
 
 import contextlib
-import os
-import subprocess
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from pmos.errors import BadInput
+from pmos._util.git import Repository
+from pmos.errors import BadInput, GitError
 from pmos.store import integrity, packs
 from pmos.store.files import kind_lock, remove_many, stale_temps
 from pmos.store.layout import Bucket, Store
@@ -66,20 +65,16 @@ def closed(bucket: str, today: date, grace_days: int) -> bool:
 def branch_problem(root: Path, default_branch: str) -> str | None:
     """Why packing here could make a pack that conflicts, or None when it cannot:
     the kit is outside git, or its checkout is on the default branch."""
-    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
-
-    def git(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["git", "-C", str(root), *args], capture_output=True, text=True, env=env, check=False
-        )
-
     try:
-        inside = git("rev-parse", "--is-inside-work-tree")
-    except FileNotFoundError:
-        return None  # no git: no branches
-    if inside.returncode or inside.stdout.strip() != "true":
-        return None
-    branch = git("symbolic-ref", "--short", "-q", "HEAD").stdout.strip()
+        repo = Repository.find(root)
+    except GitError as exc:
+        return f"pmos cannot tell the kit's branch: {exc}"
+    if repo is None:
+        return None  # outside git: no branches
+    try:
+        branch = repo.run("symbolic-ref", "--short", "-q", "HEAD", here=True).decode().strip()
+    except GitError:
+        branch = ""  # a detached HEAD
     if branch == default_branch:
         return None
     where = f"on branch {branch!r}" if branch else "on a detached HEAD"

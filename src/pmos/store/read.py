@@ -209,7 +209,7 @@ def newest_first(store: Store, kind: str, *, plain: bool = False) -> Iterator[di
     sources = store.sources(kind)
     decode, errors = lines.decoder(kind, None, plain)
     for bucket in reversed(sources.buckets):
-        scanned_bucket = integrity.scan_bucket(sources.folder, bucket, kind, set())
+        scanned_bucket = integrity.scan_bucket_whole(sources.folder, bucket, kind, set())
         for entry in reversed(scanned_bucket.stored):
             try:
                 yield decode(entry.raw)

@@ -38,9 +38,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import subprocess
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -48,7 +46,8 @@ from pathlib import Path
 from typing import Any
 
 from pmos._util import untrusted
-from pmos.errors import BadInput
+from pmos._util.git import Repository
+from pmos.errors import BadInput, GitError
 from pmos.gate import artifact
 from pmos.gate.runfacts import RunFacts, gather_known
 from pmos.inputs import check_regular_file
@@ -613,31 +612,45 @@ _RANGE_FORBIDDEN = re.compile(r"[\s\x00-\x1f\x7f]")
 
 
 class GitSource:
-    """Reads one repository's history through ``git`` as a subprocess, never a shell."""
+    """Reads one repository's history through the one hardened git runner
+    (:class:`pmos._util.git.Repository`): nothing the repository configures
+    runs, a ``.git`` file or worktree pointing elsewhere is refused, git is
+    stopped after :data:`GIT_TIMEOUT_S`."""
 
-    def __init__(self, repo: Path, rev_range: str | None) -> None:
+    def __init__(self, repo: Repository, rev_range: str | None) -> None:
         self.repo = repo
         self.rev_range = rev_range
 
-    @classmethod
-    def open(cls, repo: Path, rev_range: str | None) -> GitSource:
+    @staticmethod
+    def _repository(repo: Path) -> Repository:
+        """``repo``'s repository; a :class:`GitError` (bad input) when it is none."""
         if not repo.is_dir():
             raise BadInput(f"--repo {repo} is not a folder")
-        source = cls(repo, rev_range)
-        if source._run("rev-parse", "--git-dir", check=False)[0] != 0:
-            raise BadInput(f"--repo {repo} is not a git repository")
+        try:
+            return Repository(repo, timeout=GIT_TIMEOUT_S)
+        except GitError as exc:
+            raise GitError(f"--repo {repo} is not a git repository pmos reads: {exc}") from None
+
+    @classmethod
+    def open(cls, repo: Path, rev_range: str | None) -> GitSource:
+        source = cls(cls._repository(repo), rev_range)
         if rev_range is not None:
             if not rev_range or rev_range.startswith("-") or _RANGE_FORBIDDEN.search(rev_range):
                 raise BadInput(
                     f"--range {rev_range!r} is not a revision range (expected REV..REV, "
                     "no spaces, not starting with -)"
                 )
-            code, _, err = source._run("rev-list", "--count", "--end-of-options", rev_range, "--")
-            if code != 0:
-                reason = _first_line(err) or f"git exited {code}"
-                raise BadInput(f"--range {rev_range!r} is not a valid revision range: {reason}")
-        elif source._run("rev-parse", "--verify", "--quiet", "HEAD^{commit}")[0] != 0:
-            raise BadInput(f"--repo {repo} has no commits yet")
+            try:
+                source._run("rev-list", "--count", "--end-of-options", rev_range, "--")
+            except GitError as exc:
+                raise GitError(
+                    f"--range {rev_range!r} is not a valid revision range: {exc}"
+                ) from None
+        else:
+            try:
+                source.repo.commit("HEAD")
+            except GitError:
+                raise GitError(f"--repo {repo} has no commits yet") from None
         return source
 
     @classmethod
@@ -645,10 +658,13 @@ class GitSource:
         """Whether ``repo`` holds every revision of ``rev_range``."""
         if _RANGE_FORBIDDEN.search(rev_range) or rev_range.startswith("-"):
             return False
-        return (
-            cls(repo, rev_range)._run("rev-list", "--count", "--end-of-options", rev_range, "--")[0]
-            == 0
-        )
+        try:
+            cls(cls._repository(repo), rev_range)._run(
+                "rev-list", "--count", "--end-of-options", rev_range, "--"
+            )
+        except BadInput:
+            return False
+        return True
 
     @property
     def range_label(self) -> str:
@@ -659,38 +675,28 @@ class GitSource:
             return [f"--max-count={CAPS['commits']}", "--end-of-options", "HEAD"]
         return ["--end-of-options", self.rev_range]
 
-    def _run(self, *args: str, check: bool = False) -> tuple[int, bytes, str]:
-        env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "LC_ALL": "C"}
-        cmd = ["git", "-c", "log.showSignature=false", "-C", str(self.repo), *args]
+    def _run(self, *args: str) -> bytes:
+        """git's output; a :class:`GitError` naming the repository when it fails."""
         try:
-            proc = subprocess.run(  # a fixed argv list, never a shell
-                cmd, capture_output=True, env=env, timeout=GIT_TIMEOUT_S, check=False
-            )
-        except FileNotFoundError:
-            raise BadInput("git is not installed or not on PATH; it is needed for --repo") from None
-        except subprocess.TimeoutExpired:
-            raise BadInput(f"git took longer than {GIT_TIMEOUT_S}s in {self.repo}") from None
-        err = proc.stderr.decode("utf-8", "replace")
-        if check and proc.returncode != 0:
-            raise BadInput(f"git {args[0]} failed in {self.repo}: {_first_line(err)}")
-        return proc.returncode, proc.stdout, err
+            return self.repo.run(*args)
+        except GitError as exc:
+            raise GitError(f"{exc} (in {self.repo.top})") from None
 
     def commits(self) -> Group:
         group = Group("commits")
         if self.rev_range is None:
             group.notes.append(f"no --range given: the newest {group.cap} commits of HEAD")
-            _, out, _ = self._run("rev-list", "--count", "--max-count=" + str(group.cap), "HEAD")
+            out = self._run("rev-list", "--count", "--max-count=" + str(group.cap), "HEAD")
         else:
-            _, out, _ = self._run("rev-list", "--count", "--end-of-options", self.rev_range, "--")
+            out = self._run("rev-list", "--count", "--end-of-options", self.rev_range, "--")
         total = int(out.strip() or 0)
-        _, raw, _ = self._run(
+        raw = self._run(
             "log",
             "-z",
             "--format=%H%x00%an%x00%aI%x00%s",
             f"--max-count={group.cap}",
             *self._revision_args(),
             "--",
-            check=True,
         )
         fields = raw.decode("utf-8", "replace").split("\x00")
         if len(fields) % 4 == 1 and fields[-1] == "":
@@ -715,7 +721,7 @@ class GitSource:
 
     def documents(self) -> Group:
         group = Group("documents")
-        _, raw, _ = self._run(
+        raw = self._run(
             "log",
             "-z",
             "--format=%x00%H",
@@ -723,7 +729,6 @@ class GitSource:
             "--no-renames",
             *self._revision_args(),
             "--",
-            check=True,
         )
         newest: dict[str, str] = {}
         touches: dict[str, int] = {}
@@ -779,13 +784,6 @@ def _short_sha(sha: str, all_shas: list[str]) -> str:
     while length < len(sha) and any(o != sha and o[:length] == sha[:length] for o in all_shas):
         length += 1
     return sha[:length]
-
-
-def _first_line(text: str) -> str:
-    for line in text.splitlines():
-        if line.strip():
-            return neutralise(line.strip())
-    return ""
 
 
 # ---------------------------------------------------------------- markdown
