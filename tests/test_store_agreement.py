@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from datetime import timedelta
 
 import orjson
 
 import ledgerfiles
 from pmos.store.digest import digest_bytes
 from pmos.store.integrity import pack_header
+from pmos.timestamps import parse_instant, seconds_rfc3339
 from test_metrics import judge, label
 
 
@@ -53,7 +55,9 @@ def test_a_forged_pack_header_vouches_for_nothing(cli, kit, kit_root):
     # A pass label nobody signed off (a hand-made record, well sealed), in a pack whose
     # header claims its records were screened and none failed.
     forged = {**real, "record_id": real["record_id"][:-8] + "0f0f0f0f", "label": "pass"}
-    forged["recorded_at"] = real["recorded_at"][:-2] + "9Z"  # later: it would be the latest
+    # A second later, so that it would be the latest (the real label's second may end in 9).
+    later = parse_instant(real["recorded_at"]) + timedelta(seconds=1)
+    forged["recorded_at"] = seconds_rfc3339(later)
     forged["by"] = 7  # breaks the schema: no writer would store it
     line = ledgerfiles.forged_line(forged)[0]
     bucket = forged["recorded_at"][:7]
