@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import ledgerfiles
+from pmos.board.collect import BoardOptions, collect
 from pmos.calibration import weighting
 from pmos.calibration.agreement import table_report, table_reports
 from pmos.calibration.decision import Rule
@@ -20,6 +21,7 @@ from pmos.calibration.plan import recommended_rate
 from pmos.calibration.stats import Confusion
 from pmos.gate import plan as sampling
 from pmos.gate.vocabulary import PASS_SIDE
+from pmos.kit import open_kit
 from test_metrics import judge, metrics
 
 RATE = 0.25
@@ -271,3 +273,20 @@ def test_recommended_rate_samples_the_pass_side_less_when_the_pm_passes_most():
     rate = recommended_rate(tp=180, fn=2, fp=8, tn=10)
     assert rate is not None and rate < 1
     assert recommended_rate(tp=10, fn=0, fp=0, tn=0) is None
+
+
+def test_the_board_lists_what_waits_in_the_plans_order_with_its_reasons(cli, kit, kit_root):
+    """The board's "waits for the PM" section follows the plan: the FAIL side first,
+    each run saying why it is there; without a plan, the acceptance queue's order."""
+    verdicts = judged(kit, passes=12, fails=2)
+    unplanned = collect(kit, BoardOptions())
+    assert [w.run_id for w in unplanned.waiting] == list(verdicts)
+    assert {w.reason for w in unplanned.waiting} == {None}
+    set_plan(kit_root)
+    planned_kit = open_kit(kit_root)
+    waiting = collect(planned_kit, BoardOptions()).waiting
+    proposals = plan(cli, "--limit", "100")["proposals"]
+    assert [w.run_id for w in waiting] == [p["run_id"] for p in proposals]
+    assert [w.run_id for w in waiting[:2]] == ["r-f0", "r-f1"]
+    assert all("every FAIL" in (w.reason or "") for w in waiting[:2])
+    assert all(f"weight {1 / RATE:g}" in (w.reason or "") for w in waiting[2:])

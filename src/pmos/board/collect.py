@@ -135,6 +135,28 @@ def waiting_for_pm(
     return [entry(run_id, reason) for run_id, reason in order]
 
 
+def plan_order(kit: Kit, limit: int) -> list[tuple[str, str | None]] | None:
+    """The labelling plan's suggestion (``pmos label plan``) as the order of what
+    waits for the PM, each run with why it is there; None when the kit has no plan
+    (``calibration.plan_pass_side_rate`` 1), and the acceptance queue's order stands."""
+    if kit.config.plan_pass_side_rate >= 1.0:
+        return None
+    # Deferred: the plan reads the queue, which imports sshsig and cryptography (about 50 ms).
+    from pmos.calibration.plan import suggest
+
+    order: list[tuple[str, str | None]] = []
+    for proposal in suggest(kit, limit=limit)["proposals"]:
+        weight = proposal["plan_weight"]
+        if proposal["gate_side"] == "fail":
+            reason = "the gate failed it: the plan labels every FAIL (weight 1)"
+        else:
+            reason = (
+                f"the plan's sample of the gate's passes (weight {weight:g}); label it with --plan"
+            )
+        order.append((proposal["run_id"], reason))
+    return order
+
+
 @dataclass
 class BoardData:
     """What one board shows; built by :func:`collect`, rendered by :mod:`pmos.board.page`."""
@@ -350,8 +372,8 @@ def collect(
     """Read everything the board shows (see the module docstring for where each part comes from).
 
     ``order``: the runs waiting for the PM's label as ``(run_id, reason)`` in the
-    order to take them (a labelling plan's suggestion); the acceptance queue's
-    order (oldest first, no reason) when None.
+    order to take them; when None, the kit's labelling plan's (:func:`plan_order`),
+    else the acceptance queue's order (oldest first, no reason).
     """
     options = options.checked()
     now = now or datetime.now(UTC)
@@ -396,7 +418,9 @@ def collect(
         checkpoint=after,
         moved=before != after,
         notes=notes,
-        waiting=waiting_for_pm(acceptance, order),
+        waiting=waiting_for_pm(
+            acceptance, order if order is not None else plan_order(kit, options.limit)
+        ),
         labels=labels,
         builders=builders,
     )
