@@ -51,3 +51,29 @@ def test_an_older_version_after_a_newer_one_is_reported_and_left_out(cli, kit_ro
     report = json.loads(cli("metrics", "--json").stdout)
     assert [e["record_id"] for e in report["excluded_records"]] == ["ev-handmade-0001"]
     assert report["pairs"] == 1
+
+
+def test_the_first_of_each_version_is_its_earliest_instant_in_any_order_or_format():
+    """Writers' times are compared as text and parsed only when earlier than the
+    earliest so far; other times are parsed; a time that does not parse is passed
+    over, and does not hide a later one."""
+    from datetime import UTC, datetime
+
+    from pmos.gate.versions import first_of_each_version
+
+    stamps = [
+        (2, "2026-03-01T00:00:00.000000Z"),
+        (2, "2026-00-01T00:00:00.000000Z"),  # the writers' shape, not a date
+        (2, "2026-02-30T00:00:00.000000Z"),  # nor this one
+        (2, "2026-01-15T02:00:00.000000Z"),
+        (2, "2026-01-15T10:00:00+09:00"),  # 01:00 UTC: the earliest
+        (2, "2026-02-01T00:00:00.000000Z"),
+        (1, "2025-01-01T00:00:00.000000Z"),
+        ("3", "2000-01-01T00:00:00.000000Z"),  # not a version
+        (4, "not a time"),
+    ]
+    assert first_of_each_version(stamps) == {
+        2: datetime(2026, 1, 15, 1, tzinfo=UTC),
+        1: datetime(2025, 1, 1, tzinfo=UTC),
+    }
+    assert first_of_each_version(reversed(stamps)) == first_of_each_version(stamps)

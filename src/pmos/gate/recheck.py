@@ -44,6 +44,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from datetime import datetime
+from functools import cache
 from itertools import islice
 from typing import Any
 
@@ -54,7 +55,7 @@ from pmos.gate.clock import checking_time, future_dated
 from pmos.gate.rubric import Rubric, load_rubric
 from pmos.gate.run_ids import duplicate_registration
 from pmos.gate.signing import LabelSignatures
-from pmos.gate.versions import NEWEST, older_than_the_kit
+from pmos.gate.versions import NEWEST, first_of_each_version, older_than_the_kit
 from pmos.gate.vocabulary import SKIPPED
 from pmos.kit import Kit
 from pmos.store.append import schema_problems
@@ -65,6 +66,20 @@ from pmos.store.rows import row_type
 #: the whole eval ledger: enough for the labels of a busy day, far fewer than a
 #: large ledger holds.
 RECENT_VERDICTS = 2_000
+
+
+@cache
+def _version_row() -> type:
+    """A row of a record's ``schema_version`` (1 when absent, as a record without one
+    is read) and ``recorded_at``, of any JSON type: the version rule reads every record
+    of a ledger, and decoding just these two costs a fraction of a whole record."""
+    import msgspec  # loaded by the first pass that needs it, not by every writer
+
+    class VersionRow(msgspec.Struct, gc=False):
+        schema_version: Any = 1
+        recorded_at: Any = None
+
+    return VersionRow
 
 
 class Context:
@@ -222,9 +237,12 @@ class Context:
         older than another (see :mod:`pmos.gate.versions`)."""
         found = self._versions.get(kind)
         if found is None:
-            from pmos.gate.versions import first_of_each_version
-
-            found = first_of_each_version(records(self.kit.store, kind, plain=True))
+            row = _version_row()
+            found = first_of_each_version(
+                (r.schema_version, r.recorded_at)
+                for batch in batches(self.kit.store, kind, row=row)
+                for r in batch
+            )
             self._versions[kind] = found
         return found
 

@@ -13,6 +13,7 @@ version-1 verdict that skips a registered contract), so
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
@@ -29,19 +30,36 @@ NEWEST = {"evals": VERDICT_SCHEMA_VERSION, "acceptances": LABEL_SCHEMA_VERSION}
 RULE = "version-forward"
 
 
-def first_of_each_version(records: Iterable[Mapping[str, Any]]) -> dict[int, datetime]:
-    """The earliest ``recorded_at`` of each ``schema_version`` among ``records``."""
+#: The writers' own times (UTC, microseconds): two of them order as their text does.
+_WRITERS_TIME = re.compile(r"\A[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z\Z")
+
+
+def first_of_each_version(stamps: Iterable[tuple[Any, Any]]) -> dict[int, datetime]:
+    """The earliest ``recorded_at`` of each ``schema_version`` among the
+    ``(schema_version, recorded_at)`` of a ledger's records.
+
+    A time in the writers' own format is parsed only when its text is earlier
+    than the earliest such text of its version so far (they order as their
+    text does, and a ledger is read in time order, so that is rare); any other
+    time is parsed. A time that does not parse is passed over.
+    """
     first: dict[int, datetime] = {}
-    for record in records:
-        version = record.get("schema_version", 1)
+    earliest: dict[int, str] = {}  # per version: the earliest writers' time that parsed
+    for version, at in stamps:
         if not isinstance(version, int):
             continue
+        text = str(at)
+        plain = _WRITERS_TIME.match(text) is not None
+        if plain and text >= earliest.get(version, "~"):
+            continue
         try:
-            at = parse_instant(str(record.get("recorded_at")))
+            moment = parse_instant(text)
         except (BadInput, ValueError):
             continue
-        if version not in first or at < first[version]:
-            first[version] = at
+        if plain:
+            earliest[version] = text
+        if version not in first or moment < first[version]:
+            first[version] = moment
     return first
 
 
