@@ -212,8 +212,8 @@ def test_the_screening_cache_lives_outside_the_work_tree_and_vouches_for_nothing
     bad = {**real, "record_id": real["record_id"][:-8] + "0e0e0e0e", "by": 7}
     pack = ledgerfiles.pack_of(kit_root, "acceptances", [bad])
     first = confusion(cli)["excluded_records"]
-    (entry,) = list(cache.rglob("*.json"))
-    assert entry.stem == hashlib.sha256(pack.read_bytes()).hexdigest()
+    sha = hashlib.sha256(pack.read_bytes()).hexdigest()
+    (entry,) = list(cache.rglob(f"{sha}.json"))  # beside it: lines-<sha>.json (linememo)
     assert confusion(cli)["excluded_records"] == first
     entry.write_text("{not json")
     assert confusion(cli)["excluded_records"] == first
@@ -222,3 +222,81 @@ def test_the_screening_cache_lives_outside_the_work_tree_and_vouches_for_nothing
     data["failed"] = []
     entry.write_bytes(orjson.dumps(data))
     assert confusion(cli)["excluded_records"] == first
+
+
+def test_a_packs_line_checks_recalled_from_the_memo_are_those_of_a_fresh_check(
+    cli, kit, kit_root, monkeypatch, tmp_path
+):
+    """A pack's line checks are remembered outside the work tree, keyed by the hash
+    of its bytes (pmos.store.linememo): readers that recall them, readers with no
+    memo and readers whose memo entry is damaged leave out the same line for the
+    same reason and count the same records."""
+    judge(kit, "r1", "PASS")
+    judge(kit, "r2", "FAIL")
+    real = label(kit, "r1", "fail")
+    other = label(kit, "r2", "fail")
+    (loose, _) = sorted(ledgerfiles.record_files(kit_root, "acceptances"))
+    copied_from = orjson.loads(loose.read_bytes())["digest"]
+    flipped = {**real, "label": "pass"}
+    body = ledgerfiles.forged_line(flipped)[0][: -(len(',"digest":"') + 64 + 3)]
+    copied = body + b',"digest":"' + copied_from.encode() + b'"}\n'
+    later = {**other, "record_id": other["record_id"][:-8] + "0d0d0d0d"}
+    later["recorded_at"] = other["recorded_at"][:-2] + "9Z"
+    sound = ledgerfiles.forged_line(later)[0]
+    bucket = real["recorded_at"][:7]
+    folder = ledgerfiles.folder(kit_root, "acceptances")
+    pack = hand_made_pack(
+        folder, "acceptances", bucket, [copied, sound], pack_header("acceptances", bucket, 2)
+    )
+    cache = tmp_path / "memo"
+    monkeypatch.setenv("PMOS_CACHE_DIR", str(cache))
+    fresh = (verify(cli), confusion(cli), labels_of(cli))
+    sha = hashlib.sha256(pack.read_bytes()).hexdigest()
+    (memo,) = list(cache.rglob(f"lines-{sha}.json"))
+    assert [n for n, *_ in orjson.loads(memo.read_bytes())["refused"]] == [2]
+    recalled = (verify(cli), confusion(cli), labels_of(cli))
+    memo.write_text("{not json")
+    damaged = (verify(cli), confusion(cli), labels_of(cli))
+    monkeypatch.setenv("PMOS_CACHE_DIR", str(kit_root / "cache"))  # inside the kit: none
+    unmemoed = (verify(cli), confusion(cli), labels_of(cli))
+    assert fresh == recalled == damaged == unmemoed
+    (code, problems), report, labels = fresh
+    assert code == 1 and [(p["file"], p["line"]) for p in problems] == [(str(pack), 2)]
+    assert "does not match its digest" in problems[0]["problem"]
+    assert sorted(r["record_id"] for r in labels) == sorted(
+        [real["record_id"], other["record_id"], later["record_id"]]
+    )
+    assert report["confusion"]["fp"] == 1  # r1: PASS against the real "fail"
+
+
+def test_a_writers_newest_first_look_up_applies_the_month_duplicate_rule_exactly(
+    cli, kit, kit_root, monkeypatch, tmp_path
+):
+    """A look-up reads a month of loose files lazily, its records' ids recalled from
+    this machine's memo (pmos.store.linememo); it still leaves out both records of a
+    month sharing a record_id, and takes the real one back once the twin is spoiled
+    (its file edited in place, so the memo's id for its name no longer holds)."""
+    from pmos.store.lookup import find_label
+    from pmos.store.read import records
+
+    monkeypatch.setenv("PMOS_CACHE_DIR", str(tmp_path / "memo"))
+    judge(kit, "r1", "PASS")
+    real = label(kit, "r1", "fail")
+    label(kit, "r2", "pass")
+    assert find_label(kit.store, "r1") == real
+    assert list((tmp_path / "memo").rglob("ids-acceptances-*.json"))
+    twin = {**real, "label": "pass", "recorded_at": real["recorded_at"][:-2] + "9Z"}
+    path = ledgerfiles.forge(kit_root, "acceptances", twin)
+    forward = {r["record_id"] for r in records(kit.store, "acceptances")}
+    assert real["record_id"] not in forward
+    assert find_label(kit.store, "r1") is None  # the twin learned, then recalled
+    assert find_label(kit.store, "r1") is None
+    assert find_label(kit.store, "r2")["label"] == "pass"
+    path.write_bytes(path.read_bytes().replace(b'"label":"pass"', b'"label":"PASS"'))
+    assert real["record_id"] in {r["record_id"] for r in records(kit.store, "acceptances")}
+    assert find_label(kit.store, "r1") == real
+    monkeypatch.setenv("PMOS_CACHE_DIR", str(kit_root / "cache"))  # no memo at all
+    assert find_label(kit.store, "r1") == real
+    path.unlink()
+    ledgerfiles.forge(kit_root, "acceptances", twin)
+    assert find_label(kit.store, "r1") is None

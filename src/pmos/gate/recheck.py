@@ -107,6 +107,7 @@ class Context:
         self._verdicts: dict[str, tuple[str, str]] = {}
         self._verdict_stream: Iterator[dict[str, Any]] | None = None
         self._verdicts_complete = False
+        self._verdict_passes = 0  # passes over the eval ledger made for find_verdicts
         self._absent: set[str] = set()  # looked up by find_verdicts, not in the kit
         #: Answers to find_verdicts from elsewhere (see answer_verdicts), and the
         #: ids asked of it that are not yet answered.
@@ -165,6 +166,18 @@ class Context:
         if self._answers is not None:
             self._asked |= wanted  # answered when first needed
             return
+        self._look_up(wanted)
+
+    def _look_up(self, wanted: set[str]) -> None:
+        """One pass over the eval ledger for ``wanted``. The first pass keeps only
+        those (the loose labels' verdicts: a large ledger's index costs memory);
+        a second means ids are asked batch by batch (the packs of a cold screening
+        cache), so the whole ledger is indexed once instead of once per batch."""
+        self._verdict_passes += 1
+        if self._verdict_passes > 1:
+            self._index_verdicts(None)
+            self._verdicts_complete = True
+            return
         self._index_verdicts(wanted)
         self._absent |= wanted - self._verdicts.keys()
 
@@ -178,9 +191,8 @@ class Context:
             else:
                 self._absent.add(record_id)
         rest = asked - vouched - self._verdicts.keys()
-        if rest:
-            self._index_verdicts(rest)
-            self._absent |= rest - self._verdicts.keys()
+        if rest and not self._verdicts_complete:
+            self._look_up(rest)
 
     def verdict(self, record_id: str) -> tuple[str, str] | None:
         if self._asked:

@@ -29,12 +29,14 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterator
+from functools import cache
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import orjson
 
-from pmos.store import lines
+from pmos.store import linememo, lines
 from pmos.store.digest import is_canonical, orjson_is_jcs
 from pmos.store.layout import (
     PACK,
@@ -73,11 +75,15 @@ class Refused(NamedTuple):
 
 
 class PackRead(NamedTuple):
-    """A pack as read: its path, the SHA-256 of the bytes read, and whether it counts."""
+    """A pack as read: its path, the SHA-256 of the bytes read, and whether it counts.
+    ``ordered``: its sound lines are in ledger order with no two sharing a record id
+    or digest (as every pack pmos writes), so a month of this pack alone needs no
+    sorting and holds no duplicate of its own."""
 
     path: Path
     sha: str
     ok: bool
+    ordered: bool = False
 
 
 class BucketScan(NamedTuple):
@@ -130,13 +136,19 @@ def _record_id(raw: bytes) -> str | None:
 
 
 def scan(
-    sources: Sources, kind: str, *, skip: frozenset[str] = frozenset()
+    sources: Sources,
+    kind: str,
+    *,
+    skip: frozenset[str] = frozenset(),
+    memo: Path | None = None,
 ) -> Iterator[BucketScan]:
     """Every bucket of ``sources``, oldest first, with the rule applied (see the module
     docstring). Stray files are refused in the first bucket scanned (or an empty one).
 
     ``skip`` names packs (by the SHA-256 in their names) the caller holds already
     (``pmos sync``): they are not read, and their records are not yielded.
+    ``memo`` is the folder of this machine's memo of pack line checks
+    (:mod:`pmos.store.linememo`), or None to check every line.
     """
     # The record ids of earlier months, as their hashes: a million-record ledger's
     # strings would cost the reader more than everything else it keeps. Two ids
@@ -144,7 +156,7 @@ def scan(
     seen: set[int] = set()
     strays = [Refused(str(path), None, None, why) for path, why in sources.strays]
     for bucket in sources.buckets:
-        result = scan_bucket_whole(sources.folder, bucket, kind, seen, skip)
+        result = scan_bucket_whole(sources.folder, bucket, kind, seen, skip, memo)
         if strays:
             result.refused[:0] = strays
             strays = []
@@ -164,6 +176,7 @@ def scan_bucket_whole(
     kind: str,
     seen: set[int] | None,
     skip: frozenset[str] = frozenset(),
+    memo: Path | None = None,
 ) -> BucketScan:
     """:func:`scan_bucket`, read again while a ``pmos ledger pack`` running meanwhile
     changed the bucket, so a reader that takes no lock still sees every record of
@@ -173,7 +186,7 @@ def scan_bucket_whole(
     is listed and read again (a record read from both a loose file and its new
     pack counts once: copies are one record)."""
     for _ in range(RESCANS):
-        result = scan_bucket(folder, bucket, kind, seen, skip)
+        result = scan_bucket(folder, bucket, kind, seen, skip, memo)
         listed = frozenset(p.name for p in bucket.packs)
         if not result.vanished and pack_names(folder, bucket.name) == listed:
             return result
@@ -199,6 +212,7 @@ def scan_bucket(
     kind: str,
     seen: set[int] | None,
     skip: frozenset[str] = frozenset(),
+    memo: Path | None = None,
 ) -> BucketScan:
     """One bucket (see :func:`scan`); ``seen`` carries the record ids of older buckets.
     With ``seen`` None, records are only de-duplicated by digest (``pmos ledger pack``
@@ -211,12 +225,22 @@ def scan_bucket(
         match = PACK.match(path.name)
         if match is not None and match.group(1) in skip:
             continue
-        pack = _scan_pack(path, bucket.name, kind, found, refused)
+        pack = _scan_pack(path, bucket.name, kind, found, refused, memo)
         vanished = vanished or not pack.sha
         read.append(pack)
     for rel in bucket.loose:
         present = _scan_loose(folder / bucket.name / rel, bucket.name, rel, kind, found, refused)
         vanished = vanished or not present
+    if len(read) == 1 and read[0].ordered and not bucket.loose and not vanished:
+        # One pack in ledger order with no repeated id (every pack pmos writes):
+        # nothing to sort or de-duplicate within the month; its ids are checked
+        # against earlier months' all at once.
+        if seen is None:
+            return BucketScan(bucket.name, found, refused, read)
+        ids = {hash(entry.key[1]) for entry in found}
+        if seen.isdisjoint(ids):
+            seen |= ids
+            return BucketScan(bucket.name, found, refused, read)
     found.sort(key=lambda s: (s.key, s.digest))
     counted: list[Stored] = []
     last = None
@@ -260,6 +284,90 @@ def scan_bucket(
         seen.add(key)
         counted.append(entry)
     return BucketScan(bucket.name, counted, refused, read, vanished)
+
+
+def newest_in_bucket(
+    folder: Path, bucket: Bucket, kind: str, memo: Path | None = None
+) -> Iterator[Stored]:
+    """One bucket's records that count, newest first, read lazily: the writers'
+    look-ups (:func:`pmos.store.read.newest_first`) stop at the record they want.
+
+    A month of loose files only is not read whole: the month-duplicate rule needs
+    every record's id, and those come from this machine's memo of them
+    (:mod:`pmos.store.linememo`; a file's name carries its record's digest, and a
+    file not in the memo is checked and added). A record is checked in full when
+    it is reached, and so is every file whose record shares its id, so the rule is
+    exactly :func:`scan_bucket`'s. A bucket with a pack is scanned whole. The
+    rule on a record id an earlier month holds is not applied here: a look-up
+    that stops early has not read those months (``verify`` and the forward
+    readers apply it).
+    """
+    if bucket.packs:
+        yield from reversed(scan_bucket_whole(folder, bucket, kind, set(), memo=memo).stored)
+        return
+    given: set[str] = set()
+    try:
+        for entry in _newest_loose(folder, bucket, kind, memo):
+            given.add(entry.digest)
+            yield entry
+    except _Vanished:
+        # A pack folded the month meanwhile: the rest comes from the month as it is now.
+        now = scan_bucket_whole(folder, relist_bucket(folder, bucket.name), kind, set(), memo=memo)
+        yield from (entry for entry in reversed(now.stored) if entry.digest not in given)
+
+
+class _Vanished(Exception):
+    """A loose file listed a moment ago is gone (``pmos ledger pack`` folded it)."""
+
+
+def _newest_loose(folder: Path, bucket: Bucket, kind: str, memo: Path | None) -> Iterator[Stored]:
+    """:func:`newest_in_bucket` for a month of loose files only."""
+    ids = linememo.load_ids(memo, kind, bucket.name)
+    files_of: dict[str, list[str]] = {}
+    checked: dict[str, Stored | None] = {}
+    learned = False
+    for rel in bucket.loose:
+        digest = rel[-5 - 64 : -5]  # DD/<stamp>-<digest>.json
+        files_of.setdefault(digest, []).append(rel)
+        if digest not in ids:
+            entry = checked[rel] = _check_loose(folder, bucket.name, rel, kind)
+            if entry is not None:
+                ids[entry.digest] = entry.key
+                learned = True
+    if learned:
+        linememo.save_ids(memo, kind, bucket.name, ids)
+    digests_of: dict[str, set[str]] = {}
+    for digest in files_of:
+        key = ids.get(digest)
+        if key is not None:  # None: no file of that name holds a sound record
+            digests_of.setdefault(key[1], set()).add(digest)
+
+    def sound(digest: str) -> Stored | None:
+        """The first file of ``digest`` that passes every check (copies count once)."""
+        for rel in files_of[digest]:
+            if rel not in checked:
+                checked[rel] = _check_loose(folder, bucket.name, rel, kind)
+            if checked[rel] is not None:
+                return checked[rel]
+        return None
+
+    for key, digest in sorted(((ids[d], d) for d in files_of if d in ids), reverse=True):
+        entry = sound(digest)
+        if entry is None:
+            continue
+        if len(digests_of[key[1]]) > 1 and any(
+            sound(other) is not None for other in digests_of[key[1]] if other != digest
+        ):
+            continue  # another record of this month carries its id: none counts
+        yield entry
+
+
+def _check_loose(folder: Path, bucket: str, rel: str, kind: str) -> Stored | None:
+    """The loose file ``rel`` of ``bucket`` as a record that passes every check, or None."""
+    found: list[Stored] = []
+    if not _scan_loose(folder / bucket / rel, bucket, rel, kind, found, []):
+        raise _Vanished(rel)
+    return found[0] if found else None
 
 
 def _scan_loose(
@@ -306,7 +414,12 @@ def _read(path: Path) -> bytes:
 
 
 def _scan_pack(
-    path: Path, bucket: str, kind: str, found: list[Stored], refused: list[Refused]
+    path: Path,
+    bucket: str,
+    kind: str,
+    found: list[Stored],
+    refused: list[Refused],
+    memo: Path | None = None,
 ) -> PackRead:
     try:
         data = _read(path)
@@ -342,6 +455,11 @@ def _scan_pack(
         )
         return PackRead(path, sha, False)
     keep = found.append
+    known = linememo.load_pack(memo, sha, kind, bucket)
+    if known is not None and _recall(rows, known[0], file, sha, keep, refused):
+        return PackRead(path, sha, True, known[1])
+    start = len(found)
+    failed: linememo.Refusals = {}
     fast = _fast_check(kind, bucket)
     for number, raw in enumerate(rows[1:], start=2):
         checked = fast(raw)
@@ -354,11 +472,70 @@ def _scan_pack(
                         f"the record was recorded at {at}, not in the pack's month {bucket}"
                     )
             except lines.LineError as exc:
-                refused.append(Refused(file, number, _record_id(raw), str(exc)))
+                failed[number] = (_record_id(raw), str(exc))
+                refused.append(Refused(file, number, *failed[number]))
                 continue
             checked = ((at, record["record_id"]), digest)
         keep(Stored(checked[0], checked[1], raw, file, number, sha))
-    return PackRead(path, sha, True)
+    ordered = _in_order(found[start:])
+    linememo.save_pack(memo, sha, kind, bucket, failed, ordered)
+    return PackRead(path, sha, True, ordered)
+
+
+def _in_order(entries: list[Stored]) -> bool:
+    """Whether ``entries`` are in strict ledger order and no two share a record id."""
+    order = [(e.key, e.digest) for e in entries]
+    unique = len({e.key[1] for e in entries}) == len(entries)
+    return unique and all(a < b for a, b in pairwise(order))
+
+
+def _recall(
+    rows: list[bytes],
+    known: linememo.Refusals,
+    file: str,
+    sha: str,
+    keep: Any,
+    refused: list[Refused],
+) -> bool:
+    """The lines of a pack whose bytes this machine checked before: the lines that
+    failed fail again with the same reason, the others are taken with their order
+    key read from the line and their digest from its tail (both checked then).
+    False (nothing taken) when a line is not what the memo says (a damaged memo):
+    the caller then checks every line."""
+    decode = _key_decoder().decode
+    taken: list[Stored] = []
+    try:
+        for number, raw in enumerate(rows[1:], start=2):
+            bad = known.get(number)
+            if bad is not None:
+                continue
+            row = decode(raw)
+            taken.append(
+                Stored(
+                    (row.recorded_at, row.record_id), raw[-66:-2].decode(), raw, file, number, sha
+                )
+            )
+    except (ValueError, UnicodeDecodeError):
+        return False
+    if any(number < 2 or number > len(rows) for number in known):
+        return False
+    for number, (record_id, problem) in sorted(known.items()):
+        refused.append(Refused(file, number, record_id, problem))
+    for entry in taken:
+        keep(entry)
+    return True
+
+
+@cache
+def _key_decoder() -> Any:
+    """A decoder of a line's order key only (``recorded_at``, ``record_id``)."""
+    import msgspec  # loaded by the first pack read from the memo, not by every command
+
+    class LineKey(msgspec.Struct):
+        recorded_at: str
+        record_id: str
+
+    return msgspec.json.Decoder(LineKey)
 
 
 def _fast_check(kind: str, bucket: str) -> Any:

@@ -135,8 +135,9 @@ class Sieve:
 
 
 def scanned(store: Store, kind: str) -> Iterator[BucketScan]:
-    """``kind``'s buckets, oldest first, with the store's rule applied."""
-    return integrity.scan(store.sources(kind), kind)
+    """``kind``'s buckets, oldest first, with the store's rule applied (a pack's line
+    checks recalled from this machine's memo of them, :mod:`pmos.store.linememo`)."""
+    return integrity.scan(store.sources(kind), kind, memo=screencache.cache_folder(store.root))
 
 
 def batches(
@@ -199,18 +200,20 @@ def loose_values(store: Store, kind: str, field: str) -> set[str]:
 
 
 def newest_first(store: Store, kind: str, *, plain: bool = False) -> Iterator[dict[str, Any]]:
-    """Every record of ``kind``, newest first, read bucket by bucket from the newest:
-    a look-up of recent history reads only the months it needs.
+    """Every record of ``kind``, newest first, read bucket by bucket from the newest,
+    and within a month of loose files record by record
+    (:func:`pmos.store.integrity.newest_in_bucket`): a look-up of recent history
+    reads only what it needs.
 
     Each bucket is read by the store's rule; a ``record_id`` repeated in an
-    older month than the one being read is only known once that month is read
-    (``pmos ledger verify`` and the forward readers see the whole ledger).
+    older month than the one being read is not known here (``pmos ledger
+    verify`` and the forward readers see the whole ledger).
     """
     sources = store.sources(kind)
+    memo = screencache.cache_folder(store.root)
     decode, errors = lines.decoder(kind, None, plain)
     for bucket in reversed(sources.buckets):
-        scanned_bucket = integrity.scan_bucket_whole(sources.folder, bucket, kind, set())
-        for entry in reversed(scanned_bucket.stored):
+        for entry in integrity.newest_in_bucket(sources.folder, bucket, kind, memo):
             try:
                 yield decode(entry.raw)
             except errors:
@@ -292,6 +295,7 @@ class StoredLines:
 
     def __init__(self, store: Store, kind: str, have: Collection[str] = frozenset()) -> None:
         self.kind = kind
+        self._root = store.root
         self._sources = store.sources(kind)
         self._have = frozenset(have)
         self.packs: list[str] = []
@@ -304,7 +308,8 @@ class StoredLines:
                 self.have_records += _header_records(path)
 
     def __iter__(self) -> Iterator[list[StoredLine]]:
-        for bucket in integrity.scan(self._sources, self.kind, skip=self._have):
+        memo = screencache.cache_folder(self._root)
+        for bucket in integrity.scan(self._sources, self.kind, skip=self._have, memo=memo):
             self.packs += [p.sha for p in bucket.packs if p.ok]
             for start in range(0, len(bucket.stored), 4096):
                 chunk = bucket.stored[start : start + 4096]

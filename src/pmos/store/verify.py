@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from pmos.errors import LedgerCorrupt, Violation
-from pmos.store import integrity, lines
+from pmos.store import integrity, lines, screencache
 from pmos.store.append import schema_problems
 from pmos.store.layout import Store
 from pmos.store.read import Sieve
@@ -155,7 +155,10 @@ def verify_kind(
         for violation in violations:
             report.add(where, line, f"rule: {violation}")
 
-    for bucket in integrity.scan(sources, kind):
+    # --schema checks everything with no cache; otherwise a pack's line checks may be
+    # recalled from this machine's memo of them (pmos.store.linememo).
+    memo = None if with_schema or check is not None else screencache.cache_folder(store.root)
+    for bucket in integrity.scan(sources, kind, memo=memo):
         for refused in bucket.refused:
             report.add(refused.file, refused.line, refused.problem)
         report.checked_packs += [p.sha for p in bucket.packs if p.ok]
