@@ -69,6 +69,25 @@ def _version(record: Mapping[str, Any]) -> int | None:
     return version if isinstance(version, int) and not isinstance(version, bool) else None
 
 
+class _Older:
+    """Whether a record is of an older version than the newest its kind holds:
+    ``(its version, the newest)``, the newest asked of ``newest_of(kind)`` once a
+    kind (an order is consulted only for such a record)."""
+
+    def __init__(self, newest_of: Callable[[str], int]) -> None:
+        self._newest_of = newest_of
+        self._newest: dict[str, int] = {}
+
+    def __call__(self, kind: str, record: Mapping[str, Any]) -> tuple[int, int] | None:
+        version = _version(record)
+        if version is None:
+            return None
+        newest = self._newest.get(kind)
+        if newest is None:
+            newest = self._newest[kind] = self._newest_of(kind)
+        return (version, newest) if version < newest else None
+
+
 class Order(Protocol):
     """What says whether a record of an older version came after a newer one."""
 
@@ -81,18 +100,13 @@ class AddedByChange:
     of ``kind`` (asked once per kind, and only for an added older record)."""
 
     def __init__(self, newest_at_base: Callable[[str], int]) -> None:
-        self._newest_at_base = newest_at_base
-        self._newest: dict[str, int] = {}
+        self._older = _Older(newest_at_base)
 
     def problem(self, kind: str, record: Mapping[str, Any]) -> Violation | None:
-        version = _version(record)
-        if version is None:
+        found = self._older(kind, record)
+        if found is None:
             return None
-        newest = self._newest.get(kind)
-        if newest is None:
-            newest = self._newest[kind] = self._newest_at_base(kind)
-        if version >= newest:
-            return None
+        version, newest = found
         return Violation(
             RULE,
             "schema_version",
@@ -107,19 +121,14 @@ class CommittedAtHead:
 
     def __init__(self, store: Store, ledger: Callable[[str], Iterable[Mapping[str, Any]]]) -> None:
         self.store = store
-        self._ledger = ledger
-        self._newest: dict[str, int] = {}
+        self._older = _Older(lambda kind: newest_version(ledger(kind)))
         self._committed: dict[str, set[str] | str] = {}
 
     def problem(self, kind: str, record: Mapping[str, Any]) -> Violation | None:
-        version = _version(record)
-        if version is None:
+        found = self._older(kind, record)
+        if found is None:
             return None
-        newest = self._newest.get(kind)
-        if newest is None:
-            newest = self._newest[kind] = newest_version(self._ledger(kind))
-        if version >= newest:
-            return None
+        version, newest = found
         committed = self._committed.get(kind)
         if committed is None:
             committed = self._committed[kind] = self._at_head(kind)
