@@ -761,3 +761,45 @@ def test_an_added_verdict_whose_evidence_pointer_does_not_resolve_may_not_merge(
     assert not any(good["record_id"] in r for r in report["reasons"]), report["reasons"]
     [r1] = [r for r in report["runs"] if r["run_id"] == "r1"]
     assert r1["decision"] == "pass"
+
+
+def test_an_added_verdict_names_only_calibration_cases_the_base_has(product, tmp_path):
+    """Issue 25.4 in the gate: the exemplars an added verdict names must be cases of
+    the base (`pmos exemplars` there), as the writer and `ledger verify` require; a
+    hand-made verdict naming one the base lacks may not merge, the writer's verdict
+    naming the base's case is counted."""
+    from conftest import good_verdict
+    from ledgerfiles import forge
+    from pmos.store.append import record_meta
+
+    git(product.repo, "checkout", "-q", "main")
+    honest_run(product, "r0")
+    product.commit("a labelled run: a calibration case")
+    product.publish()
+    product.branch("named")
+    [case] = {a["case_id"] for a in json.loads(product.ok("exemplars", "--json").stdout)["anchors"]}
+    for run in ("r1", "r2"):
+        product.register(run, "--repo", str(product.repo), "--head", "HEAD")
+    verdict = good_verdict(
+        run_id="r1", initiative_id="shop", builder_model="claude-x", exemplars=[case]
+    )
+    for item in [*verdict["criteria"], *verdict["dimensions"].values()]:
+        item["evidence"] = "app.py:1 prints the shop"
+    (tmp_path / "v.json").write_text(json.dumps(verdict))
+    good = json.loads(
+        product.ok("eval", "record", "--file", str(tmp_path / "v.json"), "--json").stdout
+    )
+    bad = {k: v for k, v in good.items() if k != "digest"}
+    bad.update(record_meta("evals"), run_id="r2", schema_version=2, exemplars=["no-such-case"])
+    forge(product.kit, "evals", bad)
+    product.label("r1")
+    product.commit()
+    code, report = product.gate("--base", "origin/main")
+    assert code == 1
+    assert any(
+        bad["record_id"] in r and "[exemplar-unknown] exemplars/0: 'no-such-case'" in r
+        for r in report["reasons"]
+    ), report["reasons"]
+    assert not any(good["record_id"] in r for r in report["reasons"]), report["reasons"]
+    [r1] = [r for r in report["runs"] if r["run_id"] == "r1"]
+    assert r1["decision"] == "pass"

@@ -52,12 +52,13 @@ from pmos.errors import BadInput, PmosError
 from pmos.gate.approvals import signature_problem
 from pmos.gate.artifact import local_repository
 from pmos.gate.clock import label_before_verdict
+from pmos.gate.evidence_pointers import exemplar_problems
 from pmos.gate.known_bad import load_case
 from pmos.gate.latest import instant_key
 from pmos.gate.recheck import Context, stored_record_problems
 from pmos.gate.rules import check_against_assessments
 from pmos.gate.seeded import INITIATIVE, LABELLER, RUN_PREFIX
-from pmos.gate.stored_evidence import unresolved_pointers
+from pmos.gate.stored_evidence import known_cases, unresolved_pointers
 from pmos.gate.versions import AddedByChange, newest_version
 from pmos.gate.vocabulary import PASS_SIDE, SKIPPED
 from pmos.kit import Kit
@@ -318,6 +319,11 @@ class _Judge:
         self.cache = BlobCache(repo)
         #: Approvals added by the change that break a rule, with the first one.
         self.refused_approvals: list[tuple[StoredRecord, str]] = []
+        #: The base's records and ledger folders (set by :meth:`run`), and the
+        #: calibration cases they hold, read only for a verdict that names one.
+        self.base: Ledgers | None = None
+        self.folders: dict[str, str] = {}
+        self._cases: set[str] | None = None
 
     def run(self) -> None:
         report, repo, kit_dir = self.report, self.repo, self.kit_dir
@@ -335,6 +341,7 @@ class _Judge:
         # The base's files are its history (checked when a change added them): their
         # lines' digests are checked; head's other files are checked in full.
         base = read_ledgers(self.cache, report.base_commit, folders, strict=False)
+        self.base, self.folders = base, folders
         calibration = self._calibration(base, base_config)
         try:
             head = read_ledgers(self.cache, report.head_commit, folders)
@@ -457,6 +464,7 @@ class _Judge:
                 violations = stored_record_problems(head_kit, kind, record.record, context=context)
                 if kind == "evals" and not violations:
                     violations = self._unresolved(record.record, head)
+                    violations += exemplar_problems(record.record, self._base_cases)
                 if violations and kind == "policy":
                     self.refused_approvals.append((record, str(violations[0])))
                 if violations:
@@ -493,6 +501,31 @@ class _Judge:
                 r.record for r in head.records.get("assessments", {}).values() if r.run_id == run_id
             ],
         )
+
+    def _base_cases(self) -> set[str]:
+        """The calibration cases of the base (``pmos exemplars`` there), which an
+        added verdict's ``exemplars`` must name: the base's policy kit is given the
+        base's registrations, verdicts and labels (through the store's append, as
+        :meth:`_materialise` does) and asked, once a gate run and only when an
+        added verdict names a case."""
+        if self._cases is None:
+            kit = Kit.open(self.base_root)
+            cut = len(self.kit_dir) + 1 if self.kit_dir else 0
+            for kind in LEDGER_KINDS:
+                folder = self.base_root / self.folders[kind][cut:]
+                folder.mkdir(parents=True, exist_ok=True)
+                if not (folder / MARKER).is_file():
+                    write_marker(folder, kind)
+                if kind not in ("runs", "evals", "acceptances"):
+                    continue  # what the cases' screening reads
+                held = (self.base.records.get(kind, {}) if self.base else {}).values()
+                wanted = [
+                    r.record for r in held if not schema_problems(kind, r.record, parsed=True)
+                ]
+                if wanted:
+                    append(kit.store, kind, partial(Draft, wanted))
+            self._cases = known_cases(kit)
+        return self._cases
 
     # ------------------------------------------------------------ policy
 
