@@ -128,3 +128,21 @@ def test_an_older_version_committed_before_the_newer_one_still_counts(product, t
     [problem] = [p for r in json.loads(result.stdout)["ledgers"] for p in r["problems"]]
     assert "the kit is not in a git repository" in problem["problem"]
     assert git(product.repo, "status", "--porcelain") == ""
+
+
+def test_a_packs_cached_outcome_follows_head_when_version_order_read_it(product):
+    """The screening cache outside the work tree keeps a pack's outcome; when that
+    outcome read what HEAD holds (an older-version record not committed there), it
+    stands only while HEAD is the same commit: once the record is committed, the
+    next reading counts it instead of recalling the stale exclusion."""
+    with_contract(product, "r1", "r2")
+    verdict = logged(product, "r1")
+    product.commit("a version-2 verdict")
+    forge(product.kit, "evals", version_one(verdict, "r2"))
+    product.ok("ledger", "pack")
+    code, problems = verify(product)
+    assert code == 1 and any("not committed at HEAD" in p["problem"] for p in problems)
+    code, problems = verify(product)  # recalled from the cache: the same answer
+    assert code == 1 and any("not committed at HEAD" in p["problem"] for p in problems)
+    product.commit("the pack, committed")
+    assert verify(product) == (0, [])

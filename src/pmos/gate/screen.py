@@ -33,6 +33,7 @@ from typing import Any
 from pmos.errors import BadInput, ConfigError, Violation
 from pmos.gate.recheck import Context, stored_record_problems
 from pmos.gate.signing import allowed_signers_path
+from pmos.gate.versions import CommittedAtHead, head_commit
 from pmos.kit import Kit
 from pmos.kit.config import CONFIG_NAME
 from pmos.store.verify import verify_store
@@ -41,6 +42,8 @@ from pmos.timestamps import rfc3339
 #: The version of the writer rules; change it whenever a rule changes.
 RULES_VERSION = "pmos-rules-4"
 _ABSENT = "absent"
+#: The basis entry naming the commit whose tree an outcome read (version order).
+HEAD = "git:HEAD"
 #: The basis entry saying until when an outcome stands (see the module docstring).
 UNTIL = "until"
 
@@ -78,6 +81,11 @@ class KitScreen:
         until = self._until()
         if until is not None:
             basis[UNTIL] = rfc3339(until)
+        order = self.context.order
+        if isinstance(order, CommittedAtHead) and order.head is not None:
+            # An older-version record was judged by what HEAD holds: the outcome
+            # stands only while HEAD is that commit (committing it changes it).
+            basis[HEAD] = order.head
         return basis
 
     def _until(self) -> datetime | None:
@@ -95,6 +103,7 @@ class KitScreen:
                 basis.get("rules") == RULES_VERSION
                 and needed <= basis.keys()
                 and _before(self.context.now, basis.get(UNTIL))
+                and (HEAD not in basis or basis[HEAD] == head_commit(self.kit.root))
                 and all(
                     self._digest(name[5:]) == digest
                     for name, digest in basis.items()

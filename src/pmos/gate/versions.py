@@ -33,6 +33,7 @@ with such a record.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any, Protocol
 
 from pmos._util.git import Repository
@@ -123,6 +124,9 @@ class CommittedAtHead:
         self.store = store
         self._older = _Older(lambda kind: newest_version(ledger(kind)))
         self._committed: dict[str, set[str] | str] = {}
+        #: The commit whose tree was read (None until a record needed it): an
+        #: outcome that read it holds only while HEAD is that commit.
+        self.head: str | None = None
 
     def problem(self, kind: str, record: Mapping[str, Any]) -> Violation | None:
         found = self._older(kind, record)
@@ -161,6 +165,16 @@ class CommittedAtHead:
             return "the kit is not in a git repository"
         try:
             head = repo.commit("HEAD")
-            return set(digests_at_commit(self.store, repo, head, [kind])[kind])
+            found = set(digests_at_commit(self.store, repo, head, [kind])[kind])
         except BadInput as exc:  # GitError included: no commit yet, a missing object
             return f"git cannot show what is committed at HEAD ({exc})"
+        self.head = head
+        return found
+
+
+def head_commit(root: Path) -> str | None:
+    """The commit HEAD names in the repository holding ``root``, or None."""
+    try:
+        return Repository(root).commit("HEAD")
+    except BadInput:  # GitError included: not a repository, no commit yet
+        return None
