@@ -803,3 +803,33 @@ def test_an_added_verdict_names_only_calibration_cases_the_base_has(product, tmp
     assert not any(good["record_id"] in r for r in report["reasons"]), report["reasons"]
     [r1] = [r for r in report["runs"] if r["run_id"] == "r1"]
     assert r1["decision"] == "pass"
+
+
+def test_the_gate_counts_blind_labels_as_metrics_does(product):
+    """Issue 26.5 in the gate: with `calibration.min_blind_labels` in the base's
+    policy, the base's blind labels are read as `pmos metrics` reads them: none, and
+    the gate stays advisory (the run needs the PM's label); one blind pair, and a
+    passing verdict is enough."""
+    product.edit("pmos.yaml", "calibration:\n  min_blind_labels: 1\n", append=True)
+    calibrated_base(product)
+    product.register("r1")
+    product.verdict("r1")
+    product.commit()
+    code, report = product.gate("--base", "origin/main")
+    assert code == 1
+    assert report["calibration"]["by_model"]["gpt-5"]["calibrated"] is False
+    assert "needs a PM pass label" in reasons(report)
+
+    git(product.repo, "checkout", "-q", "-f", "origin/main")
+    product.register("b1")
+    product.verdict("b1")
+    product.ok("accept", "b1", "--label", "pass", "--by", PM, "--blind", "--note", "blind",
+               "--sign-key", str(product.keys["pm"]))  # fmt: skip
+    assert json.loads(product.ok("metrics", "--json").stdout)["calibrated"] is True
+    to_main(product, "blind")
+    product.register("r1")
+    product.verdict("r1")
+    product.commit()
+    code, report = product.gate("--base", "origin/main")
+    assert code == 0, report["reasons"]
+    assert report["calibration"]["by_model"]["gpt-5"]["calibrated"] is True
