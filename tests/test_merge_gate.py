@@ -694,27 +694,45 @@ def test_a_label_signed_with_a_key_whose_window_closed_does_not_count(product, k
     assert "not at the time of checking" in reasons(report)
 
 
-def test_an_added_verdict_whose_verified_evidence_cites_nothing_may_not_merge(product, tmp_path):
-    """Issue 25.4 on stored records: a hand-written verdict file claiming a verified
-    criterion with no evidence pointer is refused by the gate with the writer's
-    reason; the writer's own verdict, with a pointer, is counted."""
+def gate_beside_a_forged_verdict(product, tmp_path, spoil, *, at_head=False, **extra):
+    """r1 judged by the writer and labelled; r2 judged by a hand-made copy of that
+    verdict which ``spoil`` changes; the change committed and gated. ``at_head``:
+    both runs name this repository at HEAD, and the verdict cites app.py there.
+    Returns the gate's code and report, both verdicts and r1's decision."""
     from conftest import good_verdict
     from ledgerfiles import forge
     from pmos.store.append import record_meta
 
+    where = ("--repo", str(product.repo), "--head", "HEAD") if at_head else ()
     for run in ("r1", "r2"):
-        product.register(run)
-    verdict = good_verdict(run_id="r1", initiative_id="shop", builder_model="claude-x")
+        product.register(run, *where)
+    verdict = good_verdict(run_id="r1", initiative_id="shop", builder_model="claude-x", **extra)
+    if at_head:
+        for item in [*verdict["criteria"], *verdict["dimensions"].values()]:
+            item["evidence"] = "app.py:1 prints the shop"
     (tmp_path / "v.json").write_text(json.dumps(verdict))
     written = product.ok("eval", "record", "--file", str(tmp_path / "v.json"), "--json")
     good = json.loads(written.stdout)
     bad = {k: v for k, v in good.items() if k != "digest"}
     bad.update(record_meta("evals"), run_id="r2", schema_version=2)
-    bad["criteria"][0]["evidence"] = "checked it myself, works"
+    spoil(bad)
     forge(product.kit, "evals", bad)
     product.label("r1")
     product.commit()
     code, report = product.gate("--base", "origin/main")
+    [r1] = [r for r in report["runs"] if r["run_id"] == "r1"]
+    return code, report, good, bad, r1["decision"]
+
+
+def test_an_added_verdict_whose_verified_evidence_cites_nothing_may_not_merge(product, tmp_path):
+    """Issue 25.4 on stored records: a hand-written verdict file claiming a verified
+    criterion with no evidence pointer is refused by the gate with the writer's
+    reason; the writer's own verdict, with a pointer, is counted."""
+
+    def spoil(bad):
+        bad["criteria"][0]["evidence"] = "checked it myself, works"
+
+    code, report, good, bad, r1 = gate_beside_a_forged_verdict(product, tmp_path, spoil)
     assert code == 1
     assert any(
         bad["record_id"] in r
@@ -722,34 +740,20 @@ def test_an_added_verdict_whose_verified_evidence_cites_nothing_may_not_merge(pr
         for r in report["reasons"]
     ), report["reasons"]
     assert not any(good["record_id"] in r for r in report["reasons"]), report["reasons"]
-    [r1] = [r for r in report["runs"] if r["run_id"] == "r1"]
-    assert r1["decision"] == "pass"
+    assert r1 == "pass"
 
 
 def test_an_added_verdict_whose_evidence_pointer_does_not_resolve_may_not_merge(product, tmp_path):
     """The gate resolves an added verdict's pointers as the writer does: a line range
     outside a file at the run's head is refused with the writer's reason; the writer's
     own verdict, whose pointer resolves, is counted."""
-    from conftest import good_verdict
-    from ledgerfiles import forge
-    from pmos.store.append import record_meta
 
-    for run in ("r1", "r2"):
-        product.register(run, "--repo", str(product.repo), "--head", "HEAD")
-    verdict = good_verdict(run_id="r1", initiative_id="shop", builder_model="claude-x")
-    for item in [*verdict["criteria"], *verdict["dimensions"].values()]:
-        item["evidence"] = "app.py:1 prints the shop"
-    (tmp_path / "v.json").write_text(json.dumps(verdict))
-    good = json.loads(
-        product.ok("eval", "record", "--file", str(tmp_path / "v.json"), "--json").stdout
+    def spoil(bad):
+        bad["criteria"][1]["evidence"] = "app.py:19-25 handles it"
+
+    code, report, good, bad, r1 = gate_beside_a_forged_verdict(
+        product, tmp_path, spoil, at_head=True
     )
-    bad = {k: v for k, v in good.items() if k != "digest"}
-    bad.update(record_meta("evals"), run_id="r2", schema_version=2)
-    bad["criteria"][1]["evidence"] = "app.py:19-25 handles it"
-    forge(product.kit, "evals", bad)
-    product.label("r1")
-    product.commit()
-    code, report = product.gate("--base", "origin/main")
     assert code == 1
     assert any(
         bad["record_id"] in r
@@ -759,8 +763,7 @@ def test_an_added_verdict_whose_evidence_pointer_does_not_resolve_may_not_merge(
         for r in report["reasons"]
     ), report["reasons"]
     assert not any(good["record_id"] in r for r in report["reasons"]), report["reasons"]
-    [r1] = [r for r in report["runs"] if r["run_id"] == "r1"]
-    assert r1["decision"] == "pass"
+    assert r1 == "pass"
 
 
 def test_an_added_verdict_names_only_calibration_cases_the_base_has(product, tmp_path):
@@ -768,41 +771,26 @@ def test_an_added_verdict_names_only_calibration_cases_the_base_has(product, tmp
     the base (`pmos exemplars` there), as the writer and `ledger verify` require; a
     hand-made verdict naming one the base lacks may not merge, the writer's verdict
     naming the base's case is counted."""
-    from conftest import good_verdict
-    from ledgerfiles import forge
-    from pmos.store.append import record_meta
-
     git(product.repo, "checkout", "-q", "main")
     honest_run(product, "r0")
     product.commit("a labelled run: a calibration case")
     product.publish()
     product.branch("named")
     [case] = {a["case_id"] for a in json.loads(product.ok("exemplars", "--json").stdout)["anchors"]}
-    for run in ("r1", "r2"):
-        product.register(run, "--repo", str(product.repo), "--head", "HEAD")
-    verdict = good_verdict(
-        run_id="r1", initiative_id="shop", builder_model="claude-x", exemplars=[case]
+
+    def spoil(bad):
+        bad["exemplars"] = ["no-such-case"]
+
+    code, report, good, bad, r1 = gate_beside_a_forged_verdict(
+        product, tmp_path, spoil, at_head=True, exemplars=[case]
     )
-    for item in [*verdict["criteria"], *verdict["dimensions"].values()]:
-        item["evidence"] = "app.py:1 prints the shop"
-    (tmp_path / "v.json").write_text(json.dumps(verdict))
-    good = json.loads(
-        product.ok("eval", "record", "--file", str(tmp_path / "v.json"), "--json").stdout
-    )
-    bad = {k: v for k, v in good.items() if k != "digest"}
-    bad.update(record_meta("evals"), run_id="r2", schema_version=2, exemplars=["no-such-case"])
-    forge(product.kit, "evals", bad)
-    product.label("r1")
-    product.commit()
-    code, report = product.gate("--base", "origin/main")
     assert code == 1
     assert any(
         bad["record_id"] in r and "[exemplar-unknown] exemplars/0: 'no-such-case'" in r
         for r in report["reasons"]
     ), report["reasons"]
     assert not any(good["record_id"] in r for r in report["reasons"]), report["reasons"]
-    [r1] = [r for r in report["runs"] if r["run_id"] == "r1"]
-    assert r1["decision"] == "pass"
+    assert r1 == "pass"
 
 
 def test_the_gate_counts_blind_labels_as_metrics_does(product):
