@@ -577,3 +577,42 @@ def test_a_hand_appended_unsigned_label_is_reported_and_left_out_of_metrics(cli,
         assert excluded["record_id"] == "acc-handmade-0001"
         assert excluded["rule"] == "label-signature" and "unsigned" in excluded["problem"]
         assert cli("ledger", "pack").exit_code == 0
+
+
+def test_the_board_calls_a_label_signed_only_when_its_signature_counts(cli, kit_root, keys):
+    """The board's latest-verdicts table says "signed" for a label the kit checked
+    and counted, never for a signature field a record merely carries: a hand-made
+    label whose signature does not verify reads as left out (the metrics left it
+    out), and where the kit names no allowed signers a signature reads as not checked."""
+    from board_support import parse_page
+    from ledgerfiles import forge
+    from pmos.board.collect import BoardOptions, collect
+    from pmos.board.page import render
+    from pmos.store.append import record_meta
+    from test_board import table_rows
+
+    def shown() -> dict[str, str]:
+        page = parse_page(render(collect(open_kit(kit_root), BoardOptions())).html)
+        return {row[0]: row[7] for row in table_rows(page, "latest-verdicts")}
+
+    judged_pass(cli, "r0")
+    foreign = accept(cli, "--sign-key", str(keys["foreign"]), run="r0")
+    assert foreign.exit_code == 0, foreign.output
+    signed_r0 = json.loads(foreign.stdout)
+    assert shown()["r0"] == "pass (signature not checked: the kit names no allowed signers)"
+
+    configure(kit_root, keys, required=False)
+    judged_pass(cli, "r1")
+    judged_pass(cli, "r2")
+    result = accept(cli, "--sign-key", str(keys["pm"]), run="r1")
+    assert result.exit_code == 0, result.output
+    signed = json.loads(result.stdout)
+    copied = {k: v for k, v in signed.items() if k != "digest"}
+    copied.update(record_meta("acceptances"), run_id="r2")  # r1's signature on r2's label
+    forge(kit_root, "acceptances", copied)
+    rows = shown()
+    assert rows["r1"] == "pass (signed)"
+    assert rows["r2"] == "pass (left out: see records left out)"
+    assert rows["r0"] == "pass (left out: see records left out)"  # a foreign key, now checked
+    excluded = json.loads(cli("metrics", "--json").stdout)["excluded_records"]
+    assert {e["record_id"] for e in excluded} == {copied["record_id"], signed_r0["record_id"]}

@@ -280,23 +280,38 @@ def latest_verdicts(kit: Kit, options: BoardOptions) -> list[dict[str, Any]]:
     return found
 
 
-def latest_labels(kit: Kit, runs: Collection[str]) -> dict[str, dict[str, Any]]:
+def latest_labels(
+    kit: Kit, runs: Collection[str], left_out: Collection[str] = ()
+) -> dict[str, dict[str, Any]]:
     """The newest PM label of each run in ``runs``: its label, who gave it, whether
-    it carries a signature and whether it was given blind. Whether the label
-    counts (a signature the policy requires, a verdict it names) is the metrics'
-    call; a label left out is listed with its reason under excluded records."""
+    it carries a signature, whether it was given blind, and whether the metrics
+    left it out (its ``record_id`` in ``left_out``: the metrics' excluded labels).
+    Whether a label counts (a signature that verifies, one the policy requires, a
+    verdict it names) is the metrics' call, never a field the record carries: a
+    label they left out is never shown as signed, and is listed with its reason
+    under excluded records."""
     found: dict[str, dict[str, Any]] = {}
     wanted = set(runs)
     if not wanted:
         return found
+    # Deferred: pmos.gate.signing imports sshsig and cryptography (about 50 ms).
+    from pmos.gate.signing import allowed_signers_path
+
+    try:
+        checked = allowed_signers_path(kit.config, kit.root) is not None
+    except BadInput:
+        checked = False  # a misconfigured file: every signed label is left out, and says so
     for record in newest_first(kit.store, "acceptances"):
         run = record.get("run_id")
         if run in wanted and run not in found:
             found[run] = {
                 "label": record.get("label", ""),
                 "by": record.get("by", ""),
-                "signed": bool(record.get("signature")),
+                # A signature counts as one only where the kit checks signatures.
+                "signed": bool(record.get("signature")) and checked,
+                "unchecked": bool(record.get("signature")) and not checked,
                 "blind": bool(record.get("blind")),
+                "left_out": record.get("record_id") in left_out,
             }
             if len(found) == len(wanted):
                 break
@@ -394,7 +409,12 @@ def collect(
             call.cancel()
     latest = latest_verdicts(kit, options)
     listed = [str(v.get("run_id")) for v in latest]
-    labels = latest_labels(kit, listed)
+    excluded_labels = {
+        str(e.get("record_id"))
+        for e in report.get("excluded_records") or []
+        if e.get("kind") == "acceptances"
+    }
+    labels = latest_labels(kit, listed, excluded_labels)
     builders = run_builders(kit, listed)
     overrides = recent_overrides(kit, options)
     rubric_threshold, rubric_note = _rubric_threshold(kit, report)

@@ -270,7 +270,15 @@ def _label(label: Mapping[str, Any] | None) -> dict[str, str]:
     """The run's PM label as the latest-verdicts table shows it."""
     if not label:
         return {"label": "none", "how": "no label yet"}
-    how = ["signed" if label.get("signed") else "unsigned"]
+    if label.get("left_out"):
+        # Whatever it carries: the metrics left it out (listed under records left out).
+        return {"label": str(label.get("label") or ""), "how": "left out: see records left out"}
+    if label.get("signed"):
+        how = ["signed"]
+    elif label.get("unchecked"):
+        how = ["signature not checked: the kit names no allowed signers"]
+    else:
+        how = ["unsigned"]
     if label.get("blind"):
         how.append("blind")
     return {"label": str(label.get("label") or ""), "how": ", ".join(how)}
