@@ -56,8 +56,14 @@ def public(key: Path) -> str:
 
 
 def ssh_verify(tmp_path: Path, armored: str, message: bytes, principal: str, key: Path) -> int:
-    (tmp_path / "sig").write_text(armored)
     (tmp_path / "allowed").write_text(f"{principal} {public(key)}\n")
+    return ssh_verify_allowed(tmp_path, armored, message, principal)
+
+
+def ssh_verify_allowed(tmp_path: Path, armored: str, message: bytes, principal: str) -> int:
+    """'ssh-keygen -Y verify''s exit code for ``armored`` over ``message``, as
+    ``principal``, against the allowed-signers file ``tmp_path / "allowed"``."""
+    (tmp_path / "sig").write_text(armored)
     return subprocess.run(
         [
             "ssh-keygen",

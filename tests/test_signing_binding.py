@@ -19,7 +19,16 @@ import pytest
 from conftest import judged_pass, ledger_bytes
 from ledgerfiles import forge
 from pmos.gate import allowed_signers, signing, sshsig
-from test_signing import PM, accept, configure, keygen, public, ssh_sign, ssh_verify
+from test_signing import (
+    PM,
+    accept,
+    configure,
+    keygen,
+    public,
+    ssh_sign,
+    ssh_verify,
+    ssh_verify_allowed,
+)
 
 pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs ssh-keygen")
 
@@ -265,25 +274,7 @@ def test_principal_patterns_match_as_ssh_keygen_matches_them(keys, tmp_path, pat
 
     signers = allowed_signers.parse(line)
     for armored in (theirs_sig, ours_sig):
-        (tmp_path / "sig").write_text(armored)
-        theirs = subprocess.run(
-            [
-                "ssh-keygen",
-                "-Y",
-                "verify",
-                "-f",
-                str(tmp_path / "allowed"),
-                "-I",
-                principal,
-                "-n",
-                signing.NAMESPACE,
-                "-s",
-                str(tmp_path / "sig"),
-            ],
-            input=message,
-            capture_output=True,
-            check=False,
-        ).returncode
+        theirs = ssh_verify_allowed(tmp_path, armored, message, principal)
         blob = sshsig.verify(armored, message, signing.NAMESPACE).key_blob
         ours = any(s.allows(principal, signing.NAMESPACE, blob, datetime.now(UTC)) for s in signers)
         assert ours == (theirs == 0), (pattern, principal, theirs)
