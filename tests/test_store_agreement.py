@@ -300,3 +300,90 @@ def test_a_writers_newest_first_look_up_applies_the_month_duplicate_rule_exactly
     path.unlink()
     ledgerfiles.forge(kit_root, "acceptances", twin)
     assert find_label(kit.store, "r1") is None
+
+
+def test_a_month_read_whole_from_the_memo_counts_what_a_line_by_line_reading_counts(
+    cli, kit, kit_root, monkeypatch, tmp_path
+):
+    """A month that is one pack whose every line the memo recalls as sound is read in
+    one call (integrity.WholePack): it counts the same records, leaves out the same
+    ones for the same reasons (a later month repeating one of its ids; a line of a
+    pack the screen rejects) as readers with no memo and as the first reading."""
+    from pmos.store.read import scanned
+
+    made = [judge(kit, f"r{i}", "PASS" if i % 2 else "FAIL") for i in range(1, 5)]
+
+    def moved(record, month, n):
+        return {
+            **record,
+            "record_id": record["record_id"][:-8] + f"{n:08x}",
+            "recorded_at": f"{month}-0{n}T10:00:00Z",
+        }
+
+    clean = ledgerfiles.pack_of(
+        kit_root, "evals", [moved(r, "2025-01", n) for n, r in enumerate(made[:3], 1)]
+    )
+    # Two months later, a copy of one of its ids (left out: an earlier month holds it),
+    # and a pack with a verdict no writer would store (left out by the screen).
+    ledgerfiles.forge(kit_root, "evals", {**moved(made[3], "2025-02", 1), "verdict": "PASS"})
+    ledgerfiles.forge(
+        kit_root,
+        "evals",
+        {**moved(made[0], "2025-02", 2), "record_id": moved(made[0], "2025-01", 1)["record_id"]},
+    )
+    # A month before it, a record whose id the pack repeats: the pack's record is left out.
+    ledgerfiles.forge(
+        kit_root,
+        "evals",
+        {**moved(made[3], "2024-12", 3), "record_id": moved(made[1], "2025-01", 2)["record_id"]},
+    )
+    broken = ledgerfiles.pack_of(
+        kit_root, "evals", [{**moved(made[1], "2025-03", 5), "verdict": "MAYBE"}]
+    )
+
+    fine = ledgerfiles.pack_of(
+        kit_root, "evals", [moved(r, "2025-04", n) for n, r in enumerate(made[2:], 6)]
+    )
+
+    def everything():
+        shown = cli("ledger", "show", "evals", "--jsonl")
+        queue = cli("queue", "--json")
+        return (
+            verify(cli),
+            confusion(cli),
+            shown.stdout,
+            {
+                k: [r["run_id"] for r in v]
+                for k, v in json.loads(queue.stdout).items()
+                if "debt" in k
+            },
+        )
+
+    monkeypatch.setenv("PMOS_CACHE_DIR", str(kit_root / "cache"))  # inside the kit: no memo
+    unmemoed = everything()
+    monkeypatch.setenv("PMOS_CACHE_DIR", str(tmp_path / "memo"))
+    first = everything()
+    whole = {b.name: b.whole is not None for b in scanned(kit.store, "evals")}
+    recalled = everything()
+    assert unmemoed == first == recalled
+    # Read whole from the memo: the months that are one sound pack and repeat no
+    # earlier month's id (2025-01 repeats one, so it is read line by line).
+    assert whole == {
+        "2024-12": False,
+        "2025-01": False,
+        "2025-02": False,
+        "2025-03": True,
+        "2025-04": True,
+        made[0]["recorded_at"][:7]: False,
+    }
+    (code, problems), report, shown, _ = recalled
+    assert code == 1
+    left_out = {(p["file"], p["line"]) for p in problems}
+    assert (str(broken), 2) in left_out
+    assert any("an earlier month holds" in p["problem"] for p in problems)
+    assert {(p["file"], p["line"]) for p in problems if p["file"] == str(clean)} == {
+        (str(clean), 3)
+    }
+    assert {e["file"] for e in report["excluded_records"]} >= {f"{broken}:2"}
+    assert not any(p["file"] == str(fine) for p in problems)
+    assert shown.count("2025-04-") == 2

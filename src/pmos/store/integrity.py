@@ -86,15 +86,77 @@ class PackRead(NamedTuple):
     ordered: bool = False
 
 
-class BucketScan(NamedTuple):
-    """One bucket's records that count (in ledger order), what was left out, its packs."""
+class WholePack(NamedTuple):
+    """A month held by one pack alone whose every line counts, as this machine's memo
+    of its line checks recalls it (:mod:`pmos.store.linememo`): its record lines,
+    and each line's order key decoded in one call. Readers decode such a month in
+    one call too (:func:`pmos.store.read.batches`) instead of line by line: most
+    of a large ledger's months are like this, and the calls per line cost more
+    than the checks."""
 
-    name: str
-    stored: list[Stored]
-    refused: list[Refused]
-    packs: list[PackRead]
-    #: A listed file was gone when read (a pack ran meanwhile).
-    vanished: bool = False
+    file: str
+    sha: str
+    #: The pack's record lines, each ending in a newline (its header left off).
+    body: bytes
+    #: Each line's order key (``recorded_at``, ``record_id``), in line order.
+    keys: list[Any]
+
+    def digests(self) -> Iterator[tuple[str, str]]:
+        """``(content digest, record id)`` of each line (the digest is its tail, which
+        the line checks this memo recalls found to be the line's digest)."""
+        rows = self.body.split(b"\n")
+        rows.pop()
+        for key, raw in zip(self.keys, rows, strict=True):
+            yield raw[-66:-2].decode(), key.record_id
+
+    def entries(self) -> list[Stored]:
+        """The month's records as :class:`Stored` entries (for readers that want them)."""
+        rows = self.body.split(b"\n")
+        rows.pop()
+        return [
+            Stored((k.recorded_at, k.record_id), raw[-66:-2].decode(), raw, self.file, n, self.sha)
+            for n, (k, raw) in enumerate(zip(self.keys, rows, strict=True), start=2)
+        ]
+
+
+class BucketScan:
+    """One bucket's records that count (in ledger order), what was left out, its packs.
+
+    ``whole`` is set when the month is one pack whose every line counts
+    (:class:`WholePack`); its :attr:`stored` entries are then made only when
+    asked for."""
+
+    __slots__ = ("_stored", "name", "packs", "refused", "vanished", "whole")
+
+    def __init__(
+        self,
+        name: str,
+        stored: list[Stored] | None,
+        refused: list[Refused],
+        packs: list[PackRead],
+        vanished: bool = False,
+        whole: WholePack | None = None,
+    ) -> None:
+        self.name = name
+        self._stored = stored
+        self.refused = refused
+        self.packs = packs
+        #: A listed file was gone when read (a pack ran meanwhile).
+        self.vanished = vanished
+        self.whole = whole
+
+    @property
+    def stored(self) -> list[Stored]:
+        if self._stored is None:
+            self._stored = [] if self.whole is None else self.whole.entries()
+        return self._stored
+
+    @property
+    def count(self) -> int:
+        """How many records count (without making the entries of a whole pack)."""
+        if self._stored is None and self.whole is not None:
+            return len(self.whole.keys)
+        return len(self.stored)
 
 
 def pack_header(kind: str, bucket: str, records: int) -> bytes:
@@ -221,13 +283,24 @@ def scan_bucket(
     refused: list[Refused] = []
     read: list[PackRead] = []
     vanished = False
+    alone = len(bucket.packs) == 1 and not bucket.loose
     for path in bucket.packs:
         match = PACK.match(path.name)
         if match is not None and match.group(1) in skip:
             continue
-        pack = _scan_pack(path, bucket.name, kind, found, refused, memo)
+        pack, whole = _scan_pack(path, bucket.name, kind, found, refused, memo, alone)
         vanished = vanished or not pack.sha
         read.append(pack)
+        if whole is not None:
+            # The month is this pack alone, every line sound and in order with no
+            # repeated id: only earlier months' ids are left to check.
+            if seen is None:
+                return BucketScan(bucket.name, None, refused, read, whole=whole)
+            ids = {hash(key.record_id) for key in whole.keys}
+            if seen.isdisjoint(ids):
+                seen |= ids
+                return BucketScan(bucket.name, None, refused, read, whole=whole)
+            found += whole.entries()
     for rel in bucket.loose:
         present = _scan_loose(folder / bucket.name / rel, bucket.name, rel, kind, found, refused)
         vanished = vanished or not present
@@ -420,11 +493,15 @@ def _scan_pack(
     found: list[Stored],
     refused: list[Refused],
     memo: Path | None = None,
-) -> PackRead:
+    alone: bool = False,
+) -> tuple[PackRead, WholePack | None]:
+    """Read one pack into ``found`` or ``refused``. When it is ``alone`` in its month
+    and the memo recalls every line of its bytes as sound and in order, nothing is
+    added to ``found``: the pack is returned whole (:class:`WholePack`)."""
     try:
         data = _read(path)
     except FileNotFoundError:
-        return PackRead(path, "", False)  # replaced by a pack that ran meanwhile
+        return PackRead(path, "", False), None  # replaced by a pack that ran meanwhile
     sha = hashlib.sha256(data).hexdigest()
     match = PACK.match(path.name)
     file = str(path)
@@ -437,11 +514,11 @@ def _scan_pack(
                 "the pack's content does not match its name: it was edited, cut or replaced",
             )
         )
-        return PackRead(path, sha, False)
+        return PackRead(path, sha, False), None
     rows = data.split(b"\n")
     if rows[-1] != b"" or len(rows) < 3:
         refused.append(Refused(file, None, None, "the pack does not end with a complete line"))
-        return PackRead(path, sha, False)
+        return PackRead(path, sha, False), None
     rows.pop()
     if rows[0] != pack_header(kind, bucket, len(rows) - 1):
         refused.append(
@@ -453,11 +530,16 @@ def _scan_pack(
                 f"(a pack's first line is {pack_header(kind, bucket, len(rows) - 1).decode()})",
             )
         )
-        return PackRead(path, sha, False)
+        return PackRead(path, sha, False), None
     keep = found.append
     known = linememo.load_pack(memo, sha, kind, bucket)
+    if known is not None and alone and known[1] and not known[0]:
+        body = data[len(rows[0]) + 1 :]
+        keys = _keys(body, len(rows) - 1)
+        if keys is not None:
+            return PackRead(path, sha, True, True), WholePack(file, sha, body, keys)
     if known is not None and _recall(rows, known[0], file, sha, keep, refused):
-        return PackRead(path, sha, True, known[1])
+        return PackRead(path, sha, True, known[1]), None
     start = len(found)
     failed: linememo.Refusals = {}
     fast = _fast_check(kind, bucket)
@@ -479,7 +561,17 @@ def _scan_pack(
         keep(Stored(checked[0], checked[1], raw, file, number, sha))
     ordered = _in_order(found[start:])
     linememo.save_pack(memo, sha, kind, bucket, failed, ordered)
-    return PackRead(path, sha, True, ordered)
+    return PackRead(path, sha, True, ordered), None
+
+
+def _keys(body: bytes, count: int) -> list[Any] | None:
+    """The order key of each of a recalled pack's ``count`` lines, decoded in one call;
+    None when a line does not decode to one (a damaged memo: every line is checked)."""
+    try:
+        keys: list[Any] = _key_decoder().decode_lines(body)
+    except ValueError:  # msgspec's DecodeError and ValidationError are ValueErrors
+        return None
+    return keys if len(keys) == count else None
 
 
 def _in_order(entries: list[Stored]) -> bool:

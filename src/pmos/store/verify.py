@@ -162,9 +162,15 @@ def verify_kind(
         for refused in bucket.refused:
             report.add(refused.file, refused.line, refused.problem)
         report.checked_packs += [p.sha for p in bucket.packs if p.ok]
-        if sieve is not None:
-            todo = bucket._replace(
-                stored=[e for e in bucket.stored if e.pack not in verified_packs]
+        whole = bucket.whole
+        if sieve is not None and not (
+            whole is not None and (whole.sha in verified_packs or sieve.clean(whole))
+        ):
+            todo = integrity.BucketScan(
+                bucket.name,
+                [e for e in bucket.stored if e.pack not in verified_packs],
+                bucket.refused,
+                bucket.packs,
             )
             try:
                 sieve.failing(todo)
@@ -172,6 +178,9 @@ def verify_kind(
                 if not unreadable:
                     unreadable.append(str(exc))
                     report.add(exc.path, exc.line, f"the writers' rules cannot be checked: {exc}")
+        if whole is not None and not (with_schema or check is not None):
+            report.digests.update(whole.digests())
+            continue
         for entry in bucket.stored:
             report.digests[entry.digest] = entry.key[1]
             if with_schema or check is not None:
