@@ -73,6 +73,10 @@ VALIDATE_EVERY = 997
 PM = "pm-alex"
 #: Labels signed per task of the signing pool.
 SIGN_CHUNK = 5_000
+#: The layout today's writers write (versions move forward: a kit of a million
+#: records written by this pmos holds version 2, and its labels' signatures bind
+#: the kit and the verdict they judge).
+VERSION = 2
 
 FLOOR = """
 import sys
@@ -163,33 +167,36 @@ def _load_signer(key: Path) -> None:
     _signer = sshsig.SigningKey(sshsig.load_private_key(key))
 
 
-def _sign_chunk(records: list[dict]) -> list[dict]:
-    """The ``signature`` fields of ``records``, made by pmos's own signing function."""
+def _sign_chunk(chunk: list[tuple[dict, str, str | None]]) -> list[dict]:
+    """The ``signature`` fields of ``(record, kit_id, verdict digest)``, made by pmos's
+    own signing function."""
     assert _signer is not None
-    return [signing.sign_label(record, _signer) for record in records]
+    return [signing.sign_label(r, _signer, kit=kit, verdict=v) for r, kit, v in chunk]
 
 
 class SignedLabels:
     """Hands labels to ``sink`` in order, each signed by a pool of worker processes
     (or as they come, when there is no key)."""
 
-    def __init__(self, sink: Sink, key: Path | None, workers: int) -> None:
+    def __init__(self, sink: Sink, key: Path | None, workers: int, kit_id: str) -> None:
         self.sink = sink
+        self.kit_id = kit_id
         self.pool = (
             ProcessPoolExecutor(workers, initializer=_load_signer, initargs=(key,))
             if key is not None
             else None
         )
         self.workers = workers
-        self.chunk: list[dict] = []
+        self.chunk: list[tuple[dict, str, str | None]] = []
         self.running: deque[tuple[list[dict], Future]] = deque()
         self.checked = 0
 
-    def add(self, record: dict) -> None:
+    def add(self, record: dict, verdict_sha256: str | None) -> None:
+        """Sign ``record`` (a label judging the verdict of that digest, or none)."""
         if self.pool is None:
             self.sink.add(record)
             return
-        self.chunk.append(record)
+        self.chunk.append((record, self.kit_id, verdict_sha256))
         if len(self.chunk) >= SIGN_CHUNK:
             self._submit()
             while len(self.running) > 2 * self.workers:
@@ -206,7 +213,8 @@ class SignedLabels:
     def _submit(self) -> None:
         if self.chunk:
             assert self.pool is not None
-            self.running.append((self.chunk, self.pool.submit(_sign_chunk, self.chunk)))
+            records = [record for record, _, _ in self.chunk]
+            self.running.append((records, self.pool.submit(_sign_chunk, self.chunk)))
             self.chunk = []
 
     def _drain_one(self) -> None:
@@ -242,11 +250,11 @@ def generate(
     loose_evals = loose // 2
     evals = Sink(kit.store.folder("evals"), "evals", verdicts, loose_evals)
     accepts = Sink(kit.store.folder("acceptances"), "acceptances", labels, loose - loose_evals)
-    signed = SignedLabels(accepts, sign_key, workers)
+    signed = SignedLabels(accepts, sign_key, workers, str(kit.config.raw.get("kit_id")))
     truth = [rng.random() < 0.7 for _ in range(runs)]
     initiative = [f"init-{rng.randrange(12)}" for _ in range(runs)]
     model_of = [MODELS[rng.randrange(len(MODELS))] for _ in range(runs)]
-    latest: dict[int, tuple[str, str]] = {}
+    latest: dict[int, tuple[str, str, str | None]] = {}
     kinds = [True] * verdicts + [False] * labels
     rng.shuffle(kinds)
     # Spread over about two years (a month a pack), ending before the current month.
@@ -263,7 +271,7 @@ def generate(
                 record = {
                     "record_id": record_id,
                     "recorded_at": at,
-                    "schema_version": 1,
+                    "schema_version": VERSION,
                     "form": "short",
                     "run_id": run_id,
                     "initiative_id": initiative[run],
@@ -283,7 +291,7 @@ def generate(
                 record = {
                     "record_id": record_id,
                     "recorded_at": at,
-                    "schema_version": 1,
+                    "schema_version": VERSION,
                     "form": "short",
                     "run_id": run_id,
                     "initiative_id": initiative[run],
@@ -298,7 +306,8 @@ def generate(
                     },
                     "pass_fraction": 0.7,
                 }
-            latest[run] = (record["verdict"], record_id)
+            digest = signing.verdict_sha256(record) if sign_key is not None else None
+            latest[run] = (record["verdict"], record_id, digest)
             kind, sink = "verdict", evals
         else:
             pm_pass = truth[run] if rng.random() < 0.95 else not truth[run]
@@ -306,7 +315,7 @@ def generate(
             record = {
                 "record_id": f"acc-{i:08d}",
                 "recorded_at": at,
-                "schema_version": 1,
+                "schema_version": VERSION,
                 "run_id": run_id,
                 "label": "pass" if pm_pass else "fail",
                 "by": PM,
@@ -314,13 +323,16 @@ def generate(
                 "gate_verdict": gate[0] if gate else None,
                 "gate_record_id": gate[1] if gate else None,
             }
-            kind, sink = "acceptance", signed
+            kind, sink = "acceptance", None
         if i % VALIDATE_EVERY == 0 and not (sign_key is not None and kind == "acceptance"):
             problems = schemas.validate(kind, record)
             if problems:
                 raise SystemExit(f"generated {kind} is not schema-valid: {problems}")
             checked += 1
-        sink.add(record)
+        if sink is None:
+            signed.add(record, gate[2] if gate else None)
+        else:
+            sink.add(record)
     signed.close()
     evals.flush()
     accepts.flush()
