@@ -1,10 +1,10 @@
-"""The calibration reader (pmos.calibration.judged) and the two-process read of pmos metrics.
+"""The calibration reader (pmos.calibration.judged), and pmos metrics' answers to loose labels.
 
 The reader folds whole batches by "the last row of a run wins" when a batch is
 in the readers' order, and row by row otherwise; a property test holds both
-paths to a plain reference fold. The forked read, where the child answers the
-parent's look-ups of the verdicts that loose labels name, must give the same
-report, exclusions included, as one process.
+paths to a plain reference fold. The verdict pass of pmos metrics answers the
+screen's look-ups of the verdicts that loose labels name: the report, exclusions
+included, is the one a screen that looks them up itself gives.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 
 import ledgerfiles
 from pmos._util.forked import ForkedCall
-from pmos.calibration import pairs
 from pmos.calibration.judged import decode, latest_labels, latest_verdicts
 from pmos.calibration.metrics import compute_metrics
 from pmos.errors import PmosError
@@ -240,13 +239,14 @@ def test_a_post_never_taken_does_not_hold_up_the_result():
         child.cancel()
 
 
-# ---------------------------------------------------------------- the forked read
+# ---------------------------------------------------------------- loose labels' verdicts
 
 
-def test_the_forked_read_answers_loose_labels_as_one_process_does(kit, kit_root, monkeypatch):
+def test_metrics_answers_loose_labels_from_its_own_verdict_pass(kit, kit_root, monkeypatch):
     """Loose labels name: a verdict of their run, another run's verdict, no verdict
-    at all, and a verdict the screen leaves out (the child cannot vouch for it:
-    the parent looks it up itself). Both reads report the same, exclusions too."""
+    at all, and a verdict the screen leaves out (the verdict pass cannot vouch for
+    it: the screen looks it up itself). The report is the one a screen that looks
+    every verdict up itself gives, exclusions too, with one look-up pass fewer."""
     _fill(kit, runs=20, per_run=5)
     bad = _verdict(500, "run-7")
     bad["axes"]["spec"]["verdict"] = "fail"  # a PASS with a failed spec axis: screened out
@@ -263,7 +263,7 @@ def test_the_forked_read_answers_loose_labels_as_one_process_does(kit, kit_root,
         label.update(gate_record_id=gate_id, gate_verdict=word)
         ledgerfiles.forge(kit_root, "acceptances", label)
 
-    passes = []  # the look-ups this process makes by a pass over the eval ledger
+    passes = []  # the look-ups the screen makes by a pass over the eval ledger
     index = recheck.Context._index_verdicts
 
     def indexing(context, wanted):
@@ -271,14 +271,13 @@ def test_the_forked_read_answers_loose_labels_as_one_process_does(kit, kit_root,
         return index(context, wanted)
 
     monkeypatch.setattr(recheck.Context, "_index_verdicts", indexing)
-    monkeypatch.setattr(pairs, "PARALLEL_MIN_BYTES", 1 << 62)
+    answered = compute_metrics(kit)
+    assert passes == [{"ev-0000500"}]  # the verdict pass vouched for the others
+    passes.clear()
+    monkeypatch.setattr(recheck.Context, "answer_verdicts", lambda context, answers: None)
     serial = compute_metrics(kit)
     assert passes == [{"ev-0000001", "ev-9999999", "ev-0000500"}]
-    passes.clear()
-    monkeypatch.setattr(pairs, "PARALLEL_MIN_BYTES", 0)
-    forked = compute_metrics(kit)
-    assert passes == [{"ev-0000500"}]  # the child vouched for the others
-    assert forked == serial
+    assert answered == serial
     left_out = {(e["kind"], e["record_id"]) for e in serial["excluded_records"]}
     assert ("evals", "ev-0000500") in left_out
     assert ("acceptances", "acc-0000601") in left_out  # names another run's verdict

@@ -20,7 +20,7 @@ import ledgerfiles
 from pmos.calibration.metrics import compute_metrics
 from pmos.store import lines
 from pmos.store.packs import write_pack
-from pmos.store.read import records, stored_bytes
+from pmos.store.read import records
 from pmos.store.rows import row_type
 from pmos.store.screening import Excluded
 from pmos.store.verify import verify_kind
@@ -34,7 +34,7 @@ def _verdict(i: int, run: str) -> dict:
     return {
         "record_id": f"ev-{i:07d}",
         "recorded_at": f"2026-01-01T00:00:00.{i:06d}Z",
-        "schema_version": 1,
+        "schema_version": 2,  # what today's writers write
         "form": "short",
         "run_id": run,
         "initiative_id": "init-1",
@@ -51,7 +51,7 @@ def _label(i: int, run: str) -> dict:
     return {
         "record_id": f"acc-{i:07d}",
         "recorded_at": f"2026-01-01T00:00:01.{i:06d}Z",
-        "schema_version": 1,
+        "schema_version": 2,  # what today's writers write
         "run_id": run,
         "label": "pass" if i % 4 else "fail",
         "by": "pm",
@@ -99,13 +99,8 @@ def _peak(kit) -> int:
 
 
 @pytest.mark.slow
-def test_memory_grows_with_runs_not_records(kit, monkeypatch):
-    from pmos.calibration import pairs
-
+def test_memory_grows_with_runs_not_records(kit):
     pytest.importorskip("sklearn.metrics")  # imported before measuring: a one-off cost
-    # Measure this process: read_and_pair reads the threshold from pairs (the larger
-    # kit below is over it, and would otherwise be read in a child process).
-    monkeypatch.setattr(pairs, "PARALLEL_MIN_BYTES", 1 << 62)
     compute_metrics(kit)
     # A reader holds one month at a time: 4x the records, over 4 months, cost about
     # what one month of them costs.
@@ -199,82 +194,66 @@ def test_fast_read_path_keeps_every_check(kit, kit_root):
     )
 
 
-FORKS = """
+PASSES = """
 import json, sys
-from pmos.calibration import metrics, pairs
+from pmos.calibration import metrics
 from pmos.kit import open_kit
+from pmos.store import integrity
 
-forks = []
+forks, scans = [], []
 sys.addaudithook(lambda event, args: forks.append(event) if event == "os.fork" else None)
-kit = open_kit()
-reports = {}
-# The second threshold is the default, or the one given (a test's smaller kit).
-given = int(sys.argv[1]) if len(sys.argv) > 1 else metrics.PARALLEL_MIN_BYTES
-for name, threshold in (("serial", 1 << 62), ("default", given)):
-    pairs.PARALLEL_MIN_BYTES = threshold
-    before = len(forks)
-    found = [metrics.compute_metrics(kit), metrics.compute_metrics(kit, model="gpt-5", window=5)]
-    reports[name] = {"forks": len(forks) - before, "reports": found}
-print(json.dumps(reports, default=str))
+scan = integrity.scan
+
+
+def counted(sources, kind, **options):
+    scans.append(kind)
+    return scan(sources, kind, **options)
+
+
+integrity.scan = counted
+report = metrics.compute_metrics(open_kit())
+print(json.dumps({"forks": len(forks), "scans": scans, "pairs": report["pairs"]}))
 """
 
 
-def _forks(kit_root, threshold: int | None = None) -> dict:
-    given = [] if threshold is None else [str(threshold)]
-    done = subprocess.run(
-        [sys.executable, "-c", FORKS, *given],
-        capture_output=True,
-        text=True,
-        cwd=kit_root,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
-
-
-def test_an_eval_ledger_at_the_threshold_is_read_in_a_second_process_with_the_same_report(
-    kit, kit_root
-):
-    """The threshold is met exactly (the comparison is inclusive) by a kit in two
-    packs and loose files; the default of 16 MiB would take 46,000 verdicts, and
-    the small kit below shows that the default keeps a small kit in this process."""
+def test_metrics_reads_each_ledger_once_in_one_process(kit, kit_root):
+    """Verdicts, then labels, each in one pass, whatever the ledgers' size: the
+    loose labels' verdicts come from the verdict pass, and no second process is
+    started (two processes bought no speed once the other core was busy, and
+    held both ledgers' state at once)."""
     _fill(kit, runs=400, per_run=5)
     _pack(kit, "evals", (_verdict(i, f"run-{i % 400}") for i in range(2_000, 2_400)))
     for i in range(2_400, 2_410):
         ledgerfiles.forge(kit_root, "evals", _verdict(i, f"run-{i % 400}"))
-    found = _forks(kit_root, stored_bytes(kit.store, "evals"))
-    assert found["serial"]["forks"] == 0
-    assert found["default"]["forks"] == 2  # one reader process per report
-    assert found["default"]["reports"] == found["serial"]["reports"]
-    assert found["serial"]["reports"][0]["pairs"] == 400
-
-
-def test_a_small_eval_ledger_is_read_in_this_process(kit, kit_root):
-    _fill(kit, runs=40, per_run=3)
-    found = _forks(kit_root)
-    assert found["default"]["forks"] == 0
-    assert found["default"]["reports"] == found["serial"]["reports"]
+    for i in range(3_000, 3_010):
+        label = _label(i, f"run-{i % 400}")
+        label.update(gate_record_id=f"ev-{i - 600:07d}", gate_verdict="PASS")
+        ledgerfiles.forge(kit_root, "acceptances", label)
+    done = subprocess.run(
+        [sys.executable, "-c", PASSES], capture_output=True, text=True, cwd=kit_root, timeout=600
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found["forks"] == 0
+    assert sorted(k for k in found["scans"] if k in ("evals", "acceptances")) == [
+        "acceptances",
+        "evals",
+    ]
+    assert found["pairs"] == 400
 
 
 @pytest.mark.parametrize("kind", ["evals", "acceptances"])
-def test_parallel_read_reports_a_corrupt_ledger_and_leaves_no_process(kit, monkeypatch, kind):
-    import os
-
-    from pmos.calibration import pairs
-
+def test_metrics_reports_a_corrupt_pack_and_counts_the_rest(kit, kind):
     _fill(kit, runs=5, per_run=2)
     (pack,) = ledgerfiles.pack_files(kit.root, kind)
     rows = pack.read_bytes().splitlines(keepends=True)
     rows[3] = rows[3].replace(b'"run-2"', b'"run-4"')
     pack.write_bytes(b"".join(rows))
-    monkeypatch.setattr(pairs, "PARALLEL_MIN_BYTES", 0)
     report = compute_metrics(kit)
     assert any(
         e["file"] == str(pack) and "does not match its name" in e["problem"]
         for e in report["excluded_records"]
     )
-    with pytest.raises(ChildProcessError):
-        os.waitpid(-1, os.WNOHANG)  # the reader process was reaped
 
 
 def test_forked_call_carries_results_and_errors():

@@ -23,7 +23,7 @@ from typing import Any
 from pmos.calibration import drift, stats
 from pmos.calibration.agreement import TABLE_KEYS, maybe, pair_of, rounded, table_reports
 from pmos.calibration.decision import Rule, require_blind
-from pmos.calibration.pairs import PARALLEL_MIN_BYTES, Paired, Scope, ScoredPair, read_and_pair
+from pmos.calibration.pairs import Paired, Scope, ScoredPair, read_and_pair
 from pmos.calibration.periods import MONTH, WEEK, By
 from pmos.calibration.plan import recommended_rate
 from pmos.calibration.scores import SCORE_KEYS, score_report
@@ -44,7 +44,6 @@ from pmos.store.rows import row_type
 
 __all__ = [
     "DECISION_KEYS",
-    "PARALLEL_MIN_BYTES",
     "REPORT_KEYS",
     "ScoredPair",
     "calibration_decision",

@@ -20,15 +20,13 @@ statistics never see a record. The pairing rule (calibration-method.md,
   verdict whenever it came, and is counted apart (``seeded_pairs``), never in
   the PM's pairs.
 
-Both ledgers are streamed once through the store's calibration reader
-(:mod:`pmos.calibration.judged`), on a large kit the eval ledger in a child process
-while this one reads the labels. The child returns one compact column per
-field of the pairs, not records.
+Both ledgers are streamed once each through the calibration reader
+(:mod:`pmos.calibration.judged`), which keeps one compact column per field of
+the pairs, not records.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -36,8 +34,6 @@ from typing import Any, NamedTuple, cast
 
 import numpy as np
 
-from pmos._util.forked import ForkedCall
-from pmos.calibration import stats
 from pmos.calibration.judged import (
     BLIND_FIELDS,
     FILTER_FIELDS,
@@ -57,7 +53,7 @@ from pmos.gate.pass_fraction import PassFraction
 from pmos.gate.screen import KitScreen
 from pmos.kit import Kit
 from pmos.store.layout import Store
-from pmos.store.read import batches, loose_values, stored_bytes
+from pmos.store.read import batches, loose_values
 from pmos.store.rows import row_type
 from pmos.store.screening import Excluded, Exclusion, Screen
 from pmos.timestamps import rfc3339
@@ -419,99 +415,43 @@ def _latest_model(judged: LatestVerdicts, models: list[str], model_of: np.ndarra
     return latest[1]
 
 
-#: An eval ledger at least this large is read in a child process while this
-#: process reads the acceptances (and loads scikit-learn): two cores, about half
-#: the wall time. Below it a fork costs more than it saves.
-PARALLEL_MIN_BYTES = 16 << 20
-
-
 def read_and_pair(
     kit: Kit, scope: Scope, window: int, by: By | None, *, with_runs: bool = False
 ) -> Paired:
-    """Read both ledgers, leaving out records that break a writer rule, and pair
-    them (in two processes on a large kit), under the kit's labelling plan."""
+    """Read both ledgers once each, leaving out records that break a writer rule, and
+    pair them, under the kit's labelling plan.
+
+    Verdicts are read first: a corrupt eval ledger is then reported by the reader
+    that reads it from the start, not by a label's look-up of its verdict. On its
+    way, the verdict reader notes the verdicts the loose labels name: screening
+    those labels needs them, and the eval ledger is then not read a second time.
+    (Reading the two ledgers in two processes was tried: it bought nothing once
+    the other core was busy, and held both ledgers' state at once.)
+    """
     store = kit.store
-    plan_rate = kit.config.plan_pass_side_rate
-    detailed = not scope.everything
     screen = KitScreen(kit)
     excluded = Excluded()
-    size = stored_bytes(store, "evals")
-    if size < PARALLEL_MIN_BYTES or not hasattr(os, "fork"):
-        # Verdicts first: a corrupt eval ledger is then reported by the reader that
-        # reads it from the start, not by a label's look-up of its verdict.
-        judged = read_verdicts(store, scope, window, screen=screen, excluded=excluded)
-        labels = read_labels(store, detailed, screen=screen, excluded=excluded)
-        paired = pair(judged, labels, scope, by, with_runs=with_runs, plan_rate=plan_rate)
-    else:
-        # The child reads the larger ledger. On its way it notes the verdicts the
-        # loose labels name, and posts them: screening those labels needs them,
-        # and this process need not read the eval ledger a second time. It then
-        # receives the labels read here, pairs, and sends back only the pairs'
-        # columns.
-        named = loose_values(store, "acceptances", "gate_record_id")
-        child = ForkedCall(
-            _read_verdicts_and_pair,
-            store,
-            scope,
-            window,
-            by,
-            with_runs,
-            screen,
-            named,
-            plan_rate,
-            inbox=True,
-            outbox=True,
-        )
-        try:
-            if named:
-                screen.context.answer_verdicts(child.early)
-            child.send(read_labels(store, detailed, screen=screen, excluded=excluded))
-            # scikit-learn is loaded while the child pairs, once the labels are let
-            # go: never both at once in memory, and the child's reading is longer.
-            stats.preload()
-            paired = child.result()
-        finally:
-            child.cancel()
-    # The eval ledger's exclusions first (the child's, when it read them), as a
-    # read in one process lists them.
-    merged = Excluded()
-    for exclusion in [*paired.excluded, *excluded.items]:
-        merged.add(exclusion)
-    paired.excluded = merged.items
-    return paired
-
-
-def _read_verdicts_and_pair(
-    receive: Callable[[], LatestLabels],
-    post: Callable[[Any], None],
-    store: Store,
-    scope: Scope,
-    window: int,
-    by: By | None,
-    with_runs: bool,
-    screen: Screen,
-    named: set[str],
-    plan_rate: float,
-) -> Paired:
-    """The child's part of :func:`read_and_pair`. It posts, for the verdict ids in
-    ``named``, (record_id -> (run_id, verdict) of those read, the ids it vouches
-    for): those read, and those in no record at all. A verdict left out by the
-    screen is not vouched for: the parent looks it up itself."""
-    excluded = Excluded()
+    named = loose_values(store, "acceptances", "gate_record_id")
     found: dict[str, tuple[str, str]] = {}
 
     def note(batch: list[Any] | None) -> None:
-        if batch is None:  # the ledger is read: the parent need not wait for the fold
-            left_out = {e.record_id for e in excluded.items if e.kind == "evals"}
-            post((found, set() if None in left_out else named - left_out))
-            return
-        for row in [row for row in batch if row.record_id in named]:
-            found.setdefault(row.record_id, (row.run_id, row.verdict))
+        if batch is not None:
+            for row in [row for row in batch if row.record_id in named]:
+                found.setdefault(row.record_id, (row.run_id, row.verdict))
+
+    def answers() -> tuple[dict[str, tuple[str, str]], set[str]]:
+        """The verdicts noted, and the ids vouched for: those read, and those in no
+        record at all. A verdict the screen left out is not vouched for: the
+        screen looks it up itself."""
+        left_out = {e.record_id for e in excluded.items if e.kind == "evals"}
+        return found, set() if None in left_out else named - left_out
 
     judged = read_verdicts(store, scope, window, screen=screen, excluded=excluded, tap=note)
-    # While the parent finishes the labels: what pairing needs of the verdicts alone.
-    judged.judged.rows_of(np.zeros(1, dtype=np.int64))  # sorts the runs once
-    judged.judged.earlier.index()
-    paired = pair(judged, receive(), scope, by, with_runs=with_runs, plan_rate=plan_rate)
+    if named:
+        screen.context.answer_verdicts(answers)
+    labels = read_labels(store, not scope.everything, screen=screen, excluded=excluded)
+    paired = pair(
+        judged, labels, scope, by, with_runs=with_runs, plan_rate=kit.config.plan_pass_side_rate
+    )
     paired.excluded = excluded.items
     return paired

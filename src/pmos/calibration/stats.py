@@ -104,11 +104,6 @@ def _kappa_denominator(c: Confusion) -> float:
     return 1.0 - p_e
 
 
-def preload() -> None:
-    """Import scikit-learn now, so a caller can overlap its cost with other work."""
-    import sklearn.metrics  # noqa: F401
-
-
 def cohen_kappa(c: Confusion) -> float:
     """Cohen's kappa, kappa = (p_o - p_e) / (1 - p_e) (Cohen 1960, Educ Psychol Meas 20:37-46).
 

@@ -185,7 +185,9 @@ class Context:
         answers, self._answers = self._answers, None
         asked, self._asked = self._asked, set()
         found, vouched = answers()  # type: ignore[misc]
-        for record_id in asked & vouched:
+        # Everything vouched for is kept, not only what was asked so far: the
+        # answers are taken once, and later batches of labels ask for the rest.
+        for record_id in vouched:
             if record_id in found:
                 self._verdicts.setdefault(record_id, found[record_id])
             else:
