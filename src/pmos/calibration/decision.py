@@ -337,7 +337,7 @@ def holds(rule: Rule, tables: Any, spread: Any, spread_at: Any) -> Any:
         if rule.min_tnr > 0:
             ok &= wilson_lower(tn, pm_fail) >= rule.min_tnr
         if rule.rule is CalibrationRule.SEQUENTIAL:
-            bound = sequential.lower_bound(kappa, tp, fn, fp, tn, first_look(rule))
+            bound = sequential.lower_bound(kappa, tp, fn, fp, tn, first_look(rule), se)
             ok &= np.maximum(bound, -1.0) >= t
     return ok
 

@@ -89,9 +89,10 @@ def kappa_se(tp: Any, fn: Any, fp: Any, tn: Any) -> Any:
     return np.sqrt(np.maximum(variance, 0.0))
 
 
-def lower_bound(kappa: Any, tp: Any, fn: Any, fp: Any, tn: Any, first: int) -> Any:
+def lower_bound(kappa: Any, tp: Any, fn: Any, fp: Any, tn: Any, first: int, se: Any = None) -> Any:
     """Kappa's lower bound at the look its table is (n = tp + fn + fp + tn pairs):
-    ``kappa - z(alpha_k) * se``. ``kappa`` is the table's own (NaN where undefined)."""
+    ``kappa - z(alpha_k) * se``. ``kappa`` is the table's own (NaN where undefined);
+    ``se`` its :func:`kappa_se`, when the caller has it already."""
     # Deferred: numpy (about 0.2 s), for the statistics alone.
     import numpy as np
 
@@ -99,7 +100,9 @@ def lower_bound(kappa: Any, tp: Any, fn: Any, fp: Any, tn: Any, first: int) -> A
     sizes, where = np.unique(n, return_inverse=True)
     normal = NormalDist()
     z = np.array([-normal.inv_cdf(a) for a in np.atleast_1d(look_alpha(sizes, first)).tolist()])
-    return kappa - z[where].reshape(n.shape) * kappa_se(tp, fn, fp, tn)
+    if se is None:
+        se = kappa_se(tp, fn, fp, tn)
+    return kappa - z[where].reshape(n.shape) * se
 
 
 def lower_bound_of(
