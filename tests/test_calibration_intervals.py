@@ -282,6 +282,15 @@ def test_labels_needed_is_zero_once_calibrated_and_null_with_a_reason_otherwise(
     for e, why in cases:
         with pytest.raises(Undefined, match=why):
             labels_needed(INTERVAL, e)
+    # 40/0/2/4: kappa .78, but over six PM fail labels a TNR above .5 and a kappa
+    # above .6 are not 80% likely, whatever more labels would show.
+    r = table_report(Confusion(40, 0, 2, 4), Rule())
+    assert r["labels_needed"] is None
+    assert r["undefined"]["labels_needed"].startswith(
+        "cannot with probability 0.80 at the current evidence: even 1,048,576 more labels "
+        "make the rule hold in only "
+    )
+    assert "and TNR above min_tnr 0.50 is not that likely" in r["undefined"]["labels_needed"]
 
 
 @pytest.mark.parametrize("cells", [(12, 1, 2, 9), (24, 3, 2, 11), (8, 1, 1, 8), (30, 5, 4, 25)])

@@ -408,10 +408,13 @@ class _Projection:
                 break
             start, done = added[-1], stop
         if not len(reached):
+            rule = self.rule
+            tnr = f" and TNR above min_tnr {rule.min_tnr:.2f}" if rule.min_tnr > 0 else ""
             raise Undefined(
-                f"cannot with probability {p:.2f} at the current evidence: kappa "
-                f"{self.rule.kappa_threshold:.2f} or more is not that likely for this gate "
-                f"(nor TNR min_tnr or more), or {MAX_LABELS:,} more labels would not show it"
+                f"cannot with probability {p:.2f} at the current evidence: even "
+                f"{MAX_LABELS:,} more labels make the rule hold in only {share.max():.0%} of "
+                f"the futures the labels so far allow (a kappa above the threshold "
+                f"{rule.kappa_threshold:.2f}{tnr} is not that likely for this gate yet)"
             )
         first = int(reached[0])
         high = int(doubling[first])
