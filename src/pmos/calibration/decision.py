@@ -229,14 +229,6 @@ PROJECTION_SEED = 20261202
 #: The most labels a projection looks at (2^20, about a million).
 MAX_LABELS = 1 << 20
 
-PROJECTION_METHOD = (
-    f"posterior-predictive: {PROJECTION_DRAWS} draws of the true 2x2 table from its "
-    "Dirichlet posterior (the kappa interval's two priors), the labels to come simulated "
-    "from each under the labelling plan, the rule applied at each candidate count; the "
-    "fewest more labels at which it holds in at least decision_probability of the draws "
-    f"(doubling, then bisection; seed {PROJECTION_SEED} with the table's counts)"
-)
-
 
 @dataclass(frozen=True)
 class Plan:
@@ -269,9 +261,10 @@ def labels_needed(rule: Rule, e: Evidence, plan: Plan | None = None) -> int:
     (:func:`holds`: the conditions of :func:`decide`, the sequential bound
     included when it is in force) at each candidate number m of labels, and
     returns the fewest m at which it holds in at least p of the draws. m is
-    found by doubling then bisection, each draw's labels at m lying on one path
-    (more labels add to fewer: multinomial steps, hypergeometric bridges), with a
-    generator seeded by the counts, so the answer is the same on every run.
+    found by doubling, then by trying four sizes at a time within the bracket
+    found, each draw's labels lying on one path (more labels add multinomial
+    steps to fewer), with a generator seeded by the counts (and the plan's), so
+    the answer is the same on every run.
 
     0 when the rule holds now. Raises :class:`Undefined` (the reason) when kappa
     or TNR is not above its threshold (more labels narrow an interval around the
