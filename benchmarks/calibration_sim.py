@@ -31,7 +31,13 @@ Measures, with the code ``pmos metrics`` runs (:mod:`pmos.calibration.agreement`
   month at PM pass rate 0.5: false alarms on a stationary gate (kappa 0.85
   for two years; target: flagged at month 12 in at most 5% of kits), and the
   detection of a lasting drop from kappa 0.85 to 0.30 after month 3 (share
-  flagged at months 4, 5, 6, 9 and 12: it must not fade).
+  flagged at months 4, 5, 6, 9 and 12: it must not fade);
+* **the labelling plan** (issue 26): power and false calibration under repeated
+  looks with and without the plan, and how often ``labels_needed`` more labels
+  (the posterior-predictive projection ``pmos metrics`` makes, under the plan)
+  reach a decision read once: at a truth drawn from each kit's own labels (target:
+  ``decision_probability`` within four standard errors) and at the row's fixed
+  truth (information).
 
 The true table has cell probabilities with the given kappa, PM pass rate
 ``prev`` and gate pass rate ``gate`` (``prev`` unless given):
@@ -43,11 +49,12 @@ kappa is undefined has none; their share is printed).
 Usage::
 
     python benchmarks/calibration_sim.py [--reps 2000] [--kits 4000] [--quick]
-        [--no-timing] [--looks] [--check]
+        [--no-timing] [--looks] [--drift] [--plan] [--check]
 
-``--quick`` measures n = 20 only, 500 kits per repeated-looks cell and 200
-kits per drift scenario (the reduced run the test suite uses); ``--looks`` and
-``--drift`` run only that part; ``--check`` exits 1 when a target is missed.
+``--quick`` measures n = 20 only, 500 kits per repeated-looks cell, 200 kits per
+drift scenario and 200 per plan row (the reduced run the test suite uses);
+``--looks``, ``--drift`` and ``--plan`` run only that part; ``--check`` exits 1
+when a target is missed.
 """
 
 from __future__ import annotations
@@ -73,11 +80,10 @@ from pmos.calibration import (  # noqa: E402
     stats,
     weighting,
 )
-from pmos.calibration.agreement import table_reports  # noqa: E402
-from pmos.calibration.decision import CalibrationRule, Rule  # noqa: E402
+from pmos.calibration.agreement import planned_labels_needed, table_reports  # noqa: E402
+from pmos.calibration.decision import CalibrationRule, Plan, Rule  # noqa: E402
 from pmos.calibration.plan import recommended_rate  # noqa: E402
 from pmos.calibration.stats import Confusion, Undefined  # noqa: E402
-from pmos.calibration.weighting import labels_from_effective  # noqa: E402
 
 KAPPAS = (0.5, 0.8, 0.9)
 PREVALENCES = (0.5, 0.8)
@@ -142,7 +148,9 @@ class Measured:
         keys = [tuple(int(v) for v in t) for t in tables]
         todo = sorted({k for k in keys if k not in self.reports})
         for k, report in zip(
-            todo, table_reports([Confusion(*k) for k in todo], self.rule), strict=True
+            todo,
+            table_reports([Confusion(*k) for k in todo], self.rule, project=False),
+            strict=True,
         ):
             self.reports[k] = report
         return [self.reports[k] for k in keys]
@@ -265,7 +273,7 @@ def first_calibrated(tables: np.ndarray, rule: Rule) -> np.ndarray:
         keys = [tuple(int(v) for v in tables[k, candidates[k][step]]) for k in kits]
         todo = sorted({key for key in keys if key not in decided})
         if todo:
-            reports = table_reports([Confusion(*key) for key in todo], rule)
+            reports = table_reports([Confusion(*key) for key in todo], rule, project=False)
             decided.update((key, r["calibrated"]) for key, r in zip(todo, reports, strict=True))
         for k, key in zip(kits, keys, strict=True):
             if decided[key]:
@@ -389,6 +397,25 @@ def detect_at_none(flag) -> bool:
 PLAN_SCENARIOS = ((0.6, 0.95), (0.6, 0.8), (0.8, 0.95), (0.8, 0.8))
 PLAN_LABELS_AT = (100, 200)
 DECISION_TARGET = 0.8
+#: How far from the decision probability the share of kits decided may lie when each
+#: kit's truth is drawn from what its labels say (the projection's own promise): four
+#: standard errors of the row's kits, at least this much.
+DECISION_TOLERANCE = 0.05
+
+
+def decision_band(kits: int, p: float = DECISION_TARGET) -> tuple[float, float]:
+    """The shares accepted for a row of ``kits`` kits: p within four standard errors."""
+    half = max(DECISION_TOLERANCE, 4.0 * float(np.sqrt(p * (1.0 - p) / kits)))
+    return p - half, p + half
+
+
+def posterior_truths(tables: np.ndarray, rng) -> np.ndarray:
+    """One truth per kit drawn from the Dirichlet posterior of the table the rule reads,
+    under the kappa interval's priors in turn (Jeffreys, Perks): what the projection
+    takes the truth to be."""
+    prior = np.asarray(intervals.KAPPA_PRIORS)[np.arange(len(tables)) % 2]
+    truths = rng.gamma(tables + prior[:, None])
+    return truths / truths.sum(axis=1, keepdims=True)
 
 
 def plan_rates(kappa: float, prev: float) -> tuple[float, ...]:
@@ -450,39 +477,66 @@ def plan_section(kits: int, rng) -> int:
         f"\nlabels_needed under the plan: after L labels, labels_needed more (decision "
         f"probability {rule.decision_probability}), then the decision read once"
     )
-    print(f"  {'kappa':>5} {'prev':>5} {'r':>6} {'L':>4}  kits  median needed  decided")
+    print(
+        f"  {'kappa':>5} {'prev':>5} {'r':>6} {'L':>4}  kits  median needed  decided at the "
+        "truth  truth drawn from the labels"
+    )
     for kappa, prev in PLAN_SCENARIOS[2:]:
         for rate in plan_rates(kappa, prev):
             p = per_label(kappa, prev, rate)
+            weights = np.array([1.0 / rate, 1.0, 1.0 / rate, 1.0])
+            sampled = np.array([rate, 1.0, rate, 1.0])
             for start in PLAN_LABELS_AT:
-                raw = rng.multinomial(start, p, size=kits).astype(float)
-                now = effective_tables(raw, rate)
+                started = time.perf_counter()
+                raw = rng.multinomial(start, p, size=kits)
+                now = effective_tables(raw.astype(float), rate)
                 reports = table_reports([Confusion(*map(int, t)) for t in now], rule)
                 needed = []
-                for r, t in zip(reports, now, strict=True):
+                for r, cells in zip(reports, raw, strict=True):
+                    if rate < 1.0:  # as pmos metrics does under a plan
+                        passing, failing = cells[0] + cells[2], cells[1] + cells[3]
+                        plan = Plan(
+                            rate,
+                            tuple(int(v) for v in cells),
+                            tuple(float(v) for v in cells * weights),
+                            float(passing / rate + failing),
+                            float(passing / rate**2 + failing),
+                        )
+                        planned_labels_needed(r, r["undefined"], rule, plan)
                     more = r["labels_needed"]
-                    if more is None or r["calibrated"]:
-                        needed.append(None)
-                    else:
-                        needed.append(labels_from_effective(more, start, int(t.sum())))
+                    needed.append(None if more is None or r["calibrated"] else more)
                 todo = [k for k, m in enumerate(needed) if m]
                 if not todo:
                     continue
-                grown = np.array(
-                    [raw[k] + rng.multinomial(needed[k], p) for k in todo], dtype=float
-                )
-                later = effective_tables(grown, rate)
-                decided = table_reports([Confusion(*map(int, t)) for t in later], rule)
-                share = float(np.mean([d["calibrated"] for d in decided]))
+                # At the row's true table, and at a truth drawn from each kit's labels.
+                drawn = posterior_truths(now[todo].astype(float), rng) * sampled
+                drawn /= drawn.sum(axis=1, keepdims=True)
+                shares = []
+                for truths in (np.tile(p, (len(todo), 1)), drawn):
+                    pairs = zip(todo, truths, strict=True)
+                    grown = np.array(
+                        [raw[k] + rng.multinomial(needed[k], q) for k, q in pairs], dtype=float
+                    )
+                    later = effective_tables(grown, rate)
+                    decided = table_reports(
+                        [Confusion(*map(int, t)) for t in later], rule, project=False
+                    )
+                    shares.append(float(np.mean([d["calibrated"] for d in decided])))
                 median = int(np.median([needed[k] for k in todo]))
+                low, high = decision_band(len(todo))
+                ok = low <= shares[1] <= high
+                missed += not ok
+                took = time.perf_counter() - started
                 print(
                     f"  {kappa:5.2f} {prev:5.2f} {rate:6.3f} {start:4d}  {len(todo):4d}  "
-                    f"{median:13d}  {share:.3f}"
+                    f"{median:13d}  {shares[0]:19.3f}  {shares[1]:27.3f}  "
+                    f"{'ok' if ok else 'MISSED'} [{low:.3f}, {high:.3f}]  ({took:.0f}s)"
                 )
     print(
-        f"  target: about {DECISION_TARGET} of kits decided (the projection takes the current "
-        "estimates for the truth; kits whose estimate is high are over-represented among "
-        "those that need labels)"
+        f"  target: with the truth drawn from each kit's labels (what the projection "
+        f"promises), {DECISION_TARGET} of kits decided within four standard errors (at "
+        f"least {DECISION_TOLERANCE}); at the row's fixed truth, for information: it "
+        "depends on which kits are still undecided after L labels (calibration-method.md)"
     )
     return missed
 

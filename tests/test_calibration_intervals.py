@@ -19,7 +19,7 @@ from pmos.calibration.decision import CalibrationRule, Evidence, Rule, decide, l
 from pmos.calibration.scores import score_report
 from pmos.calibration.stats import Confusion, Undefined
 
-#: The single-look interval rule, whose labels_needed formula the hand computations check.
+#: The single-look interval rule, at the median (labels_needed's p = 0.5).
 INTERVAL = Rule(rule=CalibrationRule.INTERVAL, decision_probability=0.5)
 
 Z2 = 1.959963984540054**2  # 3.841459
@@ -243,23 +243,29 @@ def test_the_issues_examples_are_not_calibrated_by_default():
 # ---------------------------------------------------------------- labels needed
 
 
-def test_labels_needed_by_hand_for_kappa():
-    # n 90, kappa .8, lower end .5: ceil(90 * ((.8 - .5) / (.8 - .6))^2) = ceil(202.5) = 203;
-    # classes: 10 * 90 / 45 = 20; TNR .9 with lower end .8 already >= .5: no more.
+def test_labels_needed_is_the_posterior_predictive_count():
+    """n 90, kappa .8, lower end .5 (interval rule, median): the normal-theory projection
+    said ceil(90 ((.8 - .5) / (.8 - .6))^2) - 90 = 113. The posterior-predictive one is
+    the fewest m at which the rule holds on half of the simulated futures: on the
+    projection's own draws the share is >= p at m and < p at m - 1, and it is the same
+    number on every call (the draws are seeded by the counts)."""
     c = Confusion(tp=40, fn=5, fp=5, tn=40)
-    assert labels_needed(INTERVAL, evidence(c, 0.8, 0.5, 0.9, 0.8)) == 203 - 90
+    e = evidence(c, 0.8, 0.5, 0.9, 0.8)
+    needed = labels_needed(INTERVAL, e)
+    assert 0 < needed < 200 and labels_needed(INTERVAL, e) == needed
+    # More certainty asked for, more labels.
+    assert labels_needed(Rule(rule=INTERVAL.rule, decision_probability=0.8), e) > needed
 
 
-def test_labels_needed_by_hand_for_a_short_class_and_for_tnr():
-    # 100/0/0/5 at perfect agreement, lower end .8 >= .6: the fail class needs 10, so
-    # the same balance needs ceil(10 * 105 / 5) = 210 pairs: 105 more.
+def test_a_short_class_needs_its_labels_in_every_likely_future():
+    # 100/0/0/5 at perfect agreement, lower end .8 >= .6: the fail class needs 10. At the
+    # current share (5 of 105) that is about 105 more labels for half of the futures
+    # (fewer: the posterior puts the fail share a little above 5/105), more for 80%.
     c = Confusion(tp=100, fn=0, fp=0, tn=5)
-    assert labels_needed(INTERVAL, evidence(c, 1.0, 0.8, 1.0, 0.5655)) == 105
-    # TNR .7 over 10 fails, Wilson lower end .3968 (see above): f' = ceil(10 * ((.7 - .3968)
-    # / (.7 - .5))^2) = ceil(22.98) = 23 fails; in the same balance ceil(23 * 40 / 10) = 92
-    # pairs: 52 more (kappa's lower end .7 and the classes need fewer).
-    c = Confusion(tp=28, fn=2, fp=3, tn=7)
-    assert labels_needed(INTERVAL, evidence(c, 0.9, 0.7, 0.7, 0.3968)) == 52
+    e = evidence(c, 1.0, 0.8, 1.0, 0.5655)
+    median = labels_needed(INTERVAL, e)
+    assert 70 <= median <= 130
+    assert labels_needed(Rule(rule=INTERVAL.rule, decision_probability=0.8), e) > median + 20
 
 
 def test_labels_needed_is_zero_once_calibrated_and_null_with_a_reason_otherwise():
@@ -276,12 +282,21 @@ def test_labels_needed_is_zero_once_calibrated_and_null_with_a_reason_otherwise(
     for e, why in cases:
         with pytest.raises(Undefined, match=why):
             labels_needed(INTERVAL, e)
+    # 40/0/2/4: kappa .78, but over six PM fail labels a TNR above .5 and a kappa
+    # above .6 are not 80% likely, whatever more labels would show.
+    r = table_report(Confusion(40, 0, 2, 4), Rule())
+    assert r["labels_needed"] is None
+    assert r["undefined"]["labels_needed"].startswith(
+        "cannot with probability 0.80 at the current evidence: even 1,048,576 more labels "
+        "make the rule hold in only "
+    )
+    assert "and TNR above min_tnr 0.50 is not that likely" in r["undefined"]["labels_needed"]
 
 
 @pytest.mark.parametrize("cells", [(12, 1, 2, 9), (24, 3, 2, 11), (8, 1, 1, 8), (30, 5, 4, 25)])
 def test_the_projection_lands_near_the_threshold(cells):
-    """The 1/sqrt(n) projection against the exact posterior interval at the projected
-    size: it lands at or a little above the threshold (it errs towards more labels)."""
+    """The median projection against the exact posterior interval at the projected
+    size, in the current proportions: it lands at or a little above the threshold."""
     r = table_report(
         Confusion(*cells),
         Rule(min_tnr=0.0, min_per_class=1, rule=INTERVAL.rule, decision_probability=0.5),
@@ -293,6 +308,42 @@ def test_the_projection_lands_near_the_threshold(cells):
     scaled = [round(v * size / n) for v in cells]
     low, _ = intervals.kappa_interval(*scaled)
     assert 0.6 - 0.02 <= low <= 0.6 + 0.06
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        Rule(),
+        Rule(rule=CalibrationRule.INTERVAL),
+        Rule(rule=CalibrationRule.POINT),
+        Rule(min_tnr=0.0, min_per_class=3, min_pairs=30),
+    ],
+    ids=["sequential", "interval", "point", "no-tnr"],
+)
+def test_the_projections_rule_is_decide_on_arrays(rule):
+    """The projection applies :func:`decide`'s conditions to thousands of tables at once
+    (decision.holds); given each table's own interval (its ratio (kappa - low) / se at
+    its own size) it says what decide says, on tables of every kind."""
+    import numpy as np
+
+    from pmos.calibration.decision import holds
+    from pmos.calibration.sequential import kappa_se
+
+    rng = np.random.default_rng(11)
+    sizes = rng.integers(1, 400, 1500)
+    shares = rng.dirichlet([6, 1, 1, 3], 1500)
+    tables = np.array([rng.multinomial(n, p) for n, p in zip(sizes, shares, strict=True)])
+    reports = table_reports([Confusion(*map(int, t)) for t in tables], rule, project=False)
+    spread = np.array(
+        [
+            np.nan if r["kappa"] is None else (r["kappa"] - r["kappa_ci95"][0]) / kappa_se(*t)
+            for r, t in zip(reports, tables, strict=True)
+        ]
+    )
+    found = holds(rule, tables, spread, tables.sum(axis=1))
+    expected = np.array([r["calibrated"] for r in reports])
+    assert expected.sum() > 100 and (~expected).sum() > 100
+    assert (found == expected).all(), tables[found != expected]
 
 
 def test_degenerate_tables_give_reasons_not_numbers():

@@ -821,3 +821,80 @@ def test_the_gate_counts_blind_labels_as_metrics_does(product):
     code, report = product.gate("--base", "origin/main")
     assert code == 0, report["reasons"]
     assert report["calibration"]["by_model"]["gpt-5"]["calibrated"] is True
+
+
+def test_the_gate_reads_plan_weights_as_metrics_does(tmp_path, keys, cli, monkeypatch):
+    """Issue 26.6 in the gate: under the base's labelling plan (pass-side rate 0.5), the
+    base's `pmos accept --plan` labels weigh in the gate as in `pmos metrics`. Seven
+    labels, two of them PASS-side runs the plan sampled (weight 2): weighted, kappa 0.67
+    and the gate calibrated (unweighted it would be 0.46, advisory). Then a later
+    label of each sampled run claims weight 10, which the plan does not give: both
+    count as 1 in metrics and in the gate alike, and the gate is advisory again (had
+    it trusted the recorded 10, it would be calibrated)."""
+    from datetime import timedelta
+
+    import ledgerfiles
+    from pmos.gate import plan as sampling
+    from pmos.timestamps import parse_instant, rfc3339
+
+    product = make_product(tmp_path, keys, cli, signing=False)
+    monkeypatch.setenv("PMOS_ROOT", str(product.kit))
+    monkeypatch.chdir(product.repo)
+    product.branch("plan")
+    lenient_base(product)
+    product.edit("pmos.yaml", "calibration:\n  plan_pass_side_rate: 0.5\n", append=True)
+
+    def accept(run: str, label: str) -> None:
+        product.ok("accept", run, "--label", label, "--by", PM, "--plan", "--note", "checked")
+
+    sampled: list[str] = []
+    tried = 0
+    while len(sampled) < 2:  # PASS runs until two are in the plan's sample
+        run, tried = f"p{tried}", tried + 1
+        product.register(run)
+        if sampling.draw(product.verdict(run)) < 0.5:
+            sampled.append(run)
+    for run in sampled:
+        accept(run, "pass")
+    for run, label in (("f1", "pass"), ("f2", "pass"), ("f3", "fail"), ("f4", "fail")):
+        product.register(run)
+        product.verdict(run, "FAIL")
+        accept(run, label)
+    product.register("f5")
+    product.verdict("f5", "FAIL")
+    accept("f5", "fail")
+
+    def metrics_then_gate(branch: str) -> tuple[dict, int, dict]:
+        found = json.loads(product.ok("metrics", "--json").stdout)
+        to_main(product, branch)
+        product.register("r1")
+        product.verdict("r1")
+        product.commit()
+        code, report = product.gate("--base", "origin/main")
+        return found, code, report
+
+    metrics, code, report = metrics_then_gate("weighted")
+    assert metrics["weighting"]["weighted"] is True and metrics["weighting"]["plan_pairs"] == 7
+    assert metrics["calibrated"] is True and metrics["kappa"] == pytest.approx(2 / 3, abs=1e-6)
+    assert code == 0, report["reasons"]
+    assert report["calibration"]["by_model"]["gpt-5"]["calibrated"] is True
+    assert report["runs"][0]["mode"] == "calibrated"
+
+    git(product.repo, "checkout", "-q", "-f", "origin/main")
+    stored = ledgerfiles.stored(product.kit, "acceptances")
+    for i, original in enumerate(r for r in stored if r["run_id"] in sampled):
+        label = dict(original)
+        later = parse_instant(original["recorded_at"]) + timedelta(seconds=1)
+        label.update(
+            record_id=original["record_id"][:-4] + f"ff{i:02d}",
+            recorded_at=rfc3339(later),
+            plan_weight=10.0,
+        )
+        ledgerfiles.forge(product.kit, "acceptances", label)
+    metrics, code, report = metrics_then_gate("forged")
+    assert metrics["weighting"]["plan_weights_refused"] == 2
+    assert metrics["calibrated"] is False and metrics["pairs"] == 7
+    assert code == 1
+    assert report["calibration"]["by_model"]["gpt-5"]["calibrated"] is False
+    assert report["runs"][0]["mode"] == "advisory"
+    assert "needs a PM pass label" in reasons(report)

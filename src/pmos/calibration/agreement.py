@@ -18,6 +18,7 @@ import orjson
 from pmos.calibration import intervals, sequential, stats
 from pmos.calibration.decision import (
     Evidence,
+    Plan,
     Rule,
     decide,
     first_look,
@@ -66,9 +67,13 @@ def pair_of(interval: tuple[float, float] | None) -> list[float] | None:
     return None if interval is None else [rounded(interval[0]), rounded(interval[1])]
 
 
-def table_reports(tables: Sequence[Confusion], rule: Rule) -> list[dict[str, Any]]:
+def table_reports(
+    tables: Sequence[Confusion], rule: Rule, *, project: bool = True
+) -> list[dict[str, Any]]:
     """The report of each table (keys :data:`TABLE_KEYS`); undefined values are None
-    with their reason under ``undefined``."""
+    with their reason under ``undefined``. ``project=False`` leaves ``labels_needed``
+    out (None, :data:`NOT_PROJECTED`): the projection costs milliseconds a table, and
+    a caller that reads only the decision (drift, periods, simulations) needs none."""
     kappas: list[float | None] = []
     reasons: list[dict[str, str]] = []
     for c in tables:
@@ -80,13 +85,47 @@ def table_reports(tables: Sequence[Confusion], rule: Rule) -> list[dict[str, Any
     ]
     found = dict(zip(defined, intervals.kappa_intervals(defined), strict=True))
     return [
-        _one(c, kappa, found.get((c.tp, c.fn, c.fp, c.tn)), undefined, rule)
+        _one(c, kappa, found.get((c.tp, c.fn, c.fp, c.tn)), undefined, rule, project)
         for c, kappa, undefined in zip(tables, kappas, reasons, strict=True)
     ]
 
 
 def table_report(c: Confusion, rule: Rule) -> dict[str, Any]:
     return table_reports([c], rule)[0]
+
+
+#: ``labels_needed``'s reason in a report made with ``project=False``.
+NOT_PROJECTED = "not projected for this table"
+
+
+def evidence_of(report: dict[str, Any], undefined: dict[str, str]) -> Evidence:
+    """What the decision read for a report of :func:`table_reports`, from the report
+    and its reasons (its ``undefined``)."""
+    ci, tnr_ci = report["kappa_ci95"], report["tnr_ci95"]
+    return Evidence(
+        Confusion(**report["confusion"]),
+        report["kappa"],
+        None if ci is None else (ci[0], ci[1]),
+        report["tnr"],
+        None if tnr_ci is None else (tnr_ci[0], tnr_ci[1]),
+        undefined.get("kappa"),
+        report["kappa_sequential_low"],
+        report["kappa_sequential_alpha"],
+    )
+
+
+def planned_labels_needed(
+    report: dict[str, Any], undefined: dict[str, str], rule: Rule, plan: Plan
+) -> None:
+    """Redo a report's ``labels_needed`` for labels to come under ``plan`` (in labels,
+    not effective pairs), its reason into ``undefined``: kept where it is 0 or
+    undefined, which the plan does not change."""
+    if not report["labels_needed"]:
+        return
+    evidence = evidence_of(report, undefined)
+    report["labels_needed"] = _attempt(
+        undefined, "labels_needed", lambda: labels_needed(rule, evidence, plan)
+    )
 
 
 def _attempt(undefined: dict[str, str], name: str, compute: Callable[[], Any]) -> Any:
@@ -112,6 +151,7 @@ def _one(
     interval: tuple[float, float] | None,
     undefined: dict[str, str],
     rule: Rule,
+    project: bool = True,
 ) -> dict[str, Any]:
     kappa = maybe(kappa)
     kappa_ci = pair_of(interval)
@@ -141,7 +181,10 @@ def _one(
         alpha,
     )
     calibrated, reason = decide(rule, evidence)
-    needed = _attempt(undefined, "labels_needed", lambda: labels_needed(rule, evidence))
+    if project:
+        needed = _attempt(undefined, "labels_needed", lambda: labels_needed(rule, evidence))
+    else:
+        needed, undefined["labels_needed"] = None, NOT_PROJECTED
     report = {
         "pairs": c.n,
         "confusion": c.as_dict(),

@@ -12,22 +12,24 @@ plus kappa's alpha-spending bound (:mod:`pmos.calibration.sequential`), which
 keeps the false-calibration rate at most 5% for a team that checks after every
 label; ``interval`` alone is safe for one reading only.
 
-Both functions work on the numbers as reported (rounded), so a reader can
-redo every decision and every ``labels_needed`` by hand from the JSON.
+:func:`decide` works on the numbers as reported (rounded), so a reader can redo
+every decision by hand from the JSON. ``labels_needed`` is a posterior-predictive
+projection (:func:`labels_needed`): seeded by the table, so it is the same on every
+run, and checked by simulation (``benchmarks/calibration_sim.py --plan``).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from enum import StrEnum
-from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 
 from pmos.calibration import sequential
-from pmos.calibration.stats import Confusion, Undefined
+from pmos.calibration.intervals import KAPPA_PRIORS, kappa_of_cells, wilson_lower
+from pmos.calibration.stats import Z95, Confusion, Undefined
+from pmos.calibration.weighting import effective_pairs
 
 
 class CalibrationRule(StrEnum):
@@ -65,11 +67,6 @@ class Rule:
             rule=CalibrationRule(config.calibration_rule),
             decision_probability=config.decision_probability,
         )
-
-    @property
-    def decision_z(self) -> float:
-        """The standard normal quantile of :attr:`decision_probability` (0 at 0.5)."""
-        return NormalDist().inv_cdf(self.decision_probability)
 
 
 @dataclass(frozen=True)
@@ -223,116 +220,56 @@ def point_meets_threshold(rule: Rule, kappa: float | None) -> bool | None:
     return None if kappa is None else kappa >= rule.kappa_threshold
 
 
-def _ceil_ratio(numerator: float, denominator: float) -> int:
-    return math.ceil(numerator / denominator - 1e-9)
+#: Posterior draws of the truth behind one projection, half under each of the kappa
+#: interval's priors (:data:`pmos.calibration.intervals.KAPPA_PRIORS`).
+PROJECTION_DRAWS = 200
+#: With the counts it projects from, the seed of a projection's draws: the same kit
+#: gets the same ``labels_needed`` on every run, in ``pmos metrics`` and the board alike.
+PROJECTION_SEED = 20261202
+#: The most labels a projection looks at (2^20, about a million).
+MAX_LABELS = 1 << 20
 
 
-#: The normal quantile a 95% interval's lower end lies below its estimate, in
-#: standard errors (the scale of :func:`_grown`'s spread).
-Z95 = 1.959964
-#: The largest size a projection looks at.
-MAX_SIZE = 10_000_000
+@dataclass(frozen=True)
+class Plan:
+    """The labelling plan the labels to come are taken under, and the labels so far:
+    what :func:`labels_needed` needs when the rule reads a weighted table
+    (:mod:`pmos.calibration.weighting`)."""
+
+    #: ``calibration.plan_pass_side_rate``: a pass-side run's chance of being asked for.
+    rate: float
+    #: The labelled pairs, unweighted (tp, fn, fp, tn).
+    raw: tuple[int, int, int, int]
+    #: Their weighted cells.
+    weighted: tuple[float, float, float, float]
+    #: The sum of the weights and of their squares (Kish's effective size).
+    weight_sum: float
+    weight_squares: float
 
 
-def predictive_spread(size: Any, now: int) -> Any:
-    """How far, in the standard errors of one pair, the estimate at ``size`` pairs may
-    yet move from today's at ``now`` pairs: sqrt((size - now) / (size now)). Today's
-    estimate is not the truth: the truth is as uncertain as today's interval says, and
-    the pairs to come average only their own noise away."""
-    # Deferred: numpy (about 0.2 s), for the statistics alone.
-    import numpy as np
+def labels_needed(rule: Rule, e: Evidence, plan: Plan | None = None) -> int:
+    """How many more labels make the rule hold with probability p
+    (``rule.decision_probability``): a posterior-predictive projection.
 
-    size = np.asarray(size, dtype=float)
-    return np.sqrt(np.maximum(size - now, 0.0) / (size * now))
+    Today's estimates are not the truth, so the projection does not grow today's
+    table in its proportions. It draws :data:`PROJECTION_DRAWS` plausible true tables
+    (cell probabilities) from their Dirichlet posterior given the table the rule
+    reads, under the kappa interval's own priors (half the draws each), simulates
+    the labels to come from each (under ``plan``, the pass side sampled at its rate
+    and each such label weighing 1 / rate, the weighted table turned into the
+    effective one as :mod:`pmos.calibration.weighting` does), applies the rule
+    (:func:`holds`: the conditions of :func:`decide`, the sequential bound
+    included when it is in force) at each candidate number m of labels, and
+    returns the fewest m at which it holds in at least p of the draws. m is
+    found by doubling, then by trying four sizes at a time within the bracket
+    found, each draw's labels lying on one path (more labels add multinomial
+    steps to fewer), with a generator seeded by the counts (and the plan's), so
+    the answer is the same on every run.
 
-
-def _grown(size: int, estimate: float, low: float, target: float, z: float = 0.0) -> int:
-    """The size at which an interval's lower end, now ``low`` at ``size``, reaches
-    ``target`` with probability p (``z`` = z(p); 0: the median), if its distance
-    below the estimate shrinks as 1/sqrt(size): the fewest m with
-    estimate - target >= s (1.96 / sqrt(m) + z sqrt((m - size) / (m size))), s the
-    standard error of one pair, (estimate - low) sqrt(size) / 1.96. At z = 0,
-    ceil(size ((estimate - low) / (estimate - target))^2); ``size`` when it already
-    reaches it. Raises :class:`Undefined` when no size would, at probability p: the
-    estimate is too uncertain today for more pairs to make a decision that likely."""
-    # Deferred: numpy (about 0.2 s), for the statistics alone.
-    import numpy as np
-
-    if low >= target:
-        return size
-    if z <= 0.0:
-        return _ceil_ratio(size * ((estimate - low) / (estimate - target)) ** 2, 1.0)
-    unit = (estimate - low) * math.sqrt(size) / Z95
-    sizes = np.unique(
-        np.floor(np.concatenate([np.arange(size, size + 5000), np.geomspace(size, MAX_SIZE, 600)]))
-    )
-    needed = unit * (Z95 / np.sqrt(sizes) + z * predictive_spread(sizes, size))
-    reached = np.flatnonzero(needed <= estimate - target)
-    if not len(reached):
-        raise Undefined(
-            f"cannot with probability {NormalDist().cdf(z):.2f} at the current evidence: the "
-            f"estimate {estimate:.3f} is too uncertain today for more pairs to bring its lower "
-            f"bound to {target:.2f} that likely"
-        )
-    return int(sizes[reached[0]])
-
-
-def _class_size(size: int, have: int, want: int, z: float) -> int:
-    """The size at which a class now ``have`` of ``size`` holds ``want`` with
-    probability p: labels only add to it, so ``size`` once it does; else size + d for
-    the fewest d with d s - z sqrt(d s (1 - s) (1 + d / size)) >= want - have,
-    s = have / size: the class's share of d more labels is binomial around a share
-    known only to within sqrt(s (1 - s) / size). At z = 0 this is
-    ceil(want * size / have), the median projection."""
-    # Deferred: numpy (about 0.2 s), for the statistics alone.
-    import numpy as np
-
-    if have >= want:
-        return size
-    if z <= 0.0:
-        return _ceil_ratio(want * size, have)
-    share = have / size
-    more = np.unique(np.floor(np.geomspace(1, MAX_SIZE, 2000)))
-    spread = np.sqrt(more * share * (1.0 - share) * (1.0 + more / size))
-    reached = np.flatnonzero(more * share - z * spread >= want - have)
-    if not len(reached):
-        raise Undefined(f"cannot reach {want} labels of a class now {have} of {size}")
-    # The first size on the grid, then back down to the fewest that still holds.
-    d = int(more[reached[0]])
-    while (
-        d > 1
-        and (d - 1) * share - z * math.sqrt((d - 1) * share * (1 - share) * (1 + (d - 1) / size))
-        >= want - have
-    ):
-        d -= 1
-    return size + d
-
-
-def labels_needed(rule: Rule, e: Evidence) -> int:
-    """How many more labelled pairs, in the current proportions, the rule needs to
-    hold with probability p (``rule.decision_probability``, z = z(p)).
-
-    With n pairs now, kappa k and its interval's lower end L, TNR r with lower
-    end R over f PM fail labels and p PM pass labels, the projected size is the
-    largest of:
-
-    * kappa: ceil(n ((k - L)(1 + z / 1.96) / (k - threshold))^2) (n when L already
-      reaches it): the lower end must clear the threshold by z standard errors;
-    * classes: the fewest m with m s - z sqrt(m s (1 - s)) >= min_per_class, for
-      s = p / n and s = f / n;
-    * TNR (when min_tnr > 0): the class size for f' PM fail labels, with
-      f' = ceil(f ((r - R)(1 + z / 1.96) / (r - min_tnr))^2) (f when R already
-      reaches min_tnr);
-    * min_pairs;
-    * under the sequential rule, the fewest pairs at which kappa's bound for
-      repeated looks clears the threshold by z standard errors;
-
-    and ``labels_needed`` is that size minus n (0 when the rule already holds).
-    At p = 0.5 (z = 0) each is the median projection pmos used before.
-    It assumes an interval's distance below its estimate shrinks as 1/sqrt(n),
-    as it does for large n; the exact posterior interval at the projected size
-    is checked against it in the tests. Raises :class:`Undefined` (the reason)
-    when no number of pairs in the current proportions could do it.
+    0 when the rule holds now. Raises :class:`Undefined` (the reason) when kappa
+    or TNR is not above its threshold (more labels narrow an interval around the
+    estimate, they do not raise it), a PM class is missing, there are no pairs,
+    or not even :data:`MAX_LABELS` more labels make a decision that likely.
     """
     c = e.c
     if c.n == 0:
@@ -362,34 +299,136 @@ def labels_needed(rule: Rule, e: Evidence) -> int:
                 f"cannot at the current agreement: TNR {e.tnr:.3f} is not above min_tnr "
                 f"{rule.min_tnr:.2f}; more pairs narrow its interval but do not raise it"
             )
-    z = rule.decision_z
-    sizes = [
-        _grown(c.n, e.kappa, e.kappa_ci[0], t, z),
-        _class_size(c.n, c.pm_pass, rule.min_per_class, z),
-        _class_size(c.n, c.pm_fail, rule.min_per_class, z),
-        rule.min_pairs,
-    ]
-    if rule.rule is CalibrationRule.SEQUENTIAL:
-        reach = sequential.pairs_to_reach(
-            e.kappa,
-            c.tp,
-            c.fn,
-            c.fp,
-            c.tn,
-            t,
-            first_look(rule),
-            margin=lambda sizes, grown: (
-                z * sequential.kappa_se(*grown) * np.sqrt(sizes) * predictive_spread(sizes, c.n)
-            ),
-        )
-        if reach is None:
+    return _Projection(rule, e, plan).search()
+
+
+def holds(rule: Rule, tables: Any, spread: Any, spread_at: Any) -> Any:
+    """Whether the rule holds on each table (..., 4: tp, fn, fp, tn, whole pairs):
+    :func:`decide`'s conditions on arrays, for the projection's thousands of tables.
+
+    The one part not computed as :func:`decide` reads it is kappa's 95% Dirichlet
+    interval (Monte Carlo, too slow for thousands of tables): its lower end is taken
+    as kappa - s se, se the large-sample standard error
+    (:func:`pmos.calibration.sequential.kappa_se`), with s the ratio ``spread`` measured
+    on a table of ``spread_at`` pairs (today's: (kappa - low) / se), going to 1.96 as
+    1 / sqrt(pairs). Given each table's own ratio at its own size it is
+    :func:`decide` exactly (the tests check it)."""
+    tables = np.asarray(tables, dtype=float)
+    tp, fn, fp, tn = (tables[..., i] for i in range(4))
+    n, pm_pass, pm_fail = tables.sum(axis=-1), tp + fn, fp + tn
+    t = rule.kappa_threshold
+    kappa = kappa_of_cells(tables)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if rule.rule is CalibrationRule.POINT:
+            ok: Any = (n >= rule.min_pairs) & (pm_pass > 0) & (pm_fail > 0) & (kappa >= t)
+            return ok
+        least = max(rule.min_per_class, 1)
+        ok = (n >= rule.min_pairs) & (pm_pass >= least) & (pm_fail >= least)
+        stretch = Z95 + (np.asarray(spread) - Z95) * np.sqrt(np.asarray(spread_at) / n)
+        se = sequential.kappa_se(tp, fn, fp, tn)
+        ok &= np.maximum(kappa - stretch * se, -1.0) >= t
+        if rule.min_tnr > 0:
+            ok &= wilson_lower(tn, pm_fail) >= rule.min_tnr
+        if rule.rule is CalibrationRule.SEQUENTIAL:
+            bound = sequential.lower_bound(kappa, tp, fn, fp, tn, first_look(rule), se)
+            ok &= np.maximum(bound, -1.0) >= t
+    return ok
+
+
+class _Projection:
+    """The draws and the labels to come of one :func:`labels_needed` (its docstring)."""
+
+    def __init__(self, rule: Rule, e: Evidence, plan: Plan | None) -> None:
+        assert e.kappa is not None and e.kappa_ci is not None
+        c = e.c
+        self.rule, self.plan = rule, plan
+        cells = np.array([c.tp, c.fn, c.fp, c.tn], dtype=float)
+        key = [PROJECTION_SEED, c.tp, c.fn, c.fp, c.tn]
+        if plan is not None:
+            key += [round(plan.rate * 1_000_000), *plan.raw]
+        self.rng = np.random.default_rng(key)
+        # The truth: the posterior of the table the rule reads, under each prior in turn.
+        priors = np.repeat(np.asarray(KAPPA_PRIORS), PROJECTION_DRAWS // len(KAPPA_PRIORS))
+        truth = self.rng.standard_gamma(cells[None, :] + priors[:, None])
+        truth /= truth.sum(axis=1, keepdims=True)
+        self.now = cells
+        self.spread = (e.kappa - e.kappa_ci[0]) / float(sequential.kappa_se(*cells))
+        self.spread_at = float(c.n)
+        if plan is None:
+            self.per_label = truth
+        else:
+            # A label to come is a run the plan asks for: the pass side at its rate.
+            self.weights = np.array([1 / plan.rate, 1.0, 1 / plan.rate, 1.0])
+            asked = truth * np.array([plan.rate, 1.0, plan.rate, 1.0])
+            self.per_label = asked / asked.sum(axis=1, keepdims=True)
+
+    def tables(self, added: Any) -> Any:
+        """The tables the rule reads after ``added`` labels (..., draws, 4)."""
+        plan = self.plan
+        if plan is None:
+            return self.now + added
+        raw = np.asarray(plan.raw, dtype=float) + added
+        cells = np.asarray(plan.weighted, dtype=float) + added * self.weights
+        passing, failing = added[..., 0] + added[..., 2], added[..., 1] + added[..., 3]
+        total = plan.weight_sum + passing / plan.rate + failing
+        squares = plan.weight_squares + passing / plan.rate**2 + failing
+        size = effective_pairs(cells, raw, total**2 / squares)
+        return np.rint(cells * (size / cells.sum(axis=-1))[..., None])
+
+    def shares(self, sizes: Any, start: Any) -> tuple[Any, Any]:
+        """(the share of draws in which the rule holds, the draws' labels) at each of
+        ``sizes`` more labels than ``start`` (draws, 4) holds: one path per draw, each
+        size's labels adding to the previous size's."""
+        steps = np.diff(np.concatenate([[0], sizes]))
+        added = start + np.cumsum(self.rng.multinomial(steps[:, None], self.per_label), axis=0)
+        ok = holds(self.rule, self.tables(added), self.spread, self.spread_at)
+        return ok.mean(axis=-1), added
+
+    def search(self) -> int:
+        """The fewest labels m at which the rule holds in at least p of the draws:
+        doubling from 1 to :data:`MAX_LABELS`, then within the bracket found, sizes
+        :data:`_GRID` at a time on the same paths, until m is exact."""
+        p = self.rule.decision_probability
+        start = np.zeros((len(self.per_label), 4), dtype=np.int64)
+        reached: Any = ()
+        done = 0
+        # Doubling, in two stretches: most answers lie below the first one's end.
+        for stop in (_DOUBLING_FIRST, MAX_LABELS.bit_length()):
+            doubling = 1 << np.arange(done, stop)
+            share, added = self.shares(doubling - (0 if done == 0 else 1 << (done - 1)), start)
+            reached = np.flatnonzero(share >= p)
+            if len(reached):
+                break
+            start, done = added[-1], stop
+        if not len(reached):
+            rule = self.rule
+            tnr = f" and TNR above min_tnr {rule.min_tnr:.2f}" if rule.min_tnr > 0 else ""
             raise Undefined(
-                f"cannot at the current agreement: kappa {e.kappa:.3f} is too close to the "
-                f"threshold {t:.2f} for the bound for repeated looks to reach it"
+                f"cannot with probability {p:.2f} at the current evidence: even "
+                f"{MAX_LABELS:,} more labels make the rule hold in only {share.max():.0%} of "
+                f"the futures the labels so far allow (a kappa above the threshold "
+                f"{rule.kappa_threshold:.2f}{tnr} is not that likely for this gate yet)"
             )
-        sizes.append(reach)
-    if rule.min_tnr > 0:
-        assert e.tnr is not None and e.tnr_ci is not None
-        fails = _grown(c.pm_fail, e.tnr, e.tnr_ci[0], rule.min_tnr, z)
-        sizes.append(_class_size(c.n, c.pm_fail, fails, z))
-    return max(sizes) - c.n
+        first = int(reached[0])
+        high = int(doubling[first])
+        if first:
+            low, start = high // 2, added[first - 1]
+        else:
+            low = 0 if done == 0 else 1 << (done - 1)
+        while high - low > 1:
+            sizes = np.unique(np.linspace(low, high, _GRID + 1)[1:].round().astype(np.int64))
+            share, added = self.shares(sizes - low, start)
+            reached = np.flatnonzero(share >= p)
+            if not len(reached):  # the paths' noise: the bracket's top it is
+                return high
+            first = int(reached[0])
+            high = int(sizes[first])
+            if first:
+                low, start = int(sizes[first - 1]), added[first - 1]
+        return high
+
+
+#: Sizes tried at once within a bracket (each round narrows it this many times).
+_GRID = 4
+#: The doubling's first stretch: 1 to 2^(this - 1) more labels.
+_DOUBLING_FIRST = 12

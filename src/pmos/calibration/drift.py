@@ -106,7 +106,7 @@ def first_calibrated(
             keys = [tuple(int(v) for v in stretch[i]) for i in rows.tolist()]
             todo = sorted({key for key in keys if key not in decided})
             if todo:
-                reports = table_reports([Confusion(*key) for key in todo], rule)
+                reports = table_reports([Confusion(*key) for key in todo], rule, project=False)
                 decided.update((key, r["calibrated"]) for key, r in zip(todo, reports, strict=True))
             for i, key in zip(rows.tolist(), keys, strict=True):
                 if decided[key]:

@@ -21,8 +21,15 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from pmos.calibration import drift, stats
-from pmos.calibration.agreement import TABLE_KEYS, maybe, pair_of, rounded, table_reports
-from pmos.calibration.decision import Rule, require_blind
+from pmos.calibration.agreement import (
+    TABLE_KEYS,
+    maybe,
+    pair_of,
+    planned_labels_needed,
+    rounded,
+    table_reports,
+)
+from pmos.calibration.decision import Plan, Rule, require_blind
 from pmos.calibration.pairs import Paired, Scope, ScoredPair, read_and_pair
 from pmos.calibration.periods import MONTH, WEEK, By
 from pmos.calibration.plan import recommended_rate
@@ -31,7 +38,6 @@ from pmos.calibration.weighting import (
     WEIGHTING_METHOD,
     Weighted,
     is_weighted,
-    labels_from_effective,
     weighted,
 )
 from pmos.errors import BadInput
@@ -288,7 +294,15 @@ def _report(
 ) -> dict[str, Any]:
     rule = Rule.from_config(config)
     rubric_threshold, rubric_problem = rubric
-    groups = _Groups(paired, rule, window, config.goodhart_alarm, by, config.min_blind_labels)
+    groups = _Groups(
+        paired,
+        rule,
+        window,
+        config.goodhart_alarm,
+        by,
+        config.min_blind_labels,
+        config.plan_pass_side_rate,
+    )
     report: dict[str, Any] = groups.report(None, rubric_threshold, rubric_problem)
     report["pass_fraction_window"] = window
     report["kappa_threshold"] = rule.kappa_threshold
@@ -442,12 +456,13 @@ class _Groups:
         alarm: float,
         by: By | None,
         min_blind_labels: int = 0,
+        plan_rate: float = 1.0,
     ):
         # Deferred: numpy (about 0.2 s), for the statistics alone.
         import numpy as np
 
         self.paired, self.rule, self.window, self.alarm, self.by = paired, rule, window, alarm, by
-        self.min_blind_labels = min_blind_labels
+        self.min_blind_labels, self.plan_rate = min_blind_labels, plan_rate
         self.columns = _Columns(
             np.asarray(paired.model, dtype=np.int64),
             np.asarray(paired.gate, dtype=bool),
@@ -485,7 +500,15 @@ class _Groups:
             present = sorted(set(self.columns.period[mask].tolist()))
             for p in present:
                 add(("period", group, p), mask & (self.columns.period == p))
-        self.reports = table_reports(tables, rule)
+        # Only each group's own table is projected (labels_needed): a blind or period
+        # table's is never read, and a projection costs milliseconds.
+        whole = {self.where[("all", group)] for group in groups}
+        self.reports: list[dict[str, Any]] = [{} for _ in tables]
+        for project in (True, False):
+            chosen = [i for i in range(len(tables)) if (i in whole) is project]
+            made = table_reports([tables[i] for i in chosen], rule, project=project)
+            for i, made_report in zip(chosen, made, strict=True):
+                self.reports[i] = made_report
         #: Decisions on tables, shared by every group's drift detector.
         self.decided: dict[tuple[int, ...], bool] = {}
         self.order: Any = None
@@ -578,9 +601,9 @@ class _Groups:
     def _weighting(
         self, group: int | None, report: dict[str, Any], undefined: dict[str, str]
     ) -> dict[str, Any]:
-        """The ``weighting`` block: how the group's pairs were weighed. Under a plan the
-        table above is the effective one, and ``labels_needed`` is turned from
-        effective pairs back into labels at the current ratio of the two."""
+        """The ``weighting`` block: how the group's pairs were weighed. Under a plan (a
+        pass-side rate below 1, or weighted pairs) ``labels_needed`` is projected for
+        labels to come under the plan, in labels (:class:`pmos.calibration.decision.Plan`)."""
         mask = self._mask(group)
         labelled = int(mask.sum())
         paired = self.paired
@@ -590,19 +613,33 @@ class _Groups:
             if p and (group is None or m == group)
         )
         refused = sum(paired.plan_refused) if group is None else paired.plan_refused[group]
+        weights = self.columns.weight[mask]
         block: dict[str, Any] = {
             "weighted": group in self.weighted,
             "method": WEIGHTING_METHOD if group in self.weighted else "unweighted",
             "labelled_pairs": labelled,
             "plan_pairs": planned,
             "plan_weights_refused": refused,
-            "weight_total": rounded(float(self.columns.weight[mask].sum())),
+            "weight_total": rounded(float(weights.sum())),
             "effective_pairs": None,
             "confusion": None,
             "kappa": None,
             "recommended_pass_side_rate": None,
         }
         found = self.weighted.get(group)
+        if labelled and (found is not None or self.plan_rate < 1.0):
+            raw = _confusion(self.columns, mask)
+            cells = (raw.tp, raw.fn, raw.fp, raw.tn)
+            plan = Plan(
+                self.plan_rate,
+                cells,
+                (float(raw.tp), float(raw.fn), float(raw.fp), float(raw.tn))
+                if found is None
+                else found.cells,
+                float(weights.sum()),
+                float((weights**2).sum()),
+            )
+            planned_labels_needed(report, undefined, self.rule, plan)
         if found is None:
             c = report["confusion"]
             block["recommended_pass_side_rate"] = recommended_rate(
@@ -615,9 +652,6 @@ class _Groups:
             zip(("tp", "fn", "fp", "tn"), (rounded(v) for v in found.cells), strict=True)
         )
         block["kappa"] = maybe(found.kappa)
-        needed = report["labels_needed"]
-        if needed:
-            report["labels_needed"] = labels_from_effective(needed, labelled, found.effective.n)
         return block
 
     def _present(self, group: int | None) -> list[int]:

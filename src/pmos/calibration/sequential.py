@@ -36,8 +36,6 @@ so the simulation runs the very functions ``pmos metrics`` runs.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
 from statistics import NormalDist
 from typing import Any
 
@@ -91,9 +89,10 @@ def kappa_se(tp: Any, fn: Any, fp: Any, tn: Any) -> Any:
     return np.sqrt(np.maximum(variance, 0.0))
 
 
-def lower_bound(kappa: Any, tp: Any, fn: Any, fp: Any, tn: Any, first: int) -> Any:
+def lower_bound(kappa: Any, tp: Any, fn: Any, fp: Any, tn: Any, first: int, se: Any = None) -> Any:
     """Kappa's lower bound at the look its table is (n = tp + fn + fp + tn pairs):
-    ``kappa - z(alpha_k) * se``. ``kappa`` is the table's own (NaN where undefined)."""
+    ``kappa - z(alpha_k) * se``. ``kappa`` is the table's own (NaN where undefined);
+    ``se`` its :func:`kappa_se`, when the caller has it already."""
     # Deferred: numpy (about 0.2 s), for the statistics alone.
     import numpy as np
 
@@ -101,7 +100,9 @@ def lower_bound(kappa: Any, tp: Any, fn: Any, fp: Any, tn: Any, first: int) -> A
     sizes, where = np.unique(n, return_inverse=True)
     normal = NormalDist()
     z = np.array([-normal.inv_cdf(a) for a in np.atleast_1d(look_alpha(sizes, first)).tolist()])
-    return kappa - z[where].reshape(n.shape) * kappa_se(tp, fn, fp, tn)
+    if se is None:
+        se = kappa_se(tp, fn, fp, tn)
+    return kappa - z[where].reshape(n.shape) * se
 
 
 def lower_bound_of(
@@ -110,36 +111,3 @@ def lower_bound_of(
     """(the lower bound, the look's alpha_k) of one table, as the report gives them."""
     bound = float(lower_bound(kappa, tp, fn, fp, tn, first))
     return max(-1.0, bound), float(look_alpha(tp + fn + fp + tn, first))
-
-
-def pairs_to_reach(
-    kappa: float,
-    c_tp: float,
-    c_fn: float,
-    c_fp: float,
-    c_tn: float,
-    threshold: float,
-    first: int,
-    margin: Callable[[Any, tuple[Any, ...]], Any] | None = None,
-) -> int | None:
-    """The fewest pairs, in the current proportions and at the current kappa, at which
-    the bound reaches ``threshold`` (None when none up to a million would).
-
-    ``margin(sizes, grown tables)`` asks for the bound to clear it by that much more
-    at each size (:func:`pmos.calibration.decision.labels_needed`: enough that it
-    does with the decision probability)."""
-    # Deferred: numpy (about 0.2 s), for the statistics alone.
-    import numpy as np
-
-    n = round(c_tp + c_fn + c_fp + c_tn)
-    if n == 0 or not kappa > threshold:
-        return None
-    sizes = np.unique(np.concatenate([np.arange(n, n + 5000), np.geomspace(n, 1e6, 400)]))
-    sizes = np.floor(sizes)
-    scale = sizes / n
-    grown = (c_tp * scale, c_fn * scale, c_fp * scale, c_tn * scale)
-    bounds = lower_bound(kappa, *grown, first)
-    if margin is not None:
-        bounds = bounds - margin(sizes, grown)
-    reached = np.flatnonzero(bounds >= threshold)
-    return None if not len(reached) else math.ceil(sizes[reached[0]])

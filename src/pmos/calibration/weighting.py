@@ -21,7 +21,8 @@ g_h = (dk/dq_h)^2 q_h (1 - q_h). Over-sampling a small, informative FAIL side
 buys more precision per label, so m can exceed the labels; a plan that
 samples the wrong side buys less. The effective table, rounded to whole
 pairs, is what the rule (intervals, classes, TNR, the sequential bound)
-reads, and ``labels_needed`` is scaled back from effective pairs to labels.
+reads; ``labels_needed`` projects labels to come under the plan
+(:class:`pmos.calibration.decision.Plan`).
 """
 
 from __future__ import annotations
@@ -135,9 +136,3 @@ def effective_table(weighted_cells: Any, size: float) -> Confusion:
     cells = [float(v) for v in weighted_cells]
     total = sum(cells)
     return Confusion(*(round(v * size / total) for v in cells))
-
-
-def labels_from_effective(needed: int, labelled: int, effective: int) -> int:
-    """``labels_needed`` of an effective table (in effective pairs) as labels, at the
-    current ratio of labels to effective pairs."""
-    return math.ceil(needed * labelled / max(effective, 1) - 1e-9)
