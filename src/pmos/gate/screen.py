@@ -72,7 +72,9 @@ class KitScreen:
     def prepare(self, kind: str, records: list[Any]) -> None:
         if kind == "acceptances":
             named = {r.get("gate_record_id") for r in records if isinstance(r, dict)}
-            self.context.find_verdicts({n for n in named if isinstance(n, str)})
+            wanted = {n for n in named if isinstance(n, str)}
+            self.context.find_verdicts(wanted)
+            self.context.want_digests(wanted)
             self.context.signatures.warm(records)
 
     def basis(self) -> dict[str, str]:
