@@ -19,10 +19,12 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from conftest import judged_pass
-from ledgerfiles import forge, record_files
+from gate_support import make_product
+from ledgerfiles import forge, forged_line, record_files
 from pmos.gate import recheck
 from pmos.gate.recheck import Context
 from pmos.gate.screen import KitScreen
@@ -32,6 +34,7 @@ from pmos.kit import Kit, open_kit
 from pmos.store.read import records
 from pmos.store.screening import Excluded
 from test_signing import accept, configure, keygen
+from test_versions_forward import logged, version_one, with_contract
 
 pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs ssh-keygen")
 
@@ -81,6 +84,113 @@ def signed_kit(cli, kit_root: Path, keys: dict[str, Path]) -> dict[str, Any]:
     unsigned["record_id"] = good["record_id"][:-8] + "0b0b0b0b"
     forge(kit_root, "acceptances", unsigned)
     return unsigned
+
+
+# ---------------------------------------------------------------- the loose cache
+
+
+def test_a_warm_read_checks_no_loose_record_and_gives_the_same_answer(cli, kit_root, keys):
+    unsigned = signed_kit(cli, kit_root, keys)
+    cold, kept, left_out = read(kit_root, "acceptances")
+    assert len(cold.checked) == 4 and cold.prepared == 1
+    assert left_out == [(unsigned["record_id"], "label-signature")]
+    assert unsigned["record_id"] not in kept and len(kept) == 3
+    warm, kept_again, left_out_again = read(kit_root, "acceptances")
+    assert warm.checked == [] and warm.prepared == 0  # no rule, no signature checked
+    assert (kept_again, left_out_again) == (kept, left_out)
+    # verify and metrics agree with the warm readers.
+    result = cli("ledger", "verify", "--json")
+    assert result.exit_code == 1 and "unsigned label" in result.stdout
+    assert read(kit_root, "acceptances")[2] == left_out
+
+
+def test_a_changed_allowed_signers_file_or_config_or_rubric_screens_again(cli, kit_root, keys):
+    signed_kit(cli, kit_root, keys)
+    read(kit_root, "acceptances")
+    read(kit_root, "evals")
+    signers = kit_root / ".pmos" / "allowed_signers"
+    signers.write_text(signers.read_text() + "# a comment: another file\n")
+    assert len(read(kit_root, "acceptances")[0].checked) == 4
+    assert read(kit_root, "acceptances")[0].checked == []
+    config = kit_root / "pmos.yaml"
+    config.write_text(config.read_text() + "\n# edited\n")
+    assert len(read(kit_root, "acceptances")[0].checked) == 4
+    assert read(kit_root, "evals")[0].checked != []
+    assert read(kit_root, "evals")[0].checked == []
+    [rubric] = {json.loads(p.read_text())["rubric_path"] for p in record_files(kit_root, "evals")}
+    with (kit_root / rubric).open("a", encoding="utf-8") as handle:
+        handle.write("\n")
+    assert len(read(kit_root, "evals")[0].checked) == 2
+
+
+def test_a_new_record_in_a_ledger_the_checks_read_screens_again(cli, kit_root, keys):
+    """A label's check reads the verdict it names: a verdict added (or replaced)
+    since makes the labels be checked again; a ledger they do not read does not."""
+    signed_kit(cli, kit_root, keys)
+    read(kit_root, "acceptances")
+    assert (
+        cli(
+            "run", "register", "--run-id", "r9", "--initiative-id", "i", "--builder-model", "m"
+        ).exit_code
+        == 0
+    )
+    assert read(kit_root, "acceptances")[0].checked == []  # labels read no run registration
+    judged_pass(cli, "r3")
+    assert len(read(kit_root, "acceptances")[0].checked) == 4
+
+
+def test_a_record_replaced_on_disk_has_a_new_digest_and_is_screened_again(cli, kit_root, keys):
+    signed_kit(cli, kit_root, keys)
+    _, kept, _ = read(kit_root, "acceptances")
+    path = next(p for p in record_files(kit_root, "acceptances") if "signature" in p.read_text())
+    label = orjson.loads(path.read_bytes())
+    path.unlink()
+    edited = {k: v for k, v in label.items() if k != "digest"} | {"label": "fail"}
+    forge(kit_root, "acceptances", edited)  # resealed: a new digest, a new name
+    screen, kept_now, left_out = read(kit_root, "acceptances")
+    assert screen.checked == [label["record_id"]]  # only the new bytes are checked
+    assert (label["record_id"], "label-signature") in left_out  # the PM signed "pass"
+    assert kept_now == [r for r in kept if r != label["record_id"]]
+
+
+def test_a_forged_cache_entry_cannot_make_a_bad_record_count(cli, kit_root, keys, tmp_path):
+    unsigned = signed_kit(cli, kit_root, keys)
+    _, kept, left_out = read(kit_root, "acceptances")
+    [entry] = (tmp_path / "pmos-cache").rglob("loose-acceptances-*.json")
+    data = orjson.loads(entry.read_bytes())
+    # An entry saying the bad record passed, under a basis that does not hold, is a miss.
+    forged_group = {
+        "basis": {**data["groups"][0]["basis"], "rules": "forged"},
+        "outcomes": {d: None for d in data["groups"][0]["outcomes"]},
+    }
+    entry.write_bytes(orjson.dumps({**data, "groups": [forged_group]}))
+    assert read(kit_root, "acceptances")[1:] == (kept, left_out)
+    # A bad record whose file claims the digest of a record the cache says passed:
+    # the integrity check refuses its bytes, so no outcome of that digest applies.
+    read(kit_root, "acceptances")  # the cache holds the real outcomes again
+    good = next(p for p in record_files(kit_root, "acceptances") if "signature" in p.read_text())
+    claimed = orjson.loads(good.read_bytes())["digest"]
+    line, _ = forged_line({**unsigned, "record_id": unsigned["record_id"][:-8] + "0c0c0c0c"})
+    lying = line.replace(
+        line[line.rindex(b'"digest":"') :], b'"digest":"' + claimed.encode() + b'"}\n'
+    )
+    lying_file = good.parent / ("20990101T000000Z-" + claimed + ".json")
+    lying_file.write_bytes(lying)
+    screen, kept_now, _ = read(kit_root, "acceptances")
+    assert screen.checked == []  # refused by the integrity check, before screening
+    assert unsigned["record_id"][:-8] + "0c0c0c0c" not in kept_now
+    assert kept_now == kept
+    result = cli("ledger", "verify", "--json")
+    assert result.exit_code == 1 and lying_file.name in result.stdout
+
+
+def test_a_damaged_cache_entry_is_a_miss(cli, kit_root, keys, tmp_path):
+    signed_kit(cli, kit_root, keys)
+    _, kept, left_out = read(kit_root, "acceptances")
+    [entry] = (tmp_path / "pmos-cache").rglob("loose-acceptances-*.json")
+    entry.write_text("{not json")
+    screen, kept_now, left_out_now = read(kit_root, "acceptances")
+    assert len(screen.checked) == 4 and (kept_now, left_out_now) == (kept, left_out)
 
 
 # ---------------------------------------------------------------- verdict digests
@@ -143,3 +253,30 @@ def test_the_newest_version_stops_at_a_record_of_the_version_writers_write():
     assert newest_version(iter(ledger), cap=2) == newest_version(ledger) == 1
     # No version beyond the writers' counts (a hand-made record may say anything).
     assert newest_version([{"schema_version": 9}], cap=2) == 2
+
+
+# ---------------------------------------------------------------- HEAD in the basis
+
+
+def test_an_outcome_that_read_head_is_screened_again_once_head_moves(
+    tmp_path, keys, cli, monkeypatch
+):
+    """A version-1 verdict not committed at HEAD, in a kit holding version 2, is left
+    out; its outcome stood on HEAD, so once it is committed it is checked again
+    (and counts: it went through the gate when it merged)."""
+    monkeypatch.setenv("PMOS_CACHE_DIR", str(tmp_path / "cache"))
+    product = make_product(tmp_path, keys, cli, signing=False)
+    monkeypatch.setenv("PMOS_ROOT", str(product.kit))
+    monkeypatch.chdir(product.repo)
+    with_contract(product, "r1", "r2")
+    verdict = logged(product, "r1")
+    product.commit("a version-2 verdict")
+    forge(product.kit, "evals", version_one(verdict, "r2"))
+    first, _, left_out = read(product.kit, "evals")
+    assert "ev-handmade-0001" in first.checked
+    assert left_out == [("ev-handmade-0001", "version-forward")]
+    assert read(product.kit, "evals")[0].checked == []  # warm while HEAD stays
+    product.commit("the version-1 verdict, committed")
+    screen, kept, left_out = read(product.kit, "evals")
+    assert "ev-handmade-0001" in screen.checked
+    assert left_out == [] and "ev-handmade-0001" in kept

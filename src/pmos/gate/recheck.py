@@ -143,6 +143,27 @@ class Context:
     def rubrics_read(self) -> list[str]:
         return list(self._rubrics)
 
+    @property
+    def ledgers_read(self) -> list[str]:
+        """The ledger kinds whose records the checks made so far read: ``runs`` for a
+        run's registration, ``evals`` for the verdict a label names, and each kind
+        whose newest version the version order read (:attr:`order`)."""
+        kinds = set(getattr(self.order, "kinds_read", ()))
+        if self._runs is not None:
+            kinds.add("runs")
+        evals_read = (
+            self._verdicts
+            or self._absent
+            or self._asked
+            or self._answers is not None
+            or self._verdict_passes
+            or self._recent is not None
+            or self._digests
+        )
+        if evals_read:
+            kinds.add("evals")
+        return sorted(kinds)
+
     def run(self, run_id: str) -> dict[str, Any] | None:
         if self._runs is None:
             self._runs = {}

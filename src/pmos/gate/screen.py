@@ -90,6 +90,9 @@ class KitScreen:
             basis[HEAD] = order.head
         return basis
 
+    def ledgers_read(self) -> list[str]:
+        return self.context.ledgers_read
+
     def _until(self) -> datetime | None:
         try:
             return self.context.signatures.changes_after()

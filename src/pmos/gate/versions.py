@@ -95,6 +95,11 @@ class _Older:
             newest = self._newest[kind] = self._newest_of(kind)
         return (version, newest) if version < newest else None
 
+    @property
+    def kinds_read(self) -> list[str]:
+        """The kinds whose newest version was read."""
+        return list(self._newest)
+
 
 class Order(Protocol):
     """What says whether a record of an older version came after a newer one."""
@@ -135,6 +140,11 @@ class CommittedAtHead:
         #: The commit whose tree was read (None until a record needed it): an
         #: outcome that read it holds only while HEAD is that commit.
         self.head: str | None = None
+
+    @property
+    def kinds_read(self) -> list[str]:
+        """The kinds whose records were read for the newest version they hold."""
+        return self._older.kinds_read
 
     def problem(self, kind: str, record: Mapping[str, Any]) -> Violation | None:
         found = self._older(kind, record)
