@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 from collections.abc import Collection, Iterator
 from itertools import islice
 from pathlib import Path
@@ -170,13 +171,17 @@ class Sieve:
         if found is None:
             sources = self.store.sources(kind)
             digest = hashlib.sha256()
-            for path in [*(p for b in sources.buckets for p in b.packs), *sources.loose_paths()]:
-                try:
-                    info = path.stat()
-                    stamp = f"{info.st_size}:{info.st_mtime_ns}"
-                except OSError:
-                    stamp = "gone"
-                digest.update(f"{path}\0{stamp}\n".encode("utf-8", "surrogateescape"))
+            for bucket in sources.buckets:
+                month = os.path.join(sources.folder, bucket.name)
+                paths = [str(p) for p in bucket.packs]
+                paths += [os.path.join(month, rel) for rel in bucket.loose]
+                for path in paths:
+                    try:
+                        info = os.stat(path)
+                        stamp = f"{info.st_size}:{info.st_mtime_ns}"
+                    except OSError:
+                        stamp = "gone"
+                    digest.update(f"{path}\0{stamp}\n".encode("utf-8", "surrogateescape"))
             found = self._ledgers[kind] = digest.hexdigest()
         return found
 
