@@ -184,6 +184,19 @@ def test_a_forged_cache_entry_cannot_make_a_bad_record_count(cli, kit_root, keys
     assert result.exit_code == 1 and lying_file.name in result.stdout
 
 
+def test_an_outcome_time_may_change_is_not_remembered(cli, kit_root, keys):
+    """A record dated after the time of checking is left out, and checked again on
+    every read: once its time has come it counts (a writer's clock ahead of this one)."""
+    unsigned = signed_kit(cli, kit_root, keys)
+    ahead = {**unsigned, "record_id": unsigned["record_id"][:-8] + "0a0a0a0a"}
+    ahead["recorded_at"] = "2099" + unsigned["recorded_at"][4:]
+    forge(kit_root, "acceptances", ahead)
+    _, _, left_out = read(kit_root, "acceptances")
+    assert (ahead["record_id"], "future-dated") in left_out
+    screen, _, left_out_again = read(kit_root, "acceptances")
+    assert screen.checked == [ahead["record_id"]] and left_out_again == left_out
+
+
 def test_a_damaged_cache_entry_is_a_miss(cli, kit_root, keys, tmp_path):
     signed_kit(cli, kit_root, keys)
     _, kept, left_out = read(kit_root, "acceptances")

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from pmos.errors import BadInput, ConfigError, Violation
+from pmos.gate.clock import FUTURE_DATED
 from pmos.gate.recheck import Context, stored_record_problems
 from pmos.gate.signing import allowed_signers_path
 from pmos.gate.versions import CommittedAtHead, head_commit
@@ -92,6 +93,9 @@ class KitScreen:
 
     def ledgers_read(self) -> list[str]:
         return self.context.ledgers_read
+
+    def transient(self, rule: str) -> bool:
+        return rule == FUTURE_DATED
 
     def _until(self) -> datetime | None:
         try:

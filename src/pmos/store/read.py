@@ -125,13 +125,14 @@ class Sieve:
             self._fail(entry, exclusion, out)
         if unknown:
             outcomes = {e.digest: (x.record_id, x.rule, x.problem) for e, x in found}
+            transient = {d for d, o in outcomes.items() if self.screen.transient(o[1])}
             screencache.save_loose(
                 self.store.root,
                 self.kind,
                 scanned.name,
                 self.screen,
                 self._ledger,
-                {e.digest: outcomes.get(e.digest) for e in unknown},
+                {e.digest: outcomes.get(e.digest) for e in unknown if e.digest not in transient},
                 {e.digest for e in loose},
             )
         return out

@@ -44,6 +44,12 @@ class Screen(Protocol):
         (:func:`pmos.store.screencache.load_loose`)."""
         ...
 
+    def transient(self, rule: str) -> bool:
+        """Whether a record that breaks ``rule`` may stop breaking it as time passes,
+        nothing else changed (a record dated after the time of checking): a loose
+        record's outcome naming such a rule is not remembered."""
+        ...
+
     def holds(self, basis: dict[str, str]) -> bool:
         """Whether a recorded basis still describes this kit and these rules, so
         that the outcome recorded with it is the one a check would give now."""
