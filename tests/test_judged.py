@@ -243,7 +243,9 @@ def test_a_post_never_taken_does_not_hold_up_the_result():
 # ---------------------------------------------------------------- the forked read
 
 
-def test_the_forked_read_answers_loose_labels_as_one_process_does(kit, kit_root, monkeypatch):
+def test_the_forked_read_answers_loose_labels_as_one_process_does(
+    kit, kit_root, monkeypatch, tmp_path
+):
     """Loose labels name: a verdict of their run, another run's verdict, no verdict
     at all, and a verdict the screen leaves out (the child cannot vouch for it:
     the parent looks it up itself). Both reads report the same, exclusions too."""
@@ -276,6 +278,9 @@ def test_the_forked_read_answers_loose_labels_as_one_process_does(kit, kit_root,
     assert passes == [{"ev-0000001", "ev-9999999", "ev-0000500"}]
     passes.clear()
     monkeypatch.setattr(pairs, "PARALLEL_MIN_BYTES", 0)
+    # A screening cache of its own: with the first read's, no loose label is
+    # screened again, and nothing is looked up at all.
+    monkeypatch.setenv("PMOS_CACHE_DIR", str(tmp_path / "another-cache"))
     forked = compute_metrics(kit)
     assert passes == [{"ev-0000500"}]  # the child vouched for the others
     assert forked == serial
