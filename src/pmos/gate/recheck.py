@@ -254,10 +254,12 @@ class Context:
                     self._verdicts.setdefault(v.record_id, (v.run_id, v.verdict))
 
     def want_digests(self, record_ids: set[str]) -> None:
-        """The verdicts a batch of labels names (their ``gate_record_id``): a pass
-        over the eval ledger that :meth:`verdict_digest` has to make looks up all of
-        them at once, not one pass per label."""
-        self._digests_wanted |= record_ids - self._digests.keys()
+        """The verdicts the batch of labels about to be checked names (their
+        ``gate_record_id``): a pass over the eval ledger that :meth:`verdict_digest`
+        has to make looks up all of them at once, not one pass per label. The
+        previous batch's are forgotten (it has been checked), so a cold read of
+        many batches holds one batch's ids, not the ledger's."""
+        self._digests_wanted = record_ids - self._digests.keys()
 
     def verdict_digest(self, record_id: str) -> str | None:
         """The :func:`~pmos.gate.signing.verdict_sha256` of the verdict stored as

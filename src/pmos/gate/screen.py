@@ -75,7 +75,8 @@ class KitScreen:
             named = {r.get("gate_record_id") for r in records if isinstance(r, dict)}
             wanted = {n for n in named if isinstance(n, str)}
             self.context.find_verdicts(wanted)
-            self.context.want_digests(wanted)
+            if self.context.signatures.path is not None:  # signatures bind verdicts
+                self.context.want_digests(wanted)
             self.context.signatures.warm(records)
 
     def basis(self) -> dict[str, str]:
