@@ -257,8 +257,9 @@ class Context:
         """The verdicts the batch of labels about to be checked names (their
         ``gate_record_id``): a pass over the eval ledger that :meth:`verdict_digest`
         has to make looks up all of them at once, not one pass per label. The
-        previous batch's are forgotten (it has been checked), so a cold read of
-        many batches holds one batch's ids, not the ledger's."""
+        previous batch's, and their digests, are forgotten (it has been checked),
+        so a cold read of many batches holds one batch's, not the ledger's."""
+        self._digests = {k: v for k, v in self._digests.items() if k in record_ids}
         self._digests_wanted = record_ids - self._digests.keys()
 
     def verdict_digest(self, record_id: str) -> str | None:
