@@ -125,6 +125,7 @@ class Context:
         self._recent: dict[str, dict[str, Any]] | None = None
         self._recent_whole = False  # the look-back read the whole eval ledger
         self.digest_passes = 0  # forward passes over the eval ledger made for verdict_digest
+        self._verdicts_asked = False  # a check asked about a verdict (ledgers_read)
 
     @property
     def signatures(self) -> LabelSignatures:
@@ -151,16 +152,7 @@ class Context:
         kinds = set(getattr(self.order, "kinds_read", ()))
         if self._runs is not None:
             kinds.add("runs")
-        evals_read = (
-            self._verdicts
-            or self._absent
-            or self._asked
-            or self._answers is not None
-            or self._verdict_passes
-            or self._recent is not None
-            or self._digests
-        )
-        if evals_read:
+        if self._verdicts_asked:
             kinds.add("evals")
         return sorted(kinds)
 
@@ -190,6 +182,7 @@ class Context:
         """Look up many verdicts in one pass over the eval ledger (the verdicts the
         loose labels name), keeping only those: a later :meth:`verdict` of any of
         them is answered without reading the ledger again."""
+        self._verdicts_asked = True
         wanted = record_ids - self._verdicts.keys() - self._absent
         if not wanted or self._verdicts_complete:
             return
@@ -225,6 +218,7 @@ class Context:
             self._look_up(rest)
 
     def verdict(self, record_id: str) -> tuple[str, str] | None:
+        self._verdicts_asked = True
         if self._asked:
             self._take_answers()
         found = self._verdicts.get(record_id)
@@ -272,6 +266,7 @@ class Context:
         :meth:`want_digests` named and not yet answered, in one forward pass that
         keeps only those records. The first copy of an id wins, as in
         :meth:`verdict`."""
+        self._verdicts_asked = True
         if record_id in self._digests:
             return self._digests[record_id]
         recent = self._look_back()
