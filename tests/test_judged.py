@@ -242,7 +242,9 @@ def test_a_post_never_taken_does_not_hold_up_the_result():
 # ---------------------------------------------------------------- loose labels' verdicts
 
 
-def test_metrics_answers_loose_labels_from_its_own_verdict_pass(kit, kit_root, monkeypatch):
+def test_metrics_answers_loose_labels_from_its_own_verdict_pass(
+    kit, kit_root, monkeypatch, tmp_path
+):
     """Loose labels name: a verdict of their run, another run's verdict, no verdict
     at all, and a verdict the screen leaves out (the verdict pass cannot vouch for
     it: the screen looks it up itself). The report is the one a screen that looks
@@ -275,6 +277,9 @@ def test_metrics_answers_loose_labels_from_its_own_verdict_pass(kit, kit_root, m
     assert passes == [{"ev-0000500"}]  # the verdict pass vouched for the others
     passes.clear()
     monkeypatch.setattr(recheck.Context, "answer_verdicts", lambda context, answers: None)
+    # A screening cache of its own: with the first read's, no loose label is
+    # screened again, and nothing is looked up at all.
+    monkeypatch.setenv("PMOS_CACHE_DIR", str(tmp_path / "another-cache"))
     serial = compute_metrics(kit)
     assert passes == [{"ev-0000001", "ev-9999999", "ev-0000500"}]
     assert answered == serial

@@ -50,6 +50,9 @@ from datetime import datetime
 from itertools import islice
 from typing import Any
 
+import msgspec
+import orjson
+
 from pmos.errors import BadInput, Violation
 from pmos.gate import rules as verdict_rules
 from pmos.gate.approvals import approval_problems
@@ -57,12 +60,12 @@ from pmos.gate.clock import checking_time, future_dated
 from pmos.gate.evidence_pointers import BY_FORM, evidence_problems
 from pmos.gate.rubric import Rubric, load_rubric
 from pmos.gate.run_ids import duplicate_registration
-from pmos.gate.signing import LabelSignatures, SwitchCheck, switch_check
+from pmos.gate.signing import LabelSignatures, SwitchCheck, switch_check, verdict_sha256
 from pmos.gate.versions import NEWEST, CommittedAtHead, Order
 from pmos.gate.vocabulary import SKIPPED
 from pmos.kit import Kit
 from pmos.store.append import schema_problems
-from pmos.store.read import batches, newest_first, records
+from pmos.store.read import batches, newest_first, records, stored_lines
 from pmos.store.rows import row_type
 
 #: How many of the newest verdicts a look-up reads one by one before it indexes
@@ -101,7 +104,7 @@ class Context:
         #: Whether a record of an older version came after a newer one (None: the
         #: kit's git history says, :class:`pmos.gate.versions.CommittedAtHead`).
         self.order = order or CommittedAtHead(
-            kit.store, lambda kind: records(kit.store, kind, plain=True)
+            kit.store, lambda kind: newest_first(kit.store, kind, plain=True)
         )
         self._runs: dict[str, dict[str, Any]] | None = None
         self._verdicts: dict[str, tuple[str, str]] = {}
@@ -115,7 +118,14 @@ class Context:
         self._asked: set[str] = set()
         self._rubrics: dict[str, Rubric | BadInput] = {}
         self._signatures: LabelSignatures | None = None
-        self._digests: dict[str, str] | None = None
+        #: verdict_digest's answers (None: no such verdict), the ids the labels being
+        #: checked name (see want_digests), and the newest verdicts, looked back at once.
+        self._digests: dict[str, str | None] = {}
+        self._digests_wanted: set[str] = set()
+        self._recent: dict[str, dict[str, Any]] | None = None
+        self._recent_whole = False  # the look-back read the whole eval ledger
+        self.digest_passes = 0  # forward passes over the eval ledger made for verdict_digest
+        self._verdicts_asked = False  # a check asked about a verdict (ledgers_read)
 
     @property
     def signatures(self) -> LabelSignatures:
@@ -133,6 +143,18 @@ class Context:
     @property
     def rubrics_read(self) -> list[str]:
         return list(self._rubrics)
+
+    @property
+    def ledgers_read(self) -> list[str]:
+        """The ledger kinds whose records the checks made so far read: ``runs`` for a
+        run's registration, ``evals`` for the verdict a label names, and each kind
+        whose newest version the version order read (:attr:`order`)."""
+        kinds = set(getattr(self.order, "kinds_read", ()))
+        if self._runs is not None:
+            kinds.add("runs")
+        if self._verdicts_asked:
+            kinds.add("evals")
+        return sorted(kinds)
 
     def run(self, run_id: str) -> dict[str, Any] | None:
         if self._runs is None:
@@ -160,6 +182,7 @@ class Context:
         """Look up many verdicts in one pass over the eval ledger (the verdicts the
         loose labels name), keeping only those: a later :meth:`verdict` of any of
         them is answered without reading the ledger again."""
+        self._verdicts_asked = True
         wanted = record_ids - self._verdicts.keys() - self._absent
         if not wanted or self._verdicts_complete:
             return
@@ -197,6 +220,7 @@ class Context:
             self._look_up(rest)
 
     def verdict(self, record_id: str) -> tuple[str, str] | None:
+        self._verdicts_asked = True
         if self._asked:
             self._take_answers()
         found = self._verdicts.get(record_id)
@@ -225,21 +249,57 @@ class Context:
                 if wanted is None or v.record_id in wanted:
                     self._verdicts.setdefault(v.record_id, (v.run_id, v.verdict))
 
+    def want_digests(self, record_ids: set[str]) -> None:
+        """The verdicts the batch of labels about to be checked names (their
+        ``gate_record_id``): a pass over the eval ledger that :meth:`verdict_digest`
+        has to make looks up all of them at once, not one pass per label. The
+        previous batch's, and their digests, are forgotten (it has been checked),
+        so a cold read of many batches holds one batch's, not the ledger's."""
+        self._digests = {k: v for k, v in self._digests.items() if k in record_ids}
+        self._digests_wanted = record_ids - self._digests.keys()
+
     def verdict_digest(self, record_id: str) -> str | None:
         """The :func:`~pmos.gate.signing.verdict_sha256` of the verdict stored as
-        ``record_id`` (None: no such verdict), what a signed label binds. The eval
-        ledger is read whole once, on the first signed label that asks; the first
-        copy of an id wins, as in :meth:`verdict`."""
-        if self._digests is None:
-            # Deferred: pmos.gate.signing imports sshsig and cryptography (about 50 ms).
-            from pmos.gate.signing import verdict_sha256
+        ``record_id`` (None: no such verdict), what a signed label binds.
 
-            self._digests = {}
-            for record in records(self.kit.store, "evals", plain=True):
+        Only the verdicts labels name are digested. The newest
+        :data:`RECENT_VERDICTS` verdicts are read first, once (a label names a
+        recent verdict); an id not among them is looked up, with every id
+        :meth:`want_digests` named and not yet answered, in one forward pass that
+        keeps only those records. The first copy of an id wins, as in
+        :meth:`verdict`."""
+        self._verdicts_asked = True
+        if record_id in self._digests:
+            return self._digests[record_id]
+        recent = self._look_back()
+        wanted = (self._digests_wanted | {record_id}) - self._digests.keys()
+        self._digests_wanted = set()
+        for rid in wanted & recent.keys():
+            self._digests[rid] = verdict_sha256(recent[rid])
+        rest = wanted - recent.keys()
+        if rest and not self._recent_whole:
+            self.digest_passes += 1
+            for rid, record in _verdicts_named(self.kit, rest):
+                self._digests[rid] = verdict_sha256(record)
+        for rid in rest - self._digests.keys():
+            self._digests[rid] = None
+        return self._digests[record_id]
+
+    def _look_back(self) -> dict[str, dict[str, Any]]:
+        """The newest :data:`RECENT_VERDICTS` verdicts by id, read once (newest first,
+        so the first copy met of an id is kept, as :meth:`verdict` keeps it)."""
+        if self._recent is None:
+            recent: dict[str, dict[str, Any]] = {}
+            read = 0
+            for record in islice(
+                newest_first(self.kit.store, "evals", plain=True), RECENT_VERDICTS
+            ):
+                read += 1
                 rid = record.get("record_id")
-                if isinstance(rid, str) and rid not in self._digests:
-                    self._digests[rid] = verdict_sha256(record)  # type: ignore[assignment]
-        return self._digests.get(record_id)
+                if isinstance(rid, str):
+                    recent.setdefault(rid, record)
+            self._recent, self._recent_whole = recent, read < RECENT_VERDICTS
+        return self._recent
 
     def rubric(self, path: str) -> Rubric:
         found = self._rubrics.get(path)
@@ -252,6 +312,26 @@ class Context:
         if isinstance(found, BadInput):
             raise found
         return found
+
+
+def _verdicts_named(kit: Kit, wanted: set[str]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(record_id, record)`` of the verdicts in ``wanted``, in one forward pass over
+    the eval ledger as every forward reader reads it, the first copy of an id only.
+    Each stored line's id is read by a decoder of that one field; only the wanted
+    records are parsed whole."""
+    ids = msgspec.json.Decoder(row_type("evals", ("record_id",)))
+    left = set(wanted)
+    for batch in stored_lines(kit.store, "evals"):
+        for _digest, body in batch:
+            try:
+                rid = getattr(ids.decode(body), "record_id", None)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                rid = orjson.loads(body).get("record_id")
+            if isinstance(rid, str) and rid in left:
+                left.discard(rid)
+                yield rid, orjson.loads(body)
+                if not left:
+                    return
 
 
 def stored_record_problems(

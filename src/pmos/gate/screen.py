@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from pmos.errors import BadInput, ConfigError, Violation
+from pmos.gate.clock import FUTURE_DATED
 from pmos.gate.recheck import Context, stored_record_problems
 from pmos.gate.signing import allowed_signers_path
 from pmos.gate.versions import CommittedAtHead, head_commit
@@ -72,7 +73,10 @@ class KitScreen:
     def prepare(self, kind: str, records: list[Any]) -> None:
         if kind == "acceptances":
             named = {r.get("gate_record_id") for r in records if isinstance(r, dict)}
-            self.context.find_verdicts({n for n in named if isinstance(n, str)})
+            wanted = {n for n in named if isinstance(n, str)}
+            self.context.find_verdicts(wanted)
+            if self.context.signatures.path is not None:  # signatures bind verdicts
+                self.context.want_digests(wanted)
             self.context.signatures.warm(records)
 
     def basis(self) -> dict[str, str]:
@@ -87,6 +91,12 @@ class KitScreen:
             # stands only while HEAD is that commit (committing it changes it).
             basis[HEAD] = order.head
         return basis
+
+    def ledgers_read(self) -> list[str]:
+        return self.context.ledgers_read
+
+    def transient(self, rule: str) -> bool:
+        return rule == FUTURE_DATED
 
     def _until(self) -> datetime | None:
         try:

@@ -55,12 +55,19 @@ _AGAIN = (
 )
 
 
-def newest_version(records: Iterable[Mapping[str, Any]]) -> int:
-    """The highest ``schema_version`` among ``records`` (1 when none says)."""
+def newest_version(records: Iterable[Mapping[str, Any]], *, cap: int | None = None) -> int:
+    """The highest ``schema_version`` among ``records`` (1 when none says).
+
+    With ``cap`` (the newest version writers write, :data:`NEWEST`), no higher
+    version counts, and reading stops at the first record of that version:
+    nothing read after it can change the answer. Read newest first, that is
+    usually the first record."""
     newest = 1
     for record in records:
         version = record.get("schema_version", 1)
         if isinstance(version, int) and not isinstance(version, bool) and version > newest:
+            if cap is not None and version >= cap:
+                return cap
             newest = version
     return newest
 
@@ -87,6 +94,11 @@ class _Older:
         if newest is None:
             newest = self._newest[kind] = self._newest_of(kind)
         return (version, newest) if version < newest else None
+
+    @property
+    def kinds_read(self) -> list[str]:
+        """The kinds whose newest version was read."""
+        return list(self._newest)
 
 
 class Order(Protocol):
@@ -118,15 +130,21 @@ class AddedByChange:
 
 class CommittedAtHead:
     """The readers' order (see the module docstring): ``ledger(kind)`` gives the
-    kind's records as a reader reads them, for the newest version it holds."""
+    kind's records as a reader reads them, newest first, for the newest version
+    it holds (read only until a record of the newest version writers write)."""
 
     def __init__(self, store: Store, ledger: Callable[[str], Iterable[Mapping[str, Any]]]) -> None:
         self.store = store
-        self._older = _Older(lambda kind: newest_version(ledger(kind)))
+        self._older = _Older(lambda kind: newest_version(ledger(kind), cap=NEWEST.get(kind)))
         self._committed: dict[str, set[str] | str] = {}
         #: The commit whose tree was read (None until a record needed it): an
         #: outcome that read it holds only while HEAD is that commit.
         self.head: str | None = None
+
+    @property
+    def kinds_read(self) -> list[str]:
+        """The kinds whose records were read for the newest version they hold."""
+        return self._older.kinds_read
 
     def problem(self, kind: str, record: Mapping[str, Any]) -> Violation | None:
         found = self._older(kind, record)

@@ -22,6 +22,8 @@ committed can fill.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import os
 from collections.abc import Collection, Iterator
 from itertools import islice
 from pathlib import Path
@@ -76,21 +78,25 @@ def records(
 
 class Sieve:
     """A reader's screening of one kind: every record checked against the writers'
-    rules, a pack's outcome taken from the cache when it holds there."""
+    rules, a pack's outcome taken from the cache when it holds there, and a loose
+    record's too (:mod:`pmos.store.screencache`, keyed by the record's content
+    digest as the integrity check verified it)."""
 
     def __init__(self, store: Store, kind: str, screen: Screen, excluded: Excluded) -> None:
         self.store, self.kind, self.screen, self.excluded = store, kind, screen, excluded
+        self._ledgers: dict[str, str] = {}
 
     def failing(self, scanned: BucketScan) -> set[tuple[str, int | None]]:
         """The ``(file, line)`` of the bucket's records that break a rule (reported)."""
         out: set[tuple[str, int | None]] = set()
         by_pack: dict[str, list[Stored]] = {}
-        todo: list[Stored] = []
+        loose: list[Stored] = []
         for entry in scanned.stored:
             if entry.pack is None:
-                todo.append(entry)
+                loose.append(entry)
             else:
                 by_pack.setdefault(entry.pack, []).append(entry)
+        todo: list[Stored] = []
         for sha, entries in by_pack.items():
             known = screencache.load(self.store.root, sha, self.screen)
             if known is None:
@@ -113,8 +119,22 @@ class Sieve:
                     exclusion = Exclusion(self.kind, hit[0], hit[1], hit[2], _where(entry))
                     self._fail(entry, exclusion, out)
             todo += rest
-        for entry, exclusion in self._screen(todo):
+        unknown = self._recalled(scanned.name, loose, out)
+        found = self._screen(todo + unknown)
+        for entry, exclusion in found:
             self._fail(entry, exclusion, out)
+        if unknown:
+            outcomes = {e.digest: (x.record_id, x.rule, x.problem) for e, x in found}
+            transient = {d for d, o in outcomes.items() if self.screen.transient(o[1])}
+            screencache.save_loose(
+                self.store.root,
+                self.kind,
+                scanned.name,
+                self.screen,
+                self._ledger,
+                {e.digest: outcomes.get(e.digest) for e in unknown if e.digest not in transient},
+                {e.digest for e in loose},
+            )
         return out
 
     def clean(self, whole: WholePack) -> bool:
@@ -122,6 +142,55 @@ class Sieve:
         month was checked and none breaks a rule (a miss: :meth:`failing` checks it)."""
         known = screencache.load(self.store.root, whole.sha, self.screen)
         return known is not None and not known[1] and len(known[0]) >= len(whole.keys)
+
+    def _recalled(
+        self, bucket: str, loose: list[Stored], out: set[tuple[str, int | None]]
+    ) -> list[Stored]:
+        """The loose records of ``bucket`` whose outcome the cache does not hold (to
+        be screened, then remembered); the outcomes it holds are applied.
+
+        An outcome is looked up by the digest the integrity check verified the
+        record's bytes against, never by anything a file says of itself: a
+        record edited on disk has another digest, and is screened again."""
+        if not loose:
+            return []
+        known = screencache.load_loose(
+            self.store.root, self.kind, bucket, self.screen, self._ledger
+        )
+        unknown = []
+        for entry in loose:
+            if entry.digest not in known:
+                unknown.append(entry)
+                continue
+            outcome = known[entry.digest]
+            if outcome is not None:
+                exclusion = Exclusion(self.kind, outcome[0], outcome[1], outcome[2], _where(entry))
+                self._fail(entry, exclusion, out)
+        return unknown
+
+    def _ledger(self, kind: str) -> str:
+        """A fingerprint of ``kind``'s files as listed now (each file's path, size and
+        modification time: a file's name names the digest of what it holds, and
+        one edited in place changes its time), taken once per reader: what a loose
+        record's remembered outcome checks the ledgers its checks read against
+        (:func:`pmos.store.screencache.load_loose`)."""
+        found = self._ledgers.get(kind)
+        if found is None:
+            sources = self.store.sources(kind)
+            digest = hashlib.sha256()
+            for bucket in sources.buckets:
+                month = os.path.join(sources.folder, bucket.name)
+                paths = [str(p) for p in bucket.packs]
+                paths += [os.path.join(month, rel) for rel in bucket.loose]
+                for path in paths:
+                    try:
+                        info = os.stat(path)
+                        stamp = f"{info.st_size}:{info.st_mtime_ns}"
+                    except OSError:
+                        stamp = "gone"
+                    digest.update(f"{path}\0{stamp}\n".encode("utf-8", "surrogateescape"))
+            found = self._ledgers[kind] = digest.hexdigest()
+        return found
 
     def _fail(self, entry: Stored, exclusion: Exclusion, out: set[tuple[str, int | None]]) -> None:
         self.excluded.add(exclusion)

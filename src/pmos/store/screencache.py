@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -99,6 +100,11 @@ def save(kit_root: Path, sha: str, screen: Screen, failed: Failures, checked: li
             "failed": [[n, *failure] for n, failure in sorted(failed.items())],
         }
     )
+    _write(folder, f"{sha}.json", data)
+
+
+def _write(folder: Path, name: str, data: bytes) -> None:
+    """Write ``folder/name`` atomically (a torn write is never read), best effort."""
     with contextlib.suppress(OSError):
         folder.mkdir(parents=True, exist_ok=True)
         temp = folder / f".tmp-{os.getpid()}-{os.urandom(6).hex()}"
@@ -107,7 +113,128 @@ def save(kit_root: Path, sha: str, screen: Screen, failed: Failures, checked: li
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
-            os.replace(temp, folder / f"{sha}.json")
+            os.replace(temp, folder / name)
         finally:
             with contextlib.suppress(FileNotFoundError):
                 temp.unlink()
+
+
+# ---------------------------------------------------------------- loose records
+
+#: The outcome of screening one loose record: None (it counts) or the
+#: ``(record_id, rule, problem)`` of the first rule it breaks.
+Outcome = tuple[str | None, str, str] | None
+#: How many bases one month's entry keeps (the newest): older ones rarely hold.
+MAX_BASES = 8
+
+
+def _loose_name(kind: str, bucket: str) -> str:
+    return f"loose-{kind}-{bucket}.json"
+
+
+#: The basis entries naming a ledger whose records a loose record's checks read,
+#: with the fingerprint of that ledger's files (see :func:`load_loose`).
+LEDGER = "ledger:"
+
+
+def load_loose(
+    kit_root: Path, kind: str, bucket: str, screen: Screen, ledger: Callable[[str], str]
+) -> dict[str, Outcome]:
+    """content digest -> outcome of ``kind``'s loose records of ``bucket`` screened
+    before on this machine, under a basis that still holds for ``screen``.
+
+    Only a digest the integrity check verified may be looked up here (a loose
+    file's name carries its record's digest, and a file whose bytes do not hash to
+    it is refused before screening): an entry says what screening found for the
+    record with exactly those bytes.
+
+    A record's checks may read other records (the verdict a label names, a
+    run's registration): its basis then names those ledgers with the
+    fingerprint ``ledger(kind)`` gave of their files when it was saved, and it
+    holds only while each still has that fingerprint, so a verdict replaced or
+    added since makes the labels checked beside the old one be checked again.
+    A damaged entry is a miss (empty)."""
+    out: dict[str, Outcome] = {}
+    for basis, outcomes in _loose_groups(kit_root, kind, bucket):
+        if _loose_holds(basis, screen, ledger):
+            for digest, outcome in outcomes.items():
+                out.setdefault(digest, outcome)
+    return out
+
+
+def _loose_holds(basis: dict[str, str], screen: Screen, ledger: Callable[[str], str]) -> bool:
+    rest = {k: v for k, v in basis.items() if not k.startswith(LEDGER)}
+    return all(
+        ledger(k[len(LEDGER) :]) == v for k, v in basis.items() if k.startswith(LEDGER)
+    ) and screen.holds(rest)
+
+
+def save_loose(
+    kit_root: Path,
+    kind: str,
+    bucket: str,
+    screen: Screen,
+    ledger: Callable[[str], str],
+    found: dict[str, Outcome],
+    present: set[str],
+) -> None:
+    """Remember the outcomes ``found`` of ``kind``'s loose records of ``bucket``
+    under the basis ``screen`` stood on, with the fingerprint ``ledger(kind)`` of
+    each ledger its checks read (best effort). What an entry held for records no
+    longer in ``present`` (packed since, or removed) and under bases that no
+    longer hold is dropped, so an entry stays the size of the month."""
+    folder = cache_folder(kit_root)
+    if folder is None or not found:
+        return
+    basis = screen.basis()
+    for read in screen.ledgers_read():
+        basis[LEDGER + read] = ledger(read)
+    mine: dict[str, Outcome] = {}
+    others: list[dict[str, object]] = []
+    for old_basis, outcomes in _loose_groups(kit_root, kind, bucket):
+        kept = {d: o for d, o in outcomes.items() if d in present and d not in found}
+        if old_basis == basis:
+            mine = kept
+        elif kept and _loose_holds(old_basis, screen, ledger):
+            others.append({"basis": old_basis, "outcomes": _encoded(kept)})
+    mine.update(found)
+    groups = [{"basis": basis, "outcomes": _encoded(mine)}, *others][:MAX_BASES]
+    entry = {"format": FORMAT, "kind": kind, "bucket": bucket, "groups": groups}
+    _write(folder, _loose_name(kind, bucket), orjson.dumps(entry))
+
+
+def _encoded(outcomes: dict[str, Outcome]) -> dict[str, list[str | None] | None]:
+    return {d: None if o is None else list(o) for d, o in outcomes.items()}
+
+
+def _loose_groups(
+    kit_root: Path, kind: str, bucket: str
+) -> list[tuple[dict[str, str], dict[str, Outcome]]]:
+    """The ``(basis, outcomes)`` groups of one month's entry, as written (unchecked)."""
+    folder = cache_folder(kit_root)
+    if folder is None:
+        return []
+    try:
+        data = orjson.loads((folder / _loose_name(kind, bucket)).read_bytes())
+        if data["format"] != FORMAT or data["kind"] != kind or data["bucket"] != bucket:
+            return []
+        groups = []
+        for group in data["groups"]:
+            basis = group["basis"]
+            if not (isinstance(basis, dict) and all(isinstance(v, str) for v in basis.values())):
+                continue
+            outcomes: dict[str, Outcome] = {}
+            for digest, outcome in group["outcomes"].items():
+                if outcome is None:
+                    outcomes[digest] = None
+                else:
+                    record_id, rule, problem = outcome
+                    outcomes[digest] = (
+                        record_id if isinstance(record_id, str) else None,
+                        str(rule),
+                        str(problem),
+                    )
+            groups.append((basis, outcomes))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return []
+    return groups

@@ -36,6 +36,20 @@ class Screen(Protocol):
         of every kit file they read. Kept with a cached outcome."""
         ...
 
+    def ledgers_read(self) -> list[str]:
+        """The ledger kinds whose records the checks made so far read (a run's
+        registration, the verdict a label names, the newest version a kind
+        holds). A loose record's remembered outcome holds only while the files
+        of these ledgers are the ones it was checked beside
+        (:func:`pmos.store.screencache.load_loose`)."""
+        ...
+
+    def transient(self, rule: str) -> bool:
+        """Whether a record that breaks ``rule`` may stop breaking it as time passes,
+        nothing else changed (a record dated after the time of checking): a loose
+        record's outcome naming such a rule is not remembered."""
+        ...
+
     def holds(self, basis: dict[str, str]) -> bool:
         """Whether a recorded basis still describes this kit and these rules, so
         that the outcome recorded with it is the one a check would give now."""
