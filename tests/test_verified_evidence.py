@@ -183,3 +183,45 @@ def test_stored_verdicts_are_held_to_the_same_evidence_rule(cli, kit_root, tmp_p
         for p in found
     ), found
     assert any("[exemplar-unknown]" in p and "'no-such-case'" in p for p in found), found
+
+    # The same verdicts in a closed month's pack, with a short-form one that cites
+    # nothing: reported at their pack lines, by the first reading (which checks each
+    # line) and by the next (which takes the month whole from this machine's memo).
+    import ledgerfiles
+
+    for path in (kit_root / "state" / "evals").rglob("*.json"):
+        if "ev-handmade-" in path.read_text():
+            path.unlink()
+    in_pack = []
+    for n, change in (
+        (4, lambda r: r["dimensions"]["verification"].update(evidence="src/app.py:19-25")),
+        (5, lambda r: None),
+        (6, lambda r: r.update(exemplars=["no-such-case"])),
+    ):
+        record = json.loads(json.dumps(stored))
+        record.update(record_id=f"ev-handmade-{n:04d}", recorded_at=f"2025-01-0{n}T10:00:00Z")
+        change(record)
+        in_pack.append(record)
+    short = {
+        k: v
+        for k, v in in_pack[1].items()
+        if k not in ("criteria", "dimensions", "exemplars", "builder_model", "defects")
+    }
+    in_pack.insert(1, {**short, "record_id": "ev-handmade-0007", "form": "short"})
+    in_pack[1]["recorded_at"] = "2025-01-04T11:00:00Z"
+    pack = ledgerfiles.pack_of(kit_root, "evals", in_pack)
+
+    def at_pack() -> list[tuple[int, str]]:
+        result = cli("ledger", "verify", "--json")
+        return sorted(
+            (p["line"], p["problem"])
+            for r in json.loads(result.stdout)["ledgers"]
+            for p in r["problems"]
+            if p["file"] == str(pack)
+        )
+
+    first, recalled = at_pack(), at_pack()
+    assert first == recalled
+    assert [line for line, _ in first] == [2, 5], first  # the short form cites nothing
+    assert "lines 19-25 are not in src/app.py" in first[0][1]
+    assert "'no-such-case'" in first[1][1]

@@ -19,11 +19,12 @@ metrics readers'.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import orjson
 
 from pmos.errors import PmosError, Violation
@@ -37,8 +38,8 @@ from pmos.gate.evidence_pointers import (
 )
 from pmos.gate.screen import verify_kit
 from pmos.kit import Kit
-from pmos.store.integrity import scan
-from pmos.store.read import records
+from pmos.store.integrity import BucketScan
+from pmos.store.read import records, scanned
 from pmos.store.verify import KindReport
 
 
@@ -115,34 +116,86 @@ class _Pass:
 def verify_with_evidence(kit: Kit, *, recheck_all: bool = False) -> list[KindReport]:
     """``pmos ledger verify``: :func:`pmos.gate.screen.verify_kit`, and every stored
     verdict of ``schema_version`` 2 whose verified evidence does not resolve, or
-    that names an exemplar the kit does not have, reported where it is stored."""
+    that names an exemplar the kit does not have, reported where it is stored.
+
+    The eval ledger is read again month by month, as every reader reads it (a
+    month of one sound pack decoded in one call): only the fields that say
+    whether a verdict cites anything are decoded, and only a verdict that does
+    is parsed whole and resolved (a short-form verdict cites nothing)."""
     reports = verify_kit(kit, recheck_all=recheck_all)
     evals = next((r for r in reports if r.kind == "evals"), None)
     if evals is None:
         return reports
     state = _Pass(kit)
     try:
-        buckets = list(scan(kit.store.sources("evals"), "evals"))
+        for bucket in scanned(kit.store, "evals"):
+            for file, line, raw in _citing(bucket):
+                for violation in _resolved(kit, state, raw):
+                    evals.add(file, line, f"rule: {violation}")
     except PmosError:
         return reports  # the ledger itself is unreadable: verify_kit reported it
-    for bucket in buckets:
-        for entry in bucket.stored:
-            try:
-                record = orjson.loads(entry.raw)
-            except orjson.JSONDecodeError:
-                continue  # the record's own problem is reported by verify_kit
-            if not isinstance(record, dict) or record.get("schema_version", 1) < 2:
-                continue
-            run_id = record.get("run_id")
-            if not isinstance(run_id, str):
-                continue
-            run = state.run(run_id)
-            found = unresolved_pointers(
-                record,
-                local_repository(kit.root, run),
-                (run or {}).get("head"),
-                partial(state.assessments, run_id),
-            ) + exemplar_problems(record, state.cases)
-            for violation in found:
-                evals.add(entry.file, entry.line, f"rule: {violation}")
     return reports
+
+
+class _Cites(msgspec.Struct):
+    """What says whether a stored verdict cites anything to resolve (left undecoded)."""
+
+    schema_version: object = None
+    dimensions: msgspec.Raw = msgspec.Raw()
+    criteria: msgspec.Raw = msgspec.Raw()
+    exemplars: msgspec.Raw = msgspec.Raw()
+
+
+_CITES = msgspec.json.Decoder(_Cites)
+
+
+def _cites(row: _Cites) -> bool:
+    version = row.schema_version
+    return (
+        type(version) is int
+        and version >= 2
+        and bool(len(row.dimensions) or len(row.criteria) or len(row.exemplars))
+    )
+
+
+def _citing(bucket: BucketScan) -> Iterator[tuple[str, int | None, bytes]]:
+    """``(file, line, raw line)`` of the month's verdicts that cite something."""
+    whole = bucket.whole
+    if whole is not None:
+        try:
+            rows = _CITES.decode_lines(whole.body)
+        except msgspec.DecodeError:
+            rows = None  # a line that does not fit: read line by line below
+        if rows is not None:
+            wanted = [i for i, row in enumerate(rows) if _cites(row)]
+            if wanted:
+                lines = whole.body.split(b"\n")
+                for i in wanted:
+                    yield whole.file, i + 2, lines[i]
+            return
+    for entry in bucket.stored:
+        try:
+            cites = _cites(_CITES.decode(entry.raw))
+        except msgspec.DecodeError:
+            continue  # the record's own problem is reported by verify_kit
+        if cites:
+            yield entry.file, entry.line, entry.raw
+
+
+def _resolved(kit: Kit, state: _Pass, raw: bytes) -> list[Violation]:
+    """Every pointer a stored verdict's verified evidence cites that does not resolve,
+    and every exemplar it names that the kit does not have."""
+    try:
+        record = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return []  # the record's own problem is reported by verify_kit
+    run_id = record.get("run_id") if isinstance(record, dict) else None
+    if not isinstance(run_id, str):
+        return []
+    run = state.run(run_id)
+    return unresolved_pointers(
+        record,
+        local_repository(kit.root, run),
+        (run or {}).get("head"),
+        partial(state.assessments, run_id),
+    ) + exemplar_problems(record, state.cases)
