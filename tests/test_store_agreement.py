@@ -348,7 +348,9 @@ def test_a_month_read_whole_from_the_memo_counts_what_a_line_by_line_reading_cou
     def everything():
         shown = cli("ledger", "show", "evals", "--jsonl")
         queue = cli("queue", "--json")
+        ledgers = json.loads(cli("ledger", "verify", "--json").stdout)["ledgers"]
         return (
+            [(r["kind"], r["records"], r["head"]) for r in ledgers],
             verify(cli),
             confusion(cli),
             shown.stdout,
@@ -376,7 +378,7 @@ def test_a_month_read_whole_from_the_memo_counts_what_a_line_by_line_reading_cou
         "2025-04": True,
         made[0]["recorded_at"][:7]: False,
     }
-    (code, problems), report, shown, _ = recalled
+    _, (code, problems), report, shown, _ = recalled
     assert code == 1
     left_out = {(p["file"], p["line"]) for p in problems}
     assert (str(broken), 2) in left_out

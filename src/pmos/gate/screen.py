@@ -37,7 +37,7 @@ from pmos.gate.signing import allowed_signers_path
 from pmos.gate.versions import CommittedAtHead, head_commit
 from pmos.kit import Kit
 from pmos.kit.config import CONFIG_NAME
-from pmos.store.verify import verify_store
+from pmos.store.verify import BucketCheck, verify_store
 from pmos.timestamps import rfc3339
 
 #: The version of the writer rules; change it whenever a rule changes.
@@ -144,17 +144,19 @@ class KitScreen:
             return _ABSENT
 
 
-def verify_kit(kit: Kit, *, recheck_all: bool = False) -> list[Any]:
+def verify_kit(
+    kit: Kit, *, recheck_all: bool = False, each_month: dict[str, BucketCheck] | None = None
+) -> list[Any]:
     """``pmos ledger verify``: every file sound, and every record within the writers'
     rules. By default every record is screened (a pack's outcome may come from
     the cache outside the repository); ``recheck_all`` (``--schema``) checks every
     record's schema and every rule with no cache."""
 
     if not recheck_all:
-        return verify_store(kit.store, screen=KitScreen(kit))
+        return verify_store(kit.store, screen=KitScreen(kit), each_month=each_month)
     context = Context(kit)
 
     def check(kind: str, record: dict[str, Any]) -> list[Violation]:
         return stored_record_problems(kit, kind, record, context=context)
 
-    return verify_store(kit.store, check=check)
+    return verify_store(kit.store, check=check, each_month=each_month)

@@ -27,7 +27,7 @@ from typing import Any
 import msgspec
 import orjson
 
-from pmos.errors import PmosError, Violation
+from pmos.errors import Violation
 from pmos.gate import exemplars
 from pmos.gate.artifact import local_repository
 from pmos.gate.evidence_pointers import (
@@ -39,7 +39,7 @@ from pmos.gate.evidence_pointers import (
 from pmos.gate.screen import verify_kit
 from pmos.kit import Kit
 from pmos.store.integrity import BucketScan
-from pmos.store.read import records, scanned
+from pmos.store.read import records
 from pmos.store.verify import KindReport
 
 
@@ -118,23 +118,18 @@ def verify_with_evidence(kit: Kit, *, recheck_all: bool = False) -> list[KindRep
     verdict of ``schema_version`` 2 whose verified evidence does not resolve, or
     that names an exemplar the kit does not have, reported where it is stored.
 
-    The eval ledger is read again month by month, as every reader reads it (a
-    month of one sound pack decoded in one call): only the fields that say
-    whether a verdict cites anything are decoded, and only a verdict that does
-    is parsed whole and resolved (a short-form verdict cites nothing)."""
-    reports = verify_kit(kit, recheck_all=recheck_all)
-    evals = next((r for r in reports if r.kind == "evals"), None)
-    if evals is None:
-        return reports
+    Each month of the eval ledger is checked as verification reads it (a month
+    of one sound pack decoded in one call): only the fields that say whether a
+    verdict cites anything are decoded, and only a verdict that does is parsed
+    whole and resolved (a short-form verdict cites nothing)."""
     state = _Pass(kit)
-    try:
-        for bucket in scanned(kit.store, "evals"):
-            for file, line, raw in _citing(bucket):
-                for violation in _resolved(kit, state, raw):
-                    evals.add(file, line, f"rule: {violation}")
-    except PmosError:
-        return reports  # the ledger itself is unreadable: verify_kit reported it
-    return reports
+
+    def resolve(report: KindReport, bucket: BucketScan) -> None:
+        for file, line, raw in _citing(bucket):
+            for violation in _resolved(kit, state, raw):
+                report.add(file, line, f"rule: {violation}")
+
+    return verify_kit(kit, recheck_all=recheck_all, each_month={"evals": resolve})
 
 
 class _Cites(msgspec.Struct):

@@ -28,9 +28,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterator
+import re
+from collections.abc import Iterable, Iterator
 from functools import cache
 from itertools import pairwise
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -86,6 +88,11 @@ class PackRead(NamedTuple):
     ordered: bool = False
 
 
+#: The tail of every record line: its digest field, then the line's end.
+_TAIL = re.compile(rb',"digest":"([0-9a-f]{64})"}\n')
+_RECORD_ID = attrgetter("record_id")
+
+
 class WholePack(NamedTuple):
     """A month held by one pack alone whose every line counts, as this machine's memo
     of its line checks recalls it (:mod:`pmos.store.linememo`): its record lines,
@@ -101,13 +108,18 @@ class WholePack(NamedTuple):
     #: Each line's order key (``recorded_at``, ``record_id``), in line order.
     keys: list[Any]
 
-    def digests(self) -> Iterator[tuple[str, str]]:
-        """``(content digest, record id)`` of each line (the digest is its tail, which
-        the line checks this memo recalls found to be the line's digest)."""
-        rows = self.body.split(b"\n")
-        rows.pop()
-        for key, raw in zip(self.keys, rows, strict=True):
-            yield raw[-66:-2].decode(), key.record_id
+    def tails(self) -> list[bytes]:
+        """Each line's content digest, as ASCII bytes (its tail, which the line checks
+        this memo recalls found to be the line's digest). A line holds no newline
+        of its own, so the tail is found once per line."""
+        tails: list[bytes] = _TAIL.findall(self.body)
+        if len(tails) != len(self.keys):  # not as the memo said: take each line's tail
+            return [e.digest.encode() for e in self.entries()]
+        return tails
+
+    def digests(self) -> Iterable[tuple[str, str]]:
+        """``(content digest, record id)`` of each line."""
+        return zip(map(bytes.decode, self.tails()), map(_RECORD_ID, self.keys), strict=True)
 
     def entries(self) -> list[Stored]:
         """The month's records as :class:`Stored` entries (for readers that want them)."""
@@ -515,29 +527,32 @@ def _scan_pack(
             )
         )
         return PackRead(path, sha, False), None
-    rows = data.split(b"\n")
-    if rows[-1] != b"" or len(rows) < 3:
+    count = data.count(b"\n") - 1  # record lines, the header left out
+    if not data.endswith(b"\n") or count < 1:
         refused.append(Refused(file, None, None, "the pack does not end with a complete line"))
         return PackRead(path, sha, False), None
-    rows.pop()
-    if rows[0] != pack_header(kind, bucket, len(rows) - 1):
+    body_at = data.index(b"\n") + 1
+    if data[: body_at - 1] != pack_header(kind, bucket, count):
         refused.append(
             Refused(
                 file,
                 1,
                 None,
-                f"not a {kind} pack header of bucket {bucket} for {len(rows) - 1} records "
-                f"(a pack's first line is {pack_header(kind, bucket, len(rows) - 1).decode()})",
+                f"not a {kind} pack header of bucket {bucket} for {count} records "
+                f"(a pack's first line is {pack_header(kind, bucket, count).decode()})",
             )
         )
         return PackRead(path, sha, False), None
     keep = found.append
     known = linememo.load_pack(memo, sha, kind, bucket)
     if known is not None and alone and known[1] and not known[0]:
-        body = data[len(rows[0]) + 1 :]
-        keys = _keys(body, len(rows) - 1)
+        # Every line recalled as sound: the month is taken whole, its lines never split.
+        body = data[body_at:]
+        keys = _keys(body, count)
         if keys is not None:
             return PackRead(path, sha, True, True), WholePack(file, sha, body, keys)
+    rows = data.split(b"\n")
+    rows.pop()
     if known is not None and _recall(rows, known[0], file, sha, keep, refused):
         return PackRead(path, sha, True, known[1]), None
     start = len(found)

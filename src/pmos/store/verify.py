@@ -35,6 +35,9 @@ from pmos.store.screening import Excluded, Screen
 
 #: A check of one stored record beyond its schema: every broken rule, or none.
 RecordCheck = Callable[[str, dict[str, Any]], list[Violation]]
+#: What a caller checks of each month as verification reads it (its kind's report,
+#: the month): checks beyond the store's, made in the same reading.
+BucketCheck = Callable[["KindReport", integrity.BucketScan], None]
 #: How far after the machine's clock a record may be dated (clocks drift a little).
 
 
@@ -50,16 +53,37 @@ class Problem(NamedTuple):
 class KindReport:
     """The outcome of verifying one kind's ledger."""
 
-    __slots__ = ("checked_packs", "digests", "folder", "kind", "problems")
+    __slots__ = ("_digests", "_tails", "_wholes", "checked_packs", "folder", "kind", "problems")
 
     def __init__(self, kind: str, folder: Path) -> None:
         self.kind = kind
         self.folder = folder
-        #: content digest -> record id, for every record that counts
-        self.digests: dict[str, str] = {}
+        self._digests: dict[str, str] = {}
+        #: Months read whole (integrity.WholePack), and their records' digests as
+        #: bytes: what the count and the head need, without a record id each.
+        self._wholes: list[integrity.WholePack] = []
+        self._tails: list[bytes] = []
         self.problems: list[Problem] = []
         #: the packs (by the SHA-256 of their bytes) read and found sound
         self.checked_packs: list[str] = []
+
+    @property
+    def digests(self) -> dict[str, str]:
+        """content digest -> record id, for every record that counts."""
+        for whole in self._wholes:
+            self._digests.update(whole.digests())
+        self._wholes, self._tails = [], []
+        return self._digests
+
+    def count(self, digest: str, record_id: str) -> None:
+        """A record that counts."""
+        self._digests[digest] = record_id
+
+    def count_whole(self, whole: integrity.WholePack) -> None:
+        """A month read whole: each of its records counts. (A record sits in the month
+        of its time, so no other month holds it, and a whole month holds no copy.)"""
+        self._wholes.append(whole)
+        self._tails += whole.tails()
 
     @property
     def ok(self) -> bool:
@@ -67,12 +91,16 @@ class KindReport:
 
     @property
     def records(self) -> int:
-        return len(self.digests)
+        return len(self._digests) + len(self._tails)
 
     @property
     def head(self) -> str | None:
         """One digest over the sorted record digests; None for an empty ledger."""
-        return summary_digest(self.digests) if self.digests else None
+        if not self.records:
+            return None
+        found = self._tails + [d.encode() for d in self._digests]
+        found.sort()
+        return hashlib.sha256(b"\n".join(found) + b"\n").hexdigest()
 
     def add(self, file: Path | str, line: int | None, problem: str) -> None:
         self.problems.append(Problem(str(file), line, problem))
@@ -102,8 +130,10 @@ def verify_store(
     check: RecordCheck | None = None,
     screen: Screen | None = None,
     verified_packs: Collection[str] = frozenset(),
+    each_month: dict[str, BucketCheck] | None = None,
 ) -> list[KindReport]:
-    """One report per ledger kind (see the module docstring and :func:`verify_kind`)."""
+    """One report per ledger kind (see the module docstring and :func:`verify_kind`);
+    ``each_month[kind]``, when given, also checks each month of that kind as it is read."""
     return [
         verify_kind(
             store,
@@ -112,6 +142,7 @@ def verify_store(
             check=check,
             screen=screen,
             verified_packs=verified_packs,
+            each_month=(each_month or {}).get(kind),
         )
         for kind in LEDGER_KINDS
     ]
@@ -125,8 +156,9 @@ def verify_kind(
     check: RecordCheck | None = None,
     screen: Screen | None = None,
     verified_packs: Collection[str] = frozenset(),
+    each_month: BucketCheck | None = None,
 ) -> KindReport:
-    """Verify one kind's ledger.
+    """Verify one kind's ledger (and ``each_month`` of it, as it is read).
 
     A pack named in ``verified_packs`` (by the SHA-256 of its bytes) was
     screened before by this pmos, as the caller knows from outside the
@@ -178,11 +210,13 @@ def verify_kind(
                 if not unreadable:
                     unreadable.append(str(exc))
                     report.add(exc.path, exc.line, f"the writers' rules cannot be checked: {exc}")
+        if each_month is not None:
+            each_month(report, bucket)
         if whole is not None and not (with_schema or check is not None):
-            report.digests.update(whole.digests())
+            report.count_whole(whole)
             continue
         for entry in bucket.stored:
-            report.digests[entry.digest] = entry.key[1]
+            report.count(entry.digest, entry.key[1])
             if with_schema or check is not None:
                 record = orjson.loads(lines.split(entry.raw)[0])
                 if with_schema:
