@@ -153,10 +153,10 @@ def verify_kit(
     record's schema and every rule with no cache."""
 
     if not recheck_all:
-        return verify_store(kit.store, screen=KitScreen(kit), each_month=each_month)
+        return verify_store(kit.store, screen=KitScreen(kit), each_month=each_month, ids=False)
     context = Context(kit)
 
     def check(kind: str, record: dict[str, Any]) -> list[Violation]:
         return stored_record_problems(kit, kind, record, context=context)
 
-    return verify_store(kit.store, check=check, each_month=each_month)
+    return verify_store(kit.store, check=check, each_month=each_month, ids=False)

@@ -53,15 +53,16 @@ class Problem(NamedTuple):
 class KindReport:
     """The outcome of verifying one kind's ledger."""
 
-    __slots__ = ("_digests", "_tails", "_wholes", "checked_packs", "folder", "kind", "problems")
+    __slots__ = ("_digests", "_ids", "_tails", "checked_packs", "folder", "kind", "problems")
 
-    def __init__(self, kind: str, folder: Path) -> None:
+    def __init__(self, kind: str, folder: Path, *, ids: bool = True) -> None:
         self.kind = kind
         self.folder = folder
         self._digests: dict[str, str] = {}
-        #: Months read whole (integrity.WholePack), and their records' digests as
-        #: bytes: what the count and the head need, without a record id each.
-        self._wholes: list[integrity.WholePack] = []
+        #: Whether each record's id is kept beside its digest (:attr:`digests`); if
+        #: not, the digests of months read whole are kept as bytes, all that the
+        #: count and the head need.
+        self._ids = ids
         self._tails: list[bytes] = []
         self.problems: list[Problem] = []
         #: the packs (by the SHA-256 of their bytes) read and found sound
@@ -69,10 +70,10 @@ class KindReport:
 
     @property
     def digests(self) -> dict[str, str]:
-        """content digest -> record id, for every record that counts."""
-        for whole in self._wholes:
-            self._digests.update(whole.digests())
-        self._wholes, self._tails = [], []
+        """content digest -> record id, for every record that counts (kept only when
+        the report was made with ``ids``)."""
+        if not self._ids:
+            raise ValueError("this verification kept no record ids (made with ids=False)")
         return self._digests
 
     def count(self, digest: str, record_id: str) -> None:
@@ -82,8 +83,10 @@ class KindReport:
     def count_whole(self, whole: integrity.WholePack) -> None:
         """A month read whole: each of its records counts. (A record sits in the month
         of its time, so no other month holds it, and a whole month holds no copy.)"""
-        self._wholes.append(whole)
-        self._tails += whole.tails()
+        if self._ids:
+            self._digests.update(whole.digests())
+        else:
+            self._tails += whole.tails()
 
     @property
     def ok(self) -> bool:
@@ -131,9 +134,11 @@ def verify_store(
     screen: Screen | None = None,
     verified_packs: Collection[str] = frozenset(),
     each_month: dict[str, BucketCheck] | None = None,
+    ids: bool = True,
 ) -> list[KindReport]:
     """One report per ledger kind (see the module docstring and :func:`verify_kind`);
-    ``each_month[kind]``, when given, also checks each month of that kind as it is read."""
+    ``each_month[kind]``, when given, also checks each month of that kind as it is read.
+    ``ids``: keep each record's id beside its digest (:attr:`KindReport.digests`)."""
     return [
         verify_kind(
             store,
@@ -143,6 +148,7 @@ def verify_store(
             screen=screen,
             verified_packs=verified_packs,
             each_month=(each_month or {}).get(kind),
+            ids=ids,
         )
         for kind in LEDGER_KINDS
     ]
@@ -157,6 +163,7 @@ def verify_kind(
     screen: Screen | None = None,
     verified_packs: Collection[str] = frozenset(),
     each_month: BucketCheck | None = None,
+    ids: bool = True,
 ) -> KindReport:
     """Verify one kind's ledger (and ``each_month`` of it, as it is read).
 
@@ -165,7 +172,7 @@ def verify_kind(
     repository (``pmos sync`` remembers it in its database): its records are
     checked by the store's rule like every other, but not screened again.
     """
-    report = KindReport(kind, store.folder(kind))
+    report = KindReport(kind, store.folder(kind), ids=ids)
     try:
         sources = store.sources(kind)
     except LedgerCorrupt as exc:
