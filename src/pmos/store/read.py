@@ -140,8 +140,7 @@ class Sieve:
     def clean(self, whole: WholePack) -> bool:
         """Whether the cache holds, for this screen, that every line of a whole-pack
         month was checked and none breaks a rule (a miss: :meth:`failing` checks it)."""
-        known = screencache.load(self.store.root, whole.sha, self.screen)
-        return known is not None and not known[1] and len(known[0]) >= len(whole.keys)
+        return screencache.clean(self.store.root, whole.sha, self.screen, len(whole.keys))
 
     def _recalled(
         self, bucket: str, loose: list[Stored], out: set[tuple[str, int | None]]

@@ -86,6 +86,25 @@ def load(kit_root: Path, sha: str, screen: Screen) -> tuple[set[int], Failures] 
     return checked, failed
 
 
+def clean(kit_root: Path, sha: str, screen: Screen, lines: int) -> bool:
+    """Whether an entry that holds for ``screen`` says every one of the ``lines``
+    record lines of the pack whose bytes hash to ``sha`` was checked and none fails
+    (what :func:`load` would say, without a set of line numbers)."""
+    folder = cache_folder(kit_root)
+    if folder is None:
+        return False
+    try:
+        data = orjson.loads((folder / f"{sha}.json").read_bytes())
+        if data["format"] != FORMAT or data["pack"] != sha or data["failed"] != []:
+            return False
+        basis = data["basis"]
+        if not (isinstance(basis, dict) and screen.holds(basis)):
+            return False
+        return bool(data["checked"] == list(range(2, lines + 2)))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
+
+
 def save(kit_root: Path, sha: str, screen: Screen, failed: Failures, checked: list[int]) -> None:
     """Remember a pack's screening (best effort: a cache that cannot be written is none)."""
     folder = cache_folder(kit_root)
