@@ -105,7 +105,8 @@ class WholePack(NamedTuple):
     sha: str
     #: The pack's record lines, each ending in a newline (its header left off).
     body: bytes
-    #: Each line's order key (``recorded_at``, ``record_id``), in line order.
+    #: Each line's ``record_id`` (as an object with that field), in line order: all
+    #: that the rule on ids repeated across months asks of a month read whole.
     keys: list[Any]
 
     def tails(self) -> list[bytes]:
@@ -125,10 +126,21 @@ class WholePack(NamedTuple):
         """The month's records as :class:`Stored` entries (for readers that want them)."""
         rows = self.body.split(b"\n")
         rows.pop()
-        return [
-            Stored((k.recorded_at, k.record_id), raw[-66:-2].decode(), raw, self.file, n, self.sha)
-            for n, (k, raw) in enumerate(zip(self.keys, rows, strict=True), start=2)
-        ]
+        decode = _key_decoder().decode
+        out = []
+        for n, raw in enumerate(rows, start=2):
+            key = decode(raw)
+            out.append(
+                Stored(
+                    (key.recorded_at, key.record_id),
+                    raw[-66:-2].decode(),
+                    raw,
+                    self.file,
+                    n,
+                    self.sha,
+                )
+            )
+        return out
 
 
 class BucketScan:
@@ -308,7 +320,7 @@ def scan_bucket(
             # repeated id: only earlier months' ids are left to check.
             if seen is None:
                 return BucketScan(bucket.name, None, refused, read, whole=whole)
-            ids = {hash(key.record_id) for key in whole.keys}
+            ids = set(map(hash, map(_RECORD_ID, whole.keys)))
             if seen.isdisjoint(ids):
                 seen |= ids
                 return BucketScan(bucket.name, None, refused, read, whole=whole)
@@ -580,10 +592,11 @@ def _scan_pack(
 
 
 def _keys(body: bytes, count: int) -> list[Any] | None:
-    """The order key of each of a recalled pack's ``count`` lines, decoded in one call;
-    None when a line does not decode to one (a damaged memo: every line is checked)."""
+    """The ``record_id`` of each of a recalled pack's ``count`` lines, decoded in one
+    call (each line's time is decoded only if its entry is asked for); None when a
+    line does not decode to one (a damaged memo: every line is checked)."""
     try:
-        keys: list[Any] = _key_decoder().decode_lines(body)
+        keys: list[Any] = _id_decoder().decode_lines(body)
     except ValueError:  # msgspec's DecodeError and ValidationError are ValueErrors
         return None
     return keys if len(keys) == count else None
@@ -631,6 +644,17 @@ def _recall(
     for entry in taken:
         keep(entry)
     return True
+
+
+@cache
+def _id_decoder() -> Any:
+    """A decoder of a line's ``record_id`` only."""
+    import msgspec  # loaded by the first pack read from the memo, not by every command
+
+    class LineId(msgspec.Struct):
+        record_id: str
+
+    return msgspec.json.Decoder(LineId)
 
 
 @cache
