@@ -175,13 +175,6 @@ class BucketScan:
             self._stored = [] if self.whole is None else self.whole.entries()
         return self._stored
 
-    @property
-    def count(self) -> int:
-        """How many records count (without making the entries of a whole pack)."""
-        if self._stored is None and self.whole is not None:
-            return len(self.whole.keys)
-        return len(self.stored)
-
 
 def pack_header(kind: str, bucket: str, records: int) -> bytes:
     """A pack's header line (without its newline): nothing but what its records fix."""

@@ -101,9 +101,7 @@ class KindReport:
         """One digest over the sorted record digests; None for an empty ledger."""
         if not self.records:
             return None
-        found = self._tails + [d.encode() for d in self._digests]
-        found.sort()
-        return hashlib.sha256(b"\n".join(found) + b"\n").hexdigest()
+        return _summary(self._tails + [d.encode() for d in self._digests])
 
     def add(self, file: Path | str, line: int | None, problem: str) -> None:
         self.problems.append(Problem(str(file), line, problem))
@@ -122,8 +120,13 @@ class KindReport:
 
 def summary_digest(digests: Any) -> str:
     """SHA-256 over sorted content digests, one per line: a set's one fingerprint."""
-    joined = "".join(f"{d}\n" for d in sorted(digests))
-    return hashlib.sha256(joined.encode()).hexdigest()
+    return _summary([d.encode() for d in digests])
+
+
+def _summary(digests: list[bytes]) -> str:
+    """:func:`summary_digest` of digests given as ASCII bytes (sorted in place)."""
+    digests.sort()
+    return hashlib.sha256(b"".join(d + b"\n" for d in digests)).hexdigest()
 
 
 def verify_store(
