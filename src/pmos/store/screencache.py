@@ -23,6 +23,7 @@ import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -64,9 +65,9 @@ def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(os.path.join(folder, ""))
 
 
-def load(kit_root: Path, sha: str, screen: Screen) -> tuple[set[int], Failures] | None:
-    """``(lines checked, failing lines)`` of the pack whose bytes hash to ``sha``,
-    if an entry for it holds for ``screen``; None (a miss) otherwise."""
+def _entry(kit_root: Path, sha: str, screen: Screen) -> Any:
+    """The entry of the pack whose bytes hash to ``sha``, if one holds for ``screen``;
+    None (a miss) otherwise."""
     folder = cache_folder(kit_root)
     if folder is None:
         return None
@@ -75,13 +76,23 @@ def load(kit_root: Path, sha: str, screen: Screen) -> tuple[set[int], Failures] 
         if data["format"] != FORMAT or data["pack"] != sha:
             return None
         basis = data["basis"]
-        if not (isinstance(basis, dict) and screen.holds(basis)):
-            return None
+        return data if isinstance(basis, dict) and screen.holds(basis) else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def load(kit_root: Path, sha: str, screen: Screen) -> tuple[set[int], Failures] | None:
+    """``(lines checked, failing lines)`` of the pack whose bytes hash to ``sha``,
+    if an entry for it holds for ``screen``; None (a miss) otherwise."""
+    data = _entry(kit_root, sha, screen)
+    if data is None:
+        return None
+    try:
         checked = {int(n) for n in data["checked"]}
         failed: Failures = {}
         for number, record_id, rule, problem in data["failed"]:
             failed[int(number)] = (record_id, str(rule), str(problem))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError, AttributeError):
         return None
     return checked, failed
 
@@ -90,18 +101,14 @@ def clean(kit_root: Path, sha: str, screen: Screen, lines: int) -> bool:
     """Whether an entry that holds for ``screen`` says every one of the ``lines``
     record lines of the pack whose bytes hash to ``sha`` was checked and none fails
     (what :func:`load` would say, without a set of line numbers)."""
-    folder = cache_folder(kit_root)
-    if folder is None:
-        return False
+    data = _entry(kit_root, sha, screen)
     try:
-        data = orjson.loads((folder / f"{sha}.json").read_bytes())
-        if data["format"] != FORMAT or data["pack"] != sha or data["failed"] != []:
-            return False
-        basis = data["basis"]
-        if not (isinstance(basis, dict) and screen.holds(basis)):
-            return False
-        return bool(data["checked"] == list(range(2, lines + 2)))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return bool(
+            data is not None
+            and data["failed"] == []
+            and data["checked"] == list(range(2, lines + 2))
+        )
+    except (KeyError, TypeError):
         return False
 
 
