@@ -475,6 +475,77 @@ def test_while_calibrated_a_passing_verdict_is_enough(product):
     assert report["runs"][0]["mode"] == "calibrated"
 
 
+def memo_entries(folder: Path) -> list[Path]:
+    return sorted(folder.rglob("gate-calibration/*.json"))
+
+
+def test_the_calibration_at_a_base_is_remembered_outside_the_work_tree(product, tmp_path):
+    """The calibration at a base is a function of the base's objects and of pmos's
+    code: a second gate of the same base takes it from this machine's memo (kept in
+    the cache folder, never in the repository), and a memo that cannot be read is a
+    miss, computed again."""
+    calibrated_base(product)
+    product.register("r1")
+    product.verdict("r1")
+    product.commit()
+    code, first = product.gate("--base", "origin/main")
+    assert code == 0 and first["runs"][0]["mode"] == "calibrated"
+    cache = tmp_path / "pmos-cache"
+    [entry] = memo_entries(cache)
+    assert not memo_entries(product.repo)
+    remembered = json.loads(entry.read_bytes())
+    assert remembered["base_commit"] == first["base"]["commit"]
+    assert remembered["by_model"] == first["calibration"]["by_model"]
+    # What the memo says is what a second gate of the same base reports (shown here
+    # by an entry this test rewrote: only this machine's cache folder can hold one).
+    remembered["by_model"]["gpt-5"] = {"calibrated": False, "reason": "as remembered"}
+    entry.write_bytes(json.dumps(remembered).encode())
+    code, second = product.gate("--base", "origin/main")
+    assert second["calibration"]["by_model"]["gpt-5"]["reason"] == "as remembered"
+    assert code == 1 and second["runs"][0]["mode"] == "advisory"
+    # A memo that is not a whole entry is a miss: computed again, and remembered again.
+    for spoiled in (b"{not json", b"[]", json.dumps({**remembered, "format": 0}).encode()):
+        entry.write_bytes(spoiled)
+        code, again = product.gate("--base", "origin/main")
+        assert code == 0 and again["calibration"] == first["calibration"]
+        assert json.loads(entry.read_bytes())["by_model"] == first["calibration"]["by_model"]
+
+
+def test_another_base_is_never_answered_from_an_earlier_bases_memo(product):
+    """The memo is keyed by the base commit: a base whose labels say otherwise is
+    calibrated afresh."""
+    calibrated_base(product)
+    product.register("r1")
+    product.verdict("r1")
+    product.commit()
+    code, report = product.gate("--base", "origin/main")
+    assert code == 0 and report["calibration"]["by_model"]["gpt-5"]["calibrated"] is True
+    git(product.repo, "checkout", "-q", "-b", "disagree", "origin/main")
+    for run in ("d1", "d2", "d3"):  # the evaluator passes what the PM fails
+        product.register(run)
+        product.verdict(run)
+        product.label(run, "fail")
+    to_main(product, "later")
+    product.register("r2")
+    product.verdict("r2")
+    product.commit()
+    code, report = product.gate("--base", "origin/main")
+    assert report["calibration"]["by_model"]["gpt-5"]["calibrated"] is False
+    assert code == 1 and report["runs"][0]["mode"] == "advisory"
+
+
+def test_a_cache_folder_inside_the_work_tree_is_never_a_memo(product, monkeypatch):
+    monkeypatch.setenv("PMOS_CACHE_DIR", str(product.repo / ".cache"))
+    calibrated_base(product)
+    product.register("r1")
+    product.verdict("r1")
+    product.commit()
+    for _ in range(2):
+        code, report = product.gate("--base", "origin/main")
+        assert code == 0 and report["runs"][0]["mode"] == "calibrated"
+    assert not memo_entries(product.repo)
+
+
 def test_the_policy_can_always_require_the_label(product):
     product.edit("pmos.yaml", "gate:\n  require_label: true\n", append=True)
     calibrated_base(product)

@@ -63,6 +63,7 @@ from pmos.gate.versions import AddedByChange, newest_version
 from pmos.gate.vocabulary import PASS_SIDE, SKIPPED
 from pmos.kit import Kit
 from pmos.kit.config import CONFIG_NAME
+from pmos.merge import calibration_memo
 from pmos.merge.kitfiles import (
     TRUST_SETTINGS,
     find_kit,
@@ -74,7 +75,7 @@ from pmos.merge.kitfiles import (
 from pmos.store.append import Draft, append, schema_problems
 from pmos.store.layout import MARKER, write_marker
 from pmos.store.registry import LEDGER_KINDS
-from pmos.store.revision import BlobCache, Ledgers, StoredRecord, read_ledgers
+from pmos.store.revision import BlobCache, Ledgers, StoredRecord, changes, read_ledgers
 from pmos.store.rows import row_type
 from pmos.timestamps import rfc3339
 
@@ -322,6 +323,8 @@ class _Judge:
         #: The base's records and ledger folders (set by :meth:`run`), and the
         #: calibration cases they hold, read only for a verdict that names one.
         self.base: Ledgers | None = None
+        #: Per kind, the records head holds and base does not, and the reverse.
+        self.changes: dict[str, tuple[dict[str, StoredRecord], dict[str, StoredRecord]]] = {}
         self.folders: dict[str, str] = {}
         self._cases: set[str] | None = None
 
@@ -345,6 +348,7 @@ class _Judge:
         calibration = self._calibration(base, base_config)
         try:
             head = read_ledgers(self.cache, report.head_commit, folders)
+            self.changes = {kind: changes(self.cache, base, head, kind) for kind in LEDGER_KINDS}
             head_kit = Kit.open(self.head_root)
             self._materialise(head_kit, base, head, folders)
             if report.kit_head != report.kit_base:
@@ -381,9 +385,9 @@ class _Judge:
                 write_marker(folder, kind)
         changed = {
             r.run_id
-            for k, records in head.records.items()
-            for d, r in records.items()
-            if r.run_id is not None and d not in base.records.get(k, {})
+            for added, _ in self.changes.values()
+            for r in added.values()
+            if r.run_id is not None
         }
         for kind in RULES_READ:
             wanted = [
@@ -428,7 +432,8 @@ class _Judge:
         for kind in LEDGER_KINDS:
             before = base.records.get(kind, {})
             after = head.records.get(kind, {})
-            gone = [r for d, r in before.items() if d not in after]
+            new, vanished = self.changes[kind]
+            gone = list(vanished.values())
             ids_after = {r.record_id for r in after.values()} if gone else set()
             for record in sorted(gone, key=lambda r: r.record_id):
                 how = "was changed" if record.record_id in ids_after else "is missing"
@@ -438,7 +443,6 @@ class _Judge:
                     record.path,
                     f"the {kind} record {record.record_id} present at base {how} at head",
                 )
-            new = {d: r for d, r in after.items() if d not in before}
             ids_before = {r.record_id for r in before.values()} if new else set()
             counted: dict[str, StoredRecord] = {}
             seen: dict[str, str] = {}
@@ -588,16 +592,27 @@ class _Judge:
         """Start computing whether the review gate is calibrated (see
         :func:`calibration_at_base`): in a child process on a large kit, while this
         one checks the change; its result is taken by :meth:`_take_calibration`."""
+        remembered = calibration_memo.load(self.repo.top, self.report.base_commit, self.kit_dir)
+        if remembered is not None:
+            self._calibrated = remembered
+            return None
         records = sum(len(base.records.get(k, {})) for k in ("evals", "acceptances"))
         if records < FORK_MIN_RECORDS or not hasattr(os, "fork"):
             self._calibrated = calibration_at_base(base, config)
+            self._remember_calibration()
             return None
         return ForkedCall(calibration_at_base, base, config)
 
     def _take_calibration(self, child: ForkedCall | None) -> None:
         if child is not None:
             self._calibrated = child.result()
+            self._remember_calibration()
         self.report.calibration, self.report.seeded_labels_excluded = self._calibrated
+
+    def _remember_calibration(self) -> None:
+        calibration_memo.save(
+            self.repo.top, self.report.base_commit, self.kit_dir, self._calibrated
+        )
 
     # ------------------------------------------------------------ runs
 
