@@ -76,3 +76,66 @@ def _digest(body_without_brace: bytes) -> str:
     from pmos.store.digest import digest_bytes
 
     return digest_bytes(body_without_brace + b"}")
+
+
+def pack_of(*lines_: bytes) -> tuple[str, bytes]:
+    data = b'{"pmos_pack":1}\n' + b"".join(lines_)
+    return f"x/pack-{hashlib.sha256(data).hexdigest()}.jsonl", data
+
+
+def test_history_read_in_bulk_is_what_reading_each_line_finds():
+    """A base's pack (history, not strict) is read in a few C loops; what it finds is
+    what the strict, line-by-line reading finds of the same sound pack."""
+    records = [run_record(f"r{n}") for n in range(5)]
+    records[2] = {**records[2], "run_id": 7}  # not text: no run to look it up by
+    records[3] = {**records[3], "by": "pm-a"}
+    name, data = pack_of(*(lines.encode(r)[0] for r in records))
+    bulk, strict = parse_file("runs", name, data, strict=False), parse_file("runs", name, data)
+    assert bulk.problems == strict.problems == []
+    shape = [(r.digest, r.record_id, r.run_id, r.by, r.raw, r.path) for r in strict.records]
+    assert [(r.digest, r.record_id, r.run_id, r.by, r.raw, r.path) for r in bulk.records] == shape
+    assert [r.run_id for r in bulk.records] == ["r0", "r1", None, "r3", "r4"]
+    assert bulk.records[3].by == "pm-a" and bulk.records[0].by is None
+    assert bulk.records[4].record == records[4]  # parsed when asked for, its digest left out
+
+
+def test_a_bad_line_of_history_is_named_and_the_others_still_count():
+    good = [lines.encode(run_record(f"r{n}"))[0] for n in range(3)]
+    cut = good[1][: -lines.TAIL_LEN - 1] + b"}\n"  # its digest field cut off
+    name, data = pack_of(good[0], cut, good[2])
+    parsed = parse_file("runs", name, data, strict=False)
+    [problem] = parsed.problems
+    assert problem.line == 3 and "carries no digest" in problem.problem
+    assert [r.run_id for r in parsed.records] == ["r0", "r2"]
+    foreign = lines.encode({**record_meta("evals"), "run_id": "e"})[0]  # an eval's id
+    name, data = pack_of(good[0], foreign)
+    parsed = parse_file("runs", name, data, strict=False)
+    [problem] = parsed.problems
+    assert problem.line == 3 and "is not one of the runs ledger" in problem.problem
+    assert [r.run_id for r in parsed.records] == ["r0"]
+
+
+def test_a_record_held_loose_and_packed_counts_once_from_the_first_file(tmp_path):
+    repo = tmp_path / "repo"
+    folder = repo / "kit/state/runs/2026-12"
+    folder.mkdir(parents=True)
+    record = run_record("a")
+    name, line = loose(record)
+    (folder / name).write_bytes(line)
+    pack, data = pack_of(line, lines.encode(run_record("b"))[0])
+    (folder / pack.removeprefix("x/")).write_bytes(data)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+    subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=T", "-c", "user.email=t@e", "commit", "-qm", "x"],
+        check=True,
+    )
+    git = Repository(repo)
+    for strict in (True, False):
+        found = read_ledgers(
+            BlobCache(git), git.commit("HEAD"), {"runs": "kit/state/runs"}, strict=strict
+        )
+        held = found.records["runs"]
+        assert len(held) == 2 and not found.problems
+        assert [r.run_id for r in held.values()] == ["a", "b"]
+        assert next(iter(held.values())).path.endswith(name)  # the loose file is listed first

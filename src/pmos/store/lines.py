@@ -70,6 +70,21 @@ def split(raw: bytes) -> tuple[bytes, str]:
     return raw[:start] + b"}", text
 
 
+def stated_digests(rows: list[bytes]) -> list[str] | None:
+    """The digest each line claims (:func:`split`'s second half), for lines read in
+    bulk without their bodies; None when a line carries none (split that one
+    alone to be told what is wrong)."""
+    if not rows or min(map(len, rows)) < TAIL_LEN + 2:
+        return None
+    key_at, hex_at = -TAIL_LEN, -2 - _HEX
+    if not all([raw[key_at:hex_at] == _KEY and raw[-2:] == b'"}' for raw in rows]):
+        return None
+    try:
+        return [raw[hex_at:-2].decode("ascii") for raw in rows]
+    except UnicodeDecodeError:
+        return None
+
+
 def check(raw: bytes) -> tuple[bytes, str]:
     """Like :func:`split`, and the digest must match the content.
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import posixpath
 from collections.abc import Iterable, Mapping
+from itertools import repeat
 from typing import Any, NamedTuple
 
 import msgspec
@@ -31,41 +32,56 @@ from pmos.store.layout import LOOSE, PACK
 from pmos.store.registry import LEDGER_KINDS
 
 
-class StoredRecord:
+class StoredRecord(msgspec.Struct, gc=False):
     """One record as committed: its kind, digest, id, line and file. ``run_id`` and
     ``by`` are read with the id (``None`` when absent or not text); the whole
-    record is parsed on first use of :attr:`record`."""
+    record is parsed on first use of :attr:`record`. A struct, not a class: a
+    gate reads every record of two revisions, and a struct is made in C and
+    never scanned by the garbage collector (it holds no cycle: text, bytes, and
+    the record parsed from its own line)."""
 
-    __slots__ = ("_record", "by", "digest", "kind", "path", "raw", "record_id", "run_id")
+    kind: str
+    digest: str
+    record_id: str
+    run_id: str | None
+    by: str | None
+    raw: bytes
+    path: str
+    parsed: dict[str, Any] | None = None
 
-    def __init__(
-        self,
+    @classmethod
+    def of(
+        cls,
         kind: str,
         digest: str,
         ids: Any,
         raw: bytes,
         path: str,
         record: dict[str, Any] | None = None,
-    ) -> None:
-        self.kind, self.digest, self.raw, self.path = kind, digest, raw, path
-        self.record_id: str = ids.record_id
-        self.run_id = ids.run_id if isinstance(ids.run_id, str) else None
-        self.by = ids.by if isinstance(ids.by, str) else None
-        self._record = record
+    ) -> StoredRecord:
+        """The record of line ``raw`` whose ids (``record_id``, ``run_id``, ``by``)
+        were read as ``ids``."""
+        run_id, by = ids.run_id, ids.by
+        return cls(
+            kind,
+            digest,
+            ids.record_id,
+            run_id if type(run_id) is str else None,
+            by if type(by) is str else None,
+            raw,
+            path,
+            record,
+        )
 
     @property
     def record(self) -> dict[str, Any]:
-        if self._record is None:
-            self._record = orjson.loads(lines.split(self.raw)[0])
-        return self._record
+        if self.parsed is None:
+            self.parsed = orjson.loads(lines.split(self.raw)[0])
+        return self.parsed
 
     def moved(self, path: str) -> StoredRecord:
         """The same record, found in a file at ``path``."""
-        copy = StoredRecord.__new__(StoredRecord)
-        for name in self.__slots__:
-            setattr(copy, name, getattr(self, name))
-        copy.path = path
-        return copy
+        return msgspec.structs.replace(self, path=path)
 
 
 class _Ids(msgspec.Struct, gc=False):
@@ -130,6 +146,9 @@ def parse_file(kind: str, path: str, content: bytes, *, strict: bool = True) -> 
     prefix = LEDGER_KINDS[kind].id_prefix + "-"
     body = rows[start:]
     decoded = None if strict else _ids_at_once(body)
+    bulk = None if decoded is None or loose is not None else _history(kind, path, body, decoded)
+    if bulk is not None:
+        return Parsed(bulk, problems)
     for number, raw in enumerate(body, start=start + 1):
         try:
             if decoded is None:
@@ -148,23 +167,44 @@ def parse_file(kind: str, path: str, content: bytes, *, strict: bool = True) -> 
             )
         record_id = ids.record_id
         if not (isinstance(record_id, str) and record_id.startswith(prefix)):
-            problems.append(
-                FileProblem(
-                    kind,
-                    path,
-                    number,
-                    f"the record id {record_id!r} is not one of the {kind} ledger ({prefix}...)",
-                )
-            )
+            problems.append(_foreign(kind, path, number, record_id, prefix))
             continue
-        out.append(StoredRecord(kind, digest, ids, raw, path, record))
+        out.append(StoredRecord.of(kind, digest, ids, raw, path, record))
     return Parsed(out, problems)
+
+
+def _foreign(kind: str, path: str, number: int, record_id: Any, prefix: str) -> FileProblem:
+    return FileProblem(
+        kind,
+        path,
+        number,
+        f"the record id {record_id!r} is not one of the {kind} ledger ({prefix}...)",
+    )
+
+
+def _history(kind: str, path: str, rows: list[bytes], ids: list[_Ids]) -> list[StoredRecord] | None:
+    """The records of a file of history (see :func:`parse_file`) whose lines' ids
+    were read at once, made in a few C loops; None when a line is not as a writer
+    writes it (its digest is not where a writer puts it, its id names another
+    ledger), so that each line is read alone and the bad ones reported."""
+    stated = lines.stated_digests(rows)
+    if stated is None:
+        return None
+    prefix = LEDGER_KINDS[kind].id_prefix + "-"
+    record_ids = [i.record_id for i in ids]
+    if not all([type(r) is str and r.startswith(prefix) for r in record_ids]):
+        return None
+    run_ids = [r if type(r := i.run_id) is str else None for i in ids]
+    bys = [b if type(b := i.by) is str else None for i in ids]
+    return list(
+        map(StoredRecord, repeat(kind), stated, record_ids, run_ids, bys, rows, repeat(path))
+    )
 
 
 def _ids_at_once(rows: list[bytes]) -> list[_Ids] | None:
     """Every line's ids in one pass of msgspec's C loop; None when a line does not
     decode (each is then read alone, and the bad one reported)."""
-    if not rows or any(not raw for raw in rows):
+    if not rows or not all(rows):  # an empty line: decode_lines would skip it
         return None
     try:
         found = _decode_ids_lines(b"\n".join(rows))
@@ -181,6 +221,12 @@ class BlobCache:
         self._parsed: dict[tuple[str, str], Parsed] = {}
         #: Every blob read, by id, for a caller that writes the files out again.
         self.contents: dict[str, bytes] = {}
+
+    def records(self, kind: str, sha: str) -> list[StoredRecord]:
+        """The records of a blob parsed before as ``kind`` (none for one never parsed:
+        not a regular file)."""
+        parsed = self._parsed.get((kind, sha))
+        return parsed.records if parsed is not None else []
 
     def parse(
         self, kind: str, entries: Iterable[TreeEntry], *, strict: bool = True
@@ -205,6 +251,38 @@ class BlobCache:
                 )
             out[entry.path] = parsed
         return out
+
+
+def changes(
+    cache: BlobCache, base: Ledgers, head: Ledgers, kind: str
+) -> tuple[dict[str, StoredRecord], dict[str, StoredRecord]]:
+    """``(added, gone)`` of ``kind`` from ``base`` to ``head`` (both read through
+    ``cache``): the records head holds and base does not, and those base holds and
+    head does not, by digest, each in the order its revision lists it. Only the
+    files that differ are looked through: a blob both revisions hold holds the
+    same records in both (a record that moved, into a pack or another folder, is
+    found through the digests all the same)."""
+    before, after = base.records.get(kind, {}), head.records.get(kind, {})
+    base_blobs = {e.sha for e in base.files.get(kind, {}).values()}
+    head_blobs = {e.sha for e in head.files.get(kind, {}).values()}
+    added = {
+        r.digest: after[r.digest]
+        for sha in _in_order(head.files.get(kind, {}), base_blobs)
+        for r in cache.records(kind, sha)
+        if r.digest not in before and r.digest in after
+    }
+    gone = {
+        r.digest: before[r.digest]
+        for sha in _in_order(base.files.get(kind, {}), head_blobs)
+        for r in cache.records(kind, sha)
+        if r.digest not in after and r.digest in before
+    }
+    return added, gone
+
+
+def _in_order(files: Mapping[str, TreeEntry], other: set[str]) -> list[str]:
+    """The blobs of ``files`` that ``other`` does not hold, in listing order, once each."""
+    return list(dict.fromkeys(e.sha for e in files.values() if e.sha not in other))
 
 
 def ledger_files(
@@ -246,16 +324,30 @@ def read_ledgers(
     problems: list[FileProblem] = []
     for kind, entries in listed.items():
         files[kind] = {e.path: e for e in entries}
-        found: dict[str, StoredRecord] = {}
-        plain = [e for e in entries if e.kind == "blob" and e.mode in ("100644", "100755")]
-        problems += [
-            FileProblem(kind, e.path, None, "not a regular file (a link or a submodule)")
-            for e in entries
-            if e not in plain
-        ]
+        plain: list[TreeEntry] = []
+        for entry in entries:
+            if entry.kind == "blob" and entry.mode in ("100644", "100755"):
+                plain.append(entry)
+            else:
+                problems.append(
+                    FileProblem(
+                        kind, entry.path, None, "not a regular file (a link or a submodule)"
+                    )
+                )
+        held: list[StoredRecord] = []
         for parsed in cache.parse(kind, plain, strict=strict).values():
             problems += parsed.problems
-            for record in parsed.records:
-                found.setdefault(record.digest, record)
-        records[kind] = found
+            held += parsed.records
+        records[kind] = _by_digest(held)
     return Ledgers(files, records, problems)
+
+
+def _by_digest(held: list[StoredRecord]) -> dict[str, StoredRecord]:
+    """``held`` by digest, in order; of copies of one record (one loose, one packed)
+    the first counts."""
+    found = dict(zip([r.digest for r in held], held, strict=True))
+    if len(found) != len(held):  # copies: the first of each stays
+        found = {}
+        for record in held:
+            found.setdefault(record.digest, record)
+    return found
