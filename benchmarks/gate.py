@@ -7,7 +7,7 @@ use lays them out (packed, the newest ``--loose`` as loose files; the
 generator of ``benchmarks/metrics.py``), committed as ``main``. A branch then
 adds ``--runs`` (default 100) runs through the real writers (a registration,
 a PASS verdict and a PM pass label each) and commits them. Measured as real
-processes, each the best of ``--repeat`` runs:
+processes, each the best of ``--repeat`` runs, the two run in turn:
 
 * ``pmos gate --base main --json`` (the change may merge: checked);
 * ``pmos ledger verify --json`` of the same kit at the branch's head.
@@ -91,9 +91,19 @@ def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, int, 
     return time.perf_counter() - start, done.returncode, done.stdout
 
 
-def best(argv: list[str], cwd: Path, env: dict[str, str], repeat: int) -> tuple[float, int, str]:
-    runs = [timed(argv, cwd, env) for _ in range(repeat)]
-    return min(runs, key=lambda r: r[0])
+def best_of_alternated(
+    commands: list[list[str]], cwd: Path, env: dict[str, str], repeat: int
+) -> list[tuple[float, int, str]]:
+    """Each command's best run of ``repeat``, the commands run in turn (so both
+    see the same stretch of a shared machine, and both caches are warm after
+    the first turn)."""
+    runs: list[list[tuple[float, int, str]]] = [[] for _ in commands]
+    for _ in range(repeat):
+        for argv, done in zip(commands, runs, strict=True):
+            done.append(timed(argv, cwd, env))
+    first = ", ".join(f"{done[0][0]:.2f} s" for done in runs)
+    print(f"first runs (this machine's caches cold): {first}")
+    return [min(done, key=lambda r: r[0]) for done in runs]
 
 
 def main() -> int:
@@ -132,10 +142,12 @@ def main() -> int:
         }
         py = [sys.executable, "-m", "pmos"]
         load_before = os.getloadavg()
-        gate_s, gate_rc, gate_out = best(
-            [*py, "gate", "--base", "main", "--json"], repo, env, args.repeat
+        (gate_s, gate_rc, gate_out), (verify_s, verify_rc, _) = best_of_alternated(
+            [[*py, "gate", "--base", "main", "--json"], [*py, "ledger", "verify", "--json"]],
+            repo,
+            env,
+            args.repeat,
         )
-        verify_s, verify_rc, _ = best([*py, "ledger", "verify", "--json"], repo, env, args.repeat)
         load_after = os.getloadavg()
         report = json.loads(gate_out)
         print(

@@ -1,9 +1,11 @@
 """Run one function in a forked child process while the caller works on.
 
-``pmos metrics`` reads two large, independent ledgers before it can pair
-them. Reading one in a child while the parent reads the other uses a second
-core and roughly halves the wall time on large kits; small kits never fork
-(see the callers' thresholds). The child sends its result back pickled through
+Some commands hold two large pieces of independent work: ``pmos sync`` reads
+the kit's verification, report and queue beside its copy into the database,
+the board collects its panels, ``pmos gate`` computes the calibration at the
+base while it checks the change. Running one in a child while the parent does
+the other uses a second core; small kits never fork (see the callers'
+thresholds). The child sends its result back pickled through
 a pipe; an exception raised in the child is re-raised in the parent, so a
 corrupt ledger reports the same error either way. With an inbox, the parent
 can hand the child one more value while both run (the labels it has read),
