@@ -123,3 +123,20 @@ def test_a_loose_record_of_another_ledger_is_left_out(kit, kit_root):
     report = verify_kind(kit.store, "evals")
     assert [p.file for p in report.problems] == [str(stray)]
     assert "is not one of the evals ledger" in report.problems[0].problem
+
+
+def test_a_month_read_whole_from_the_memo_hands_on_the_same_lines(kit, kit_root):
+    """Once this machine's memo holds a pack's line checks, a month that is that pack
+    alone is read whole (integrity.WholePack) and handed on without decoding a line:
+    the same digests and canonical JSON, in the same order, as the first reading."""
+    from pmos.store import integrity, screencache
+
+    ledgerfiles.pack_of(kit_root, "evals", [_verdict(i) for i in range(0, 300)])
+    first = _flat(stored_lines(kit.store, "evals"))  # checks every line, fills the memo
+    memo = screencache.cache_folder(kit.store.root)
+    buckets = list(integrity.scan(kit.store.sources("evals"), "evals", memo=memo))
+    assert [b.whole is not None for b in buckets] == [True]  # the path under test
+    again = _flat(stored_lines(kit.store, "evals"))
+    assert again == first and len(again) == 300
+    for digest, body in again:
+        assert digest == record_digest(orjson.loads(body))

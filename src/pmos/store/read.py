@@ -400,9 +400,25 @@ class StoredLines:
         memo = screencache.cache_folder(self._root)
         for bucket in integrity.scan(self._sources, self.kind, skip=self._have, memo=memo):
             self.packs += [p.sha for p in bucket.packs if p.ok]
+            if bucket.whole is not None:
+                yield from _whole_lines(bucket.whole)
+                continue
             for start in range(0, len(bucket.stored), 4096):
                 chunk = bucket.stored[start : start + 4096]
                 yield [(e.digest, lines.split(e.raw)[0]) for e in chunk]
+
+
+def _whole_lines(whole: integrity.WholePack) -> Iterator[list[StoredLine]]:
+    """A month read whole as :data:`StoredLine` batches: each line's body is the line
+    without its digest field, and its digest the tail the line checks found there
+    (no line is decoded: the copy needs neither its time nor its id)."""
+    rows = whole.body.split(b"\n")
+    rows.pop()
+    digests = whole.tails()
+    cut = -lines.TAIL_LEN
+    for start in range(0, len(rows), 4096):
+        chunk = zip(digests[start : start + 4096], rows[start : start + 4096], strict=True)
+        yield [(digest.decode(), raw[:cut] + b"}") for digest, raw in chunk]
 
 
 def _header_records(path: Path) -> int:
