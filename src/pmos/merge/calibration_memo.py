@@ -10,8 +10,9 @@ commit's objects and of the code that computes it, and of nothing else (no
 clock, no working tree, no head).
 
 So it is remembered, keyed by exactly those: the base commit's id, the kit's
-folder in it, and a digest of this pmos's own source files (any change to the
-code, a statistic's or a rule's, is a miss). The memo lives in the cache folder
+folder in it, and a digest of this pmos's own source files and the versions of
+Python and the libraries its statistics run on (any change to the code, a
+statistic's or a rule's, is a miss). The memo lives in the cache folder
 of :mod:`pmos.store.screencache` (``$PMOS_CACHE_DIR``, ``$XDG_CACHE_HOME/pmos``
 or ``~/.cache/pmos``; never inside the repository's work tree): nothing a
 change commits can fill it. A missing, unreadable or malformed entry is a miss,
@@ -22,7 +23,9 @@ lost in a crash is only computed again.
 from __future__ import annotations
 
 import hashlib
+import sys
 from functools import cache
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -39,15 +42,37 @@ _PACKAGE = Path(__file__).resolve().parents[1]
 Calibration = tuple[dict[str, dict[str, Any]], int]
 
 
+#: The libraries the statistics run on (module, distribution): another version may
+#: draw or round otherwise.
+_LIBRARIES = (("numpy", "numpy"), ("scipy", "scipy"), ("sklearn", "scikit_learn"))
+
+
 @cache
 def code_digest() -> str:
-    """SHA-256 over every Python source file of this pmos (path and bytes), so that
-    an entry made by other code, however slightly other, is never taken."""
-    digest = hashlib.sha256()
+    """SHA-256 over every Python source file of this pmos (path and bytes), the
+    Python and the statistics libraries' installed versions, so that an entry made
+    by other code, however slightly other, is never taken."""
+    digest = hashlib.sha256(sys.version.encode() + b"\0")
+    for name in _installed(_LIBRARIES):
+        digest.update(name.encode() + b"\0")
     for path in sorted(_PACKAGE.rglob("*.py")):
         digest.update(path.relative_to(_PACKAGE).as_posix().encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")
     return digest.hexdigest()
+
+
+def _installed(libraries: tuple[tuple[str, str], ...]) -> list[str]:
+    """The installed distributions of ``libraries`` by their metadata folders' names
+    (``numpy-2.4.6.dist-info``), found beside each package without importing it
+    (importlib.metadata takes a fifth of a second to load and scan)."""
+    found = []
+    for module, distribution in libraries:
+        spec = find_spec(module)
+        places = (spec.submodule_search_locations or []) if spec is not None else []
+        for place in places:
+            found += sorted(p.name for p in Path(place).parent.glob(f"{distribution}-*-info"))
+        found.append(f"{module}:{len(places)}")
+    return found
 
 
 def _entry(top: Path, base_commit: str, kit_dir: str) -> Path | None:
