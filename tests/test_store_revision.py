@@ -20,6 +20,17 @@ def loose(record: dict) -> tuple[str, bytes]:
     return loose_name(record, digest), line
 
 
+def committed(repo) -> Repository:
+    """``repo`` made a git repository with everything in it committed."""
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+    subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=T", "-c", "user.email=t@e", "commit", "-qm", "x"],
+        check=True,
+    )
+    return Repository(repo)
+
+
 def test_records_are_found_at_any_depth_and_keyed_by_digest(tmp_path):
     repo = tmp_path / "repo"
     folder = repo / "kit/state/runs/2026-12/02"
@@ -29,13 +40,7 @@ def test_records_are_found_at_any_depth_and_keyed_by_digest(tmp_path):
         name, line = loose(run_record(run))
         (folder / name).write_bytes(line)
         names[run] = name
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
-    subprocess.run(
-        ["git", "-C", str(repo), "-c", "user.name=T", "-c", "user.email=t@e", "commit", "-qm", "x"],
-        check=True,
-    )
-    git = Repository(repo)
+    git = committed(repo)
     found = read_ledgers(BlobCache(git), git.commit("HEAD"), {"runs": "kit/state/runs"})
     assert not found.problems
     assert {r.run_id for r in found.records["runs"].values()} == {"a", "b"}
@@ -124,13 +129,7 @@ def test_a_record_held_loose_and_packed_counts_once_from_the_first_file(tmp_path
     (folder / name).write_bytes(line)
     pack, data = pack_of(line, lines.encode(run_record("b"))[0])
     (folder / pack.removeprefix("x/")).write_bytes(data)
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
-    subprocess.run(
-        ["git", "-C", str(repo), "-c", "user.name=T", "-c", "user.email=t@e", "commit", "-qm", "x"],
-        check=True,
-    )
-    git = Repository(repo)
+    git = committed(repo)
     for strict in (True, False):
         found = read_ledgers(
             BlobCache(git), git.commit("HEAD"), {"runs": "kit/state/runs"}, strict=strict
