@@ -29,8 +29,10 @@ This is the only module of pmos that starts git on a repository it reads.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
@@ -102,29 +104,42 @@ def _run(
     data: bytes | None,
     timeout: float,
     overrides: tuple[tuple[str, str], ...] = (),
+    *,
+    spool: bool = False,
 ) -> bytes:
+    """Run git; its output. With ``spool`` the output goes to a temporary file, read
+    once git is done: for tens of megabytes (a revision's ledgers) a pipe makes git
+    wait for this process at every 64 KB, and on a busy machine each wait is a turn
+    of the scheduler."""
     command = ["git", "--no-pager"]
     for setting in SAFE_CONFIG:
         command += ["-c", setting]
     command += ["-C", str(cwd), *args]
-    try:
-        done = subprocess.run(
-            command,
-            input=data,
-            stdin=None if data is not None else subprocess.DEVNULL,
-            capture_output=True,
-            env=_environment(overrides),
-            timeout=timeout,
-            check=False,
-        )
-    except FileNotFoundError:
-        raise _NotInWorkTree("git is not installed (pmos reads revisions with git)") from None
-    except subprocess.TimeoutExpired:
-        raise GitError(f"git {args[0]} took longer than {timeout:g} s and was stopped") from None
-    if done.returncode:
-        message = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise GitError(f"git {args[0]}: {message[-1] if message else 'failed'}")
-    return done.stdout
+    with tempfile.TemporaryFile() if spool else contextlib.nullcontext() as sink:
+        try:
+            done = subprocess.run(
+                command,
+                input=data,
+                stdin=None if data is not None else subprocess.DEVNULL,
+                stdout=sink if sink is not None else subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=_environment(overrides),
+                timeout=timeout,
+                check=False,
+            )
+        except FileNotFoundError:
+            raise _NotInWorkTree("git is not installed (pmos reads revisions with git)") from None
+        except subprocess.TimeoutExpired:
+            raise GitError(
+                f"git {args[0]} took longer than {timeout:g} s and was stopped"
+            ) from None
+        if done.returncode:
+            message = done.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise GitError(f"git {args[0]}: {message[-1] if message else 'failed'}")
+        if sink is None:
+            return bytes(done.stdout)
+        sink.seek(0)
+        return sink.read()
 
 
 class Repository:
@@ -268,7 +283,13 @@ class Repository:
         if not wanted:
             return {}
         try:
-            data = self.run("cat-file", "--batch", data="".join(f"{s}\n" for s in wanted).encode())
+            data = _run(
+                self.top,
+                ["cat-file", "--batch"],
+                "".join(f"{s}\n" for s in wanted).encode(),
+                self.timeout,
+                spool=True,
+            )
         except GitError as exc:
             raise GitError(
                 f"a git object is missing from {self.git_dir} ({exc}; a partial or shallow "

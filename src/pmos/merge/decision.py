@@ -339,8 +339,7 @@ class _Judge:
         folders = ledger_folders(base_config, kit_dir)
         base_trust = trust_entries(repo, report.base_commit, kit_dir, base_config)
         head_trust = trust_entries(repo, report.head_commit, kit_dir, base_config)
-        for root in (self.base_root, self.head_root):
-            write_tree(repo, base_trust.values(), kit_dir, root)
+        write_tree(repo, base_trust.values(), kit_dir, self.base_root, self.head_root)
         # The base's files are its history (checked when a change added them): their
         # lines' digests are checked; head's other files are checked in full.
         base = read_ledgers(self.cache, report.base_commit, folders, strict=False)

@@ -104,23 +104,24 @@ class Materialised(NamedTuple):
     folders: dict[str, str]
 
 
-def write_tree(repo: Repository, entries: Iterable[TreeEntry], strip: str, target: Path) -> None:
-    """Write ``entries`` (regular files of a revision) below ``target``, each at its
-    path less the ``strip`` prefix; links and submodules are left out (a kit path
-    through a link is refused by the readers anyway)."""
+def write_tree(repo: Repository, entries: Iterable[TreeEntry], strip: str, *targets: Path) -> None:
+    """Write ``entries`` (regular files of a revision) below each of ``targets``, each
+    at its path less the ``strip`` prefix (read from git once for all of them);
+    links and submodules are left out (a kit path through a link is refused by the
+    readers anyway)."""
     files = [e for e in entries if e.kind == "blob" and e.mode in ("100644", "100755")]
     contents = repo.blobs(e.sha for e in files)
     cut = len(strip) + 1 if strip else 0
     made: set[str] = set()
-    for entry in files:
-        relative = entry.path[cut:]
-        path = os.path.join(target, relative)
-        folder = os.path.dirname(path)
-        if folder not in made:
-            os.makedirs(folder, exist_ok=True)
-            made.add(folder)
-        with open(path, "wb") as handle:
-            handle.write(contents[entry.sha])
+    for target in targets:
+        for entry in files:
+            path = os.path.join(target, entry.path[cut:])
+            folder = os.path.dirname(path)
+            if folder not in made:
+                os.makedirs(folder, exist_ok=True)
+                made.add(folder)
+            with open(path, "wb") as handle:
+                handle.write(contents[entry.sha])
 
 
 def under(path: str, folders: Iterable[str]) -> bool:

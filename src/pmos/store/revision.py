@@ -228,6 +228,11 @@ class BlobCache:
         parsed = self._parsed.get((kind, sha))
         return parsed.records if parsed is not None else []
 
+    def fetch(self, shas: Iterable[str]) -> None:
+        """Read the blobs among ``shas`` not read yet, in one batch (one git process
+        for every ledger of a revision, however many kinds)."""
+        self.contents.update(self.repo.blobs(s for s in shas if s not in self.contents))
+
     def parse(
         self, kind: str, entries: Iterable[TreeEntry], *, strict: bool = True
     ) -> dict[str, Parsed]:
@@ -322,20 +327,23 @@ def read_ledgers(
     files: dict[str, dict[str, TreeEntry]] = {}
     records: dict[str, dict[str, StoredRecord]] = {}
     problems: list[FileProblem] = []
+    plain: dict[str, list[TreeEntry]] = {}
     for kind, entries in listed.items():
         files[kind] = {e.path: e for e in entries}
-        plain: list[TreeEntry] = []
+        plain[kind] = []
         for entry in entries:
             if entry.kind == "blob" and entry.mode in ("100644", "100755"):
-                plain.append(entry)
+                plain[kind].append(entry)
             else:
                 problems.append(
                     FileProblem(
                         kind, entry.path, None, "not a regular file (a link or a submodule)"
                     )
                 )
+    cache.fetch(e.sha for entries in plain.values() for e in entries)
+    for kind, entries in plain.items():
         held: list[StoredRecord] = []
-        for parsed in cache.parse(kind, plain, strict=strict).values():
+        for parsed in cache.parse(kind, entries, strict=strict).values():
             problems += parsed.problems
             held += parsed.records
         records[kind] = _by_digest(held)
