@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import subprocess
 
+import pytest
+
 from pmos._util.git import Repository
 from pmos.store import lines
 from pmos.store.append import loose_name, record_meta
@@ -138,3 +140,10 @@ def test_a_record_held_loose_and_packed_counts_once_from_the_first_file(tmp_path
         assert len(held) == 2 and not found.problems
         assert [r.run_id for r in held.values()] == ["a", "b"]
         assert next(iter(held.values())).path.endswith(name)  # the loose file is listed first
+
+
+@pytest.mark.parametrize("content", [b"", b'{"pmos_pack":1}', b'{"pmos_pack":1}\n'])
+def test_an_empty_or_cut_pack_of_history_holds_no_record(content):
+    for strict in (True, False):
+        parsed = parse_file("runs", "x/pack-" + "0" * 64 + ".jsonl", content, strict=strict)
+        assert parsed.records == []

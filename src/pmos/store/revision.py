@@ -145,7 +145,12 @@ def parse_file(kind: str, path: str, content: bytes, *, strict: bool = True) -> 
         problems.append(FileProblem(kind, path, None, "a loose record file holds one line"))
     prefix = LEDGER_KINDS[kind].id_prefix + "-"
     body = rows[start:]
-    decoded = None if strict else _ids_at_once(body)
+    # The lines' text is the file's after the header: a view of it, not a copy.
+    decoded = (
+        None
+        if strict
+        else _ids_at_once(body, memoryview(content)[len(rows[0]) + 1 if start and rows else 0 :])
+    )
     bulk = None if decoded is None or loose is not None else _history(kind, path, body, decoded)
     if bulk is not None:
         return Parsed(bulk, problems)
@@ -201,13 +206,14 @@ def _history(kind: str, path: str, rows: list[bytes], ids: list[_Ids]) -> list[S
     )
 
 
-def _ids_at_once(rows: list[bytes]) -> list[_Ids] | None:
-    """Every line's ids in one pass of msgspec's C loop; None when a line does not
-    decode (each is then read alone, and the bad one reported)."""
+def _ids_at_once(rows: list[bytes], text: memoryview) -> list[_Ids] | None:
+    """Every line's ids in one pass of msgspec's C loop over ``text``, the lines
+    ``rows`` as they sit in the file; None when a line does not decode (each is
+    then read alone, and the bad one reported)."""
     if not rows or not all(rows):  # an empty line: decode_lines would skip it
         return None
     try:
-        found = _decode_ids_lines(b"\n".join(rows))
+        found = _decode_ids_lines(text)
     except msgspec.DecodeError:
         return None
     return found if len(found) == len(rows) else None
