@@ -14,6 +14,8 @@ import json
 from datetime import timedelta
 
 import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ledgerfiles
 from pmos.store.digest import digest_bytes
@@ -442,3 +444,17 @@ def test_a_month_read_whole_in_parts_yields_each_record_once(kit, kit_root, monk
         assert whole_excluded == ([] if bad is None else [(f"ev-{bad:08x}", "schema")])
         assert len(whole) > 2  # in parts, not one batch
         pack.unlink()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 9_000), max_size=8), st.sampled_from([1, 100, 4_096, 5_000]))
+def test_a_body_in_parts_is_whole_lines_of_about_the_part_size(lengths, size):
+    """read._parts cuts a month's body only after a newline, at the first one past
+    ``size`` bytes from the part's start (lines longer than its look-ahead window
+    included), and the parts put together are the body."""
+    from pmos.store.read import _parts
+
+    body = b"".join(b"x" * n + b"\n" for n in lengths)
+    parts = [bytes(part) for part in _parts(body, size)]
+    assert b"".join(parts) == body
+    assert all(part.endswith(b"\n") and b"\n" not in part[size:-1] for part in parts)

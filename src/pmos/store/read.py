@@ -275,12 +275,21 @@ BATCH_BYTES = 1 << 18
 BATCH_ROWS = 1024
 
 
-def _parts(body: bytes) -> Iterator[bytes]:
-    """``body`` (whole lines) in parts of about :data:`BATCH_BYTES`, each of whole lines."""
-    start, end = 0, len(body)
+def _parts(body: bytes | memoryview, size: int = BATCH_BYTES) -> Iterator[memoryview]:
+    """``body`` (whole lines) in parts of about ``size`` bytes, each of whole lines:
+    views of it, not copies."""
+    view = memoryview(body)
+    start, end = 0, len(view)
     while start < end:
-        cut = body.find(b"\n", start + BATCH_BYTES) + 1 or end
-        yield body[start:cut]
+        cut = start + size
+        while cut < end:  # to the end of the line the cut falls in
+            found = bytes(view[cut : cut + 4096]).find(b"\n")
+            if found >= 0:
+                cut += found + 1
+                break
+            cut += 4096
+        cut = min(cut, end)
+        yield view[start:cut]
         start = cut
 
 
