@@ -384,3 +384,25 @@ def test_the_fold_of_many_batches_matches_a_row_by_row_fold(odd_run):
     assert _label_found(found_labels) == _label_reference(labels)
     if odd_run is not None:
         assert odd_run in found_labels.runs
+
+
+@pytest.mark.parametrize("ordered", [True, False])
+def test_a_judged_verdict_without_a_model_is_refused_and_its_valid_twin_folds(ordered):
+    """The schema requires a model of every judged verdict: the fold refuses one that
+    names none (in order or row by row), naming the run; the same verdict with a
+    model folds, and a skip may omit its model."""
+    from pmos.errors import LedgerCorrupt
+
+    def rows(model):
+        at = STAMPS[0] if ordered else "2026-01-01T01:00:00+01:00"
+        return [
+            Row(run_id="r1", recorded_at=STAMPS[0], record_id="ev-1", verdict=SKIPPED,
+                evaluator_model=None, form="short", score=None),
+            Row(run_id="r2", recorded_at=at, record_id="ev-2", verdict="PASS",
+                evaluator_model=model, form="short", score=0.5),
+        ]  # fmt: skip
+
+    found = latest_verdicts([rows("gpt-5")], window=5)
+    assert found.models == ["gpt-5"] and list(found.skips) == ["r1"]
+    with pytest.raises(LedgerCorrupt, match="a PASS verdict of run r2 names no evaluator_model"):
+        latest_verdicts([rows(None)], window=5)
