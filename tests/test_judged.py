@@ -10,6 +10,7 @@ included, is the one a screen that looks them up itself gives.
 from __future__ import annotations
 
 import itertools
+import random
 from collections import Counter
 from types import SimpleNamespace as Row
 
@@ -289,3 +290,119 @@ def test_metrics_answers_loose_labels_from_its_own_verdict_pass(
     assert ("acceptances", "acc-0000602") in left_out  # names no verdict
     assert ("acceptances", "acc-0000600") not in left_out
     assert ("acceptances", "acc-0000603") not in left_out  # the verdict exists, screened or not
+
+
+# ---------------------------------------------------------------- the fold at scale
+
+
+def _many_rows(count: int, runs: int, seed: int, odd_run: str | None = None):
+    """``count`` verdict rows and as many label rows over ``runs`` runs, in the
+    readers' order, one second apart. Record ids grow wider as they go (ev-9,
+    ev-10, ...), the second half brings wider run ids and some run ids are not
+    ASCII, so the fold's text columns widen and take both ways in; ``odd_run``
+    names one more run, labelled once in the middle."""
+
+    draw = random.Random(seed)
+    verdicts, labels = [], []
+    for i in range(count):
+        at = f"2026-01-01T{i // 3600:02d}:{i // 60 % 60:02d}:{i % 60:02d}.000000Z"
+        known = runs if i >= count // 2 else runs // 10  # wider run ids come later
+        run = f"r{draw.randrange(known)}" + ("é" if i % 7 == 0 else "")
+        verdicts.append(
+            Row(
+                run_id=run,
+                recorded_at=at,
+                record_id=f"ev-{i}",
+                verdict=draw.choice(WORDS),
+                evaluator_model=draw.choice(["gpt-5", "claude"]),
+                form=draw.choice(["full", "short"]),
+                score=draw.choice([None, 0.25, 0.75]),
+            )
+        )
+        gate = draw.choice([None, f"ev-{draw.randrange(i + 1)}"])
+        label_run = odd_run if odd_run is not None and i == count // 2 else run
+        labels.append(
+            Row(
+                run_id=label_run,
+                recorded_at=at,
+                record_id=f"acc-{i}",
+                label=draw.choice(["pass", "fail"]),
+                gate_record_id=gate,
+            )
+        )
+    return verdicts, labels
+
+
+def _label_reference(rows):
+    latest = {}
+    for row in rows:
+        current = latest.get(row.run_id)
+        if current is None or _key(row) > _key(current):
+            latest[row.run_id] = row
+    return {
+        run: (
+            instant_key(row.recorded_at),
+            row.label == "pass",
+            row.gate_record_id is not None,
+            None if row.gate_record_id is None else hash(row.gate_record_id),
+        )
+        for run, row in latest.items()
+    }
+
+
+def _label_found(found):
+    return {
+        run: (at, bool(passed), bool(names), int(gate) if names else None)
+        for run, at, passed, names, gate in zip(
+            found.runs,
+            found.ats,
+            found.passed.tolist(),
+            found.names.tolist(),
+            found.gate_hashes.tolist(),
+            strict=True,
+        )
+    }
+
+
+@pytest.mark.parametrize("odd_run", [None, "r-nul\x00"])
+def test_the_fold_of_many_batches_matches_a_row_by_row_fold(odd_run):
+    """Past the row count at which the fold compacts its candidates (several times
+    over), with text columns that widen: the same answer as the reference. A run id
+    holding a NUL cannot be a text column (the padding): from its batch on, the
+    labels are folded row by row, and the answer is still the same."""
+    verdicts, labels = _many_rows(60_000, 5_000, seed=7, odd_run=odd_run)
+    batches = [verdicts[i : i + 997] for i in range(0, len(verdicts), 997)]
+    expected = _reference_verdicts(verdicts, 50)
+    found = latest_verdicts(batches, window=50)
+    latest, earlier = _found_verdicts(found)
+    assert latest == {hash(run): value for run, value in expected["latest"].items()}
+    assert earlier == expected["earlier"]
+    assert {run: skip.recorded_at for run, skip in found.skips.items()} == expected["skips"]
+    assert list(found.recent) == expected["recent"]
+    label_batches = [labels[i : i + 1013] for i in range(0, len(labels), 1013)]
+    found_labels = latest_labels(label_batches)
+    assert _label_found(found_labels) == _label_reference(labels)
+    if odd_run is not None:
+        assert odd_run in found_labels.runs
+
+
+@pytest.mark.parametrize("ordered", [True, False])
+def test_a_judged_verdict_without_a_model_is_refused_and_its_valid_twin_folds(ordered):
+    """The schema requires a model of every judged verdict: the fold refuses one that
+    names none (in order or row by row), naming the run; the same verdict with a
+    model folds, and a skip may omit its model."""
+    from pmos.errors import LedgerCorrupt
+
+    def rows(model):
+        at = STAMPS[0] if ordered else "2026-01-01T01:00:00+01:00"
+        return [
+            Row(run_id="r1", recorded_at=STAMPS[0], record_id="ev-1", verdict=SKIPPED,
+                evaluator_model=None, form="short", score=None),
+            Row(run_id="r2", recorded_at=at, record_id="ev-2", verdict="PASS",
+                evaluator_model=model, form="short", score=0.5),
+        ]  # fmt: skip
+
+    found = latest_verdicts([rows("gpt-5")], window=5)
+    assert found.models == ["gpt-5"] and list(found.skips) == ["r1"]
+    with pytest.raises(LedgerCorrupt, match="a PASS verdict of run r2 names no evaluator_model"):
+        latest_verdicts([rows(None)], window=5)

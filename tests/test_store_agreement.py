@@ -14,6 +14,8 @@ import json
 from datetime import timedelta
 
 import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ledgerfiles
 from pmos.store.digest import digest_bytes
@@ -389,3 +391,70 @@ def test_a_month_read_whole_from_the_memo_counts_what_a_line_by_line_reading_cou
     assert {e["file"] for e in report["excluded_records"]} >= {f"{broken}:2"}
     assert not any(p["file"] == str(fine) for p in problems)
     assert shown.count("2025-04-") == 2
+
+
+def test_a_month_read_whole_in_parts_yields_each_record_once(kit, kit_root, monkeypatch, tmp_path):
+    """A month read whole is decoded in parts of about read.BATCH_BYTES, each folded
+    while it is in the processor's cache. A line that does not fit the reader's row
+    in a later part sends the rest of the month to the line-by-line reading, which
+    names it: every other record is yielded once, as a reading with no memo yields
+    them; a month with no such line yields the same records in several parts."""
+    from pmos.calibration.judged import VERDICT_FIELDS
+    from pmos.store.read import BATCH_BYTES, batches
+    from pmos.store.rows import row_type
+    from pmos.store.screening import Excluded
+
+    made = judge(kit, "r0", "PASS")
+    for path in ledgerfiles.record_files(kit_root, "evals"):
+        path.unlink()  # the month below is the ledger
+    count = 3 * BATCH_BYTES // len(orjson.dumps(made)) + 10
+
+    def month(bad: int | None) -> list[dict]:
+        return [
+            {
+                **made,
+                "run_id": f"r{n}",
+                "record_id": f"ev-{n:08x}",
+                "recorded_at": f"2025-01-01T10:{n // 60 % 60:02d}:{n % 60:02d}.{n:06d}Z",
+                "verdict": "MAYBE" if n == bad else "PASS",
+            }
+            for n in range(count)
+        ]
+
+    row = row_type("evals", VERDICT_FIELDS)
+
+    def read(cache: str) -> tuple[list[list[str]], list[tuple[str, str]]]:
+        monkeypatch.setenv("PMOS_CACHE_DIR", str(tmp_path / cache))
+        excluded = Excluded()
+        ids = [
+            [r.record_id for r in batch]
+            for batch in batches(kit.store, "evals", row=row, excluded=excluded)
+        ]
+        return ids, [(e.record_id, e.rule) for e in excluded.items]
+
+    for bad in (None, count - 3):
+        (pack,) = [ledgerfiles.pack_of(kit_root, "evals", month(bad))]
+        first, first_excluded = read(f"memo-{bad}")  # every line checked, then recalled
+        whole, whole_excluded = read(f"memo-{bad}")
+        fresh, fresh_excluded = read(f"none-{bad}")
+        wanted = [f"ev-{n:08x}" for n in range(count) if n != bad]
+        for reading in (first, whole, fresh):
+            assert [i for batch in reading for i in batch] == wanted
+        assert first_excluded == whole_excluded == fresh_excluded
+        assert whole_excluded == ([] if bad is None else [(f"ev-{bad:08x}", "schema")])
+        assert len(whole) > 2  # in parts, not one batch
+        pack.unlink()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 9_000), max_size=8), st.sampled_from([1, 100, 4_096, 5_000]))
+def test_a_body_in_parts_is_whole_lines_of_about_the_part_size(lengths, size):
+    """read._parts cuts a month's body only after a newline, at the first one past
+    ``size`` bytes from the part's start (lines longer than its look-ahead window
+    included), and the parts put together are the body."""
+    from pmos.store.read import _parts
+
+    body = b"".join(b"x" * n + b"\n" for n in lengths)
+    parts = [bytes(part) for part in _parts(body, size)]
+    assert b"".join(parts) == body
+    assert all(part.endswith(b"\n") and b"\n" not in part[size:-1] for part in parts)

@@ -26,13 +26,12 @@ Memory grows with runs, and by those 28 bytes per verdict.
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import compress, islice, repeat
-from operator import add, attrgetter, lt
+from operator import add, attrgetter, eq, is_, is_not, lt
 from typing import Any, NamedTuple, cast
 
 import numpy as np
@@ -40,7 +39,7 @@ import numpy as np
 from pmos.errors import LedgerCorrupt
 from pmos.gate.latest import instant_key
 from pmos.gate.plan import draw as plan_draw
-from pmos.gate.seeded import is_seeded_label
+from pmos.gate.seeded import LABELLER, is_seeded_label
 from pmos.gate.vocabulary import PASS_SIDE, SKIPPED
 
 
@@ -301,7 +300,7 @@ def _plan_draw(row: Any) -> float:
 
 
 #: The length of a stamp in the writers' layout, ``YYYY-MM-DDTHH:MM:SS.ffffffZ``; a
-#: key is such a stamp and a record id, so its first STAMP characters are the stamp.
+#: key is such a stamp and a record id.
 STAMP = 27
 
 
@@ -323,51 +322,95 @@ def _at(row: Any, where: str, what: str) -> str:
         ) from None
 
 
+class _Ordered(NamedTuple):
+    """A batch in the readers' order: its rows' record ids, and their times and
+    record ids as text columns (:func:`_text`)."""
+
+    ids: list[Any]
+    ats: np.ndarray
+    id_texts: np.ndarray
+
+
 def _in_turn(
     batches: Iterable[Sequence[Any]], ordered: bool = True
-) -> Iterator[tuple[Sequence[Any], tuple[list[str], list[Any]] | None]]:
-    """Each batch with its keys and record ids while the batches come in the
-    readers' order (:func:`_in_order`); from the first that does not (or from
-    the start, unless ``ordered``), with None: it is folded row by row."""
+) -> Iterator[tuple[Sequence[Any], _Ordered | None]]:
+    """Each batch with its :class:`_Ordered` columns while the batches come in
+    the readers' order (:func:`_in_order`); from the first that does not (or
+    from the start, unless ``ordered``), with None: it is folded row by row."""
     greatest = ""
     for batch in batches:
         if not batch:
             continue
         found = None
         if ordered:
-            ids = list(map(_ID, batch))
-            keys = _in_order(list(map(_AT, batch)), ids, greatest)
-            if keys is None:
+            ats, ids = list(map(_AT, batch)), list(map(_ID, batch))
+            texts = _in_order(ats, ids, greatest)
+            if texts is None:
                 ordered = False
             else:
-                greatest, found = keys[-1], (keys, ids)
+                greatest, found = ats[-1] + ids[-1], _Ordered(ids, *texts)
         yield batch, found
 
 
-def _in_order(ats: list[Any], ids: list[Any], after: str) -> list[str] | None:
-    """The keys of a batch that may be folded by "the last row of a run wins"
-    (else None); a key is a row's time and record id, ``time + record_id``.
+def _in_order(ats: list[Any], ids: list[Any], after: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """The times and record ids of a batch that may be folded by "the last row of
+    a run wins", as text columns (:func:`_text`); else None. That holds when its
+    rows' keys, ``time + record_id``, strictly increase, from above ``after``
+    (the greatest key folded before), and the columns hold the strings exactly.
 
-    That holds when every stamp is in the writers' layout (:data:`STAMP` characters, so
-    ``stamp + record_id`` compares as the pair) and the keys strictly increase,
-    from above ``after``, the greatest key folded before. The checks are C
+    Comparing keys compares instants only when every stamp is in the writers'
+    layout (:data:`STAMP` ASCII characters, so ``stamp + record_id`` also
+    compares as the pair). Times that strictly increase need no key made; only
+    a batch with two rows of one time has its keys compared. The checks are C
     loops (``map``, ``join``, string slices), no Python step per row.
     """
     try:
-        joined = "".join(ats)
-        keys = list(map(add, ats, ids))
+        joined, joined_ids = "".join(ats), "".join(ids)
     except TypeError:  # a value that is not a string
         return None
     n = len(ats)
     if (
         set(map(len, ats)) != {STAMP}
+        or not joined.isascii()
         or joined[STAMP - 1 :: STAMP] != "Z" * n
         or joined[10::STAMP] != "T" * n
+        or not ats[0] + ids[0] > after
     ):
         return None
-    if keys[0] > after and all(map(lt, keys, islice(keys, 1, None))):
-        return keys
-    return None
+    if not all(map(lt, ats, islice(ats, 1, None))):
+        keys = list(map(add, ats, ids))
+        if not all(map(lt, keys, islice(keys, 1, None))):
+            return None
+    id_texts = _text(ids, joined_ids)
+    if id_texts is None:
+        return None
+    return np.frombuffer(joined.encode("ascii"), dtype=f"S{STAMP}"), id_texts
+
+
+def _text(values: list[str], joined: str) -> np.ndarray | None:
+    """Strings (``joined``: them joined) as one numpy column of their UTF-8 bytes,
+    each padded to the widest: the fold keeps a run's strings so, not as Python
+    objects, which would outlive their batch scattered in memory, each touched
+    again when let go. None when a string holds a NUL (the padding) or has no
+    UTF-8 form: such a batch is folded row by row (:func:`_strings` reads a
+    column back)."""
+    if "\0" in joined:
+        return None
+    try:
+        data = joined.encode()
+    except UnicodeEncodeError:
+        return None
+    lengths = set(map(len, values))
+    if len(lengths) == 1 and len(data) == len(joined):  # all ASCII, all one length
+        width = lengths.pop()
+        if width:
+            return np.frombuffer(data, dtype=f"S{width}")
+    return np.array(list(map(str.encode, values)), dtype=bytes)
+
+
+def _strings(texts: np.ndarray) -> list[str]:
+    """A text column (:func:`_text`) as strings."""
+    return list(map(bytes.decode, texts.tolist()))
 
 
 #: Mixes a run's hash with a record id's hash into one key per verdict.
@@ -404,38 +447,31 @@ def _mixed(runs: np.ndarray, ids: np.ndarray) -> np.ndarray:
 class _LastRows:
     """Per run, chosen fields of its last row so far, for rows in the readers' order.
 
-    Rows come a whole batch at a time: their runs' hashes, what to keep of
-    each row (a string or a tuple of strings), and numeric fields as numpy
-    arrays. Once the rows added since the last look number a quarter of the
-    runs known (at least :attr:`least`), numpy
-    finds each run's last row among the candidates (the last rows found
-    before, and the rows since); the others' tuples are let go (set to None
-    where they are kept), and the list is rebuilt with only the candidates
-    once it is mostly None. So memory grows with runs, not records, and no
-    Python step or dictionary update is spent per row: a million updates of a
-    200,000-run table cost more than reading the records did, each touching
-    memory the cache had long dropped.
+    Rows come a whole batch at a time: their runs' hashes, and one numpy
+    column per field kept (numbers, or text: :func:`_text`). Once the rows
+    added since the last look number a quarter of the runs known (at least
+    :attr:`least`), numpy finds each run's last row among the candidates (the
+    last rows found before, and the rows since). So memory grows with runs,
+    not records, and no Python step, object or dictionary update is spent per
+    row: a million updates of a 200,000-run table cost more than reading the
+    records did, each touching memory the cache had long dropped.
     """
 
     least = 16_384
 
-    def __init__(self, numeric: int = 0) -> None:
-        empty = np.zeros(0, dtype=np.int64)
-        #: The candidates: their runs' hashes, row numbers, places in :attr:`kept`,
-        #: and numeric fields.
-        self.hashes, self.numbers, self.slots = empty, empty, empty
-        self.values: list[np.ndarray] = [empty] * numeric
+    def __init__(self, fields: int) -> None:
+        #: The candidates, sorted by their runs' hashes: the hashes, row numbers
+        #: and fields.
+        self.hashes = self.numbers = np.zeros(0, dtype=np.int64)
+        self.values: list[np.ndarray] = []
         self.new_hashes: list[np.ndarray] = []
-        self.new_values: list[list[np.ndarray]] = [[] for _ in range(numeric)]
-        self.kept: list[Any] = []  # per row, its tuple of strings (None: let go)
+        self.new_values: list[list[np.ndarray]] = [[] for _ in range(fields)]
         self.count = 0  # rows looked at
         self.pending = 0  # rows added since
 
-    def add(self, hashes: np.ndarray, strings: Iterable[Any], *values: Any) -> None:
-        """Add the next rows: their runs' hashes, what to keep of each (a string,
-        or a tuple of them), and one array per numeric field."""
+    def add(self, hashes: np.ndarray, *values: np.ndarray) -> None:
+        """Add the next rows: their runs' hashes and one column per field."""
         self.new_hashes.append(hashes)
-        self.kept.extend(strings)
         for new, column in zip(self.new_values, values, strict=True):
             new.append(column)
         self.pending += len(hashes)
@@ -446,63 +482,44 @@ class _LastRows:
         """Fold the rows added since into the candidates, which stay sorted by run
         hash: each run's last new row replaces its candidate or joins them."""
         added, self.pending = self.pending, 0
-        size = len(self.kept)
         hashes = np.concatenate(self.new_hashes)
         values = [np.concatenate(new) for new in self.new_values]
         start, self.count = self.count, self.count + added
-        self.new_hashes, self.new_values = [], [[] for _ in self.values]
+        self.new_hashes, self.new_values = [], [[] for _ in values]
         # Each run's last new row, by run hash.
         unique, first = np.unique(hashes[::-1], return_index=True)
         last = added - 1 - first
-        newer = np.ones(added, dtype=bool)
-        newer[last] = False  # the other new rows are superseded at once
-        dropped = [(size - added + np.flatnonzero(newer)).tolist()]
+        if not len(self.hashes):
+            self.hashes, self.numbers = unique, start + last
+            self.values = [new[last] for new in values]
+            return
         at = np.searchsorted(self.hashes, unique)
         known = at < len(self.hashes)
         known[known] = self.hashes[at[known]] == unique[known]
-        # A run already a candidate: its new last row takes the candidate's place.
         places, rows = at[known], last[known]
-        dropped.append(self.slots[places].tolist())
+        fresh, new_rows = at[~known], last[~known]
+        # A run already a candidate: its new last row takes the candidate's place;
+        # a new run is inserted where its hash sorts.
         self.numbers[places] = start + rows
-        self.slots[places] = size - added + rows
-        for kept, new in zip(self.values, values, strict=True):
-            kept[places] = new[rows]
-        # A new run: inserted where its hash sorts.
-        fresh, rows = at[~known], last[~known]
         self.hashes = np.insert(self.hashes, fresh, unique[~known])
-        self.numbers = np.insert(self.numbers, fresh, start + rows)
-        self.slots = np.insert(self.slots, fresh, size - added + rows)
-        self.values = [
-            np.insert(kept, fresh, new[rows]) if len(kept) else new[rows]
-            for kept, new in zip(self.values, values, strict=True)
-        ]
-        if size > 4 * len(self.slots):  # mostly let go: keep only the candidates
-            self.kept = [self.kept[i] for i in self.slots.tolist()]
-            self.slots = np.arange(len(self.kept), dtype=np.int64)
-            return
-        for slots in dropped:
-            deque(map(self.kept.__setitem__, slots, repeat(None, len(slots))), maxlen=0)
+        self.numbers = np.insert(self.numbers, fresh, start + new_rows)
+        for i, new in enumerate(values):
+            kept = self.values[i]
+            if kept.dtype != new.dtype:  # a wider text column: widen the other
+                wide = np.promote_types(kept.dtype, new.dtype)
+                kept, new = kept.astype(wide), new.astype(wide)
+            kept[places] = new[rows]
+            self.values[i] = np.insert(kept, fresh, new[new_rows])
 
-    def rows(self) -> tuple[np.ndarray, np.ndarray, list[Any], list[np.ndarray]]:
+    def rows(self) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
         """Per run, in the order of their last rows: its hash, its last row's
-        number, what was kept of that row, and its numeric fields."""
+        number, and its fields."""
         if self.pending:
             self._compact()
         order = np.argsort(self.numbers, kind="stable")
-        kept = self.kept
-        return (
-            self.hashes[order],
-            self.numbers[order],
-            [kept[s] for s in self.slots[order].tolist()],
-            [values[order] for values in self.values],
-        )
-
-
-def _unzip(rows: list[tuple[Any, ...]], width: int) -> list[list[Any]]:
-    """Tuples as one list per position (``width`` of them when there are none)."""
-    return (
-        [list(column) for column in zip(*rows, strict=True)] if rows else [[] for _ in range(width)]
-    )
+        if not len(self.values):  # no row at all
+            self.values = [np.zeros(0, dtype=np.int64) for _ in self.new_values]
+        return self.hashes[order], self.numbers[order], [v[order] for v in self.values]
 
 
 def _hashes(values: Iterable[Any], count: int) -> np.ndarray:
@@ -518,9 +535,11 @@ class _Columns:
     """Per judged verdict, in arrival order: the hashes of its run and record id,
     its *kind* and its score, as numpy arrays, one chunk per batch.
 
-    A kind numbers one combination of model, form and verdict word
-    (:attr:`kinds`): a ledger has a handful, so one small integer stands for
-    three strings.
+    A kind is a verdict's model, form and verdict word as one number: the
+    model's index in :attr:`models` << 32 | the word's index in :attr:`words`
+    << 1 | full (:func:`kind_parts` takes it apart). A ledger has a handful of
+    each, so a small table per field stands for its strings, and a row's kind
+    is found by dictionary look-ups in C loops, no object made per row.
     """
 
     def __init__(self, where: str) -> None:
@@ -528,32 +547,32 @@ class _Columns:
         self.count = 0
         self.models: list[str] = []
         self.model_of: dict[str, int] = {}
-        #: (model, form, verdict word) -> kind; kinds[kind] = (model index, full, word)
-        self.kind_of: dict[tuple[Any, Any, Any], int] = {}
-        self.kinds: list[tuple[int, bool, str]] = []
+        self.words: list[Any] = []
+        self.word_of: dict[Any, int] = {}
         self.chunks: list[tuple[np.ndarray | None, ...]] = []  # None: a column taken
 
     def add(
         self,
         rows: Sequence[Any],
         runs: list[str],
-        ids: list[str],
-        keys: list[tuple[Any, Any, Any]],
-        scores: Iterable[Any],
+        ids: list[Any],
+        words: list[Any],
+        scores: list[Any],
     ) -> np.ndarray:
-        """Add judged verdict rows, given their run ids, record ids, (model,
-        form, verdict word) and scores; returns the runs' hashes."""
-        kind_of = self.kind_of
-        for key in set(keys).difference(kind_of):
-            self._new_kind(key, rows[keys.index(key)])
+        """Add judged verdict rows, given their run ids, record ids, verdict words
+        and scores; returns the runs' hashes."""
         count = len(rows)
+        models = list(map(_MODEL, rows))
+        model = self._indices(models, self.model_of, self.models, rows)
+        word = self._indices(words, self.word_of, self.words, None)
+        full = np.fromiter(map(eq, map(_FORM, rows), repeat("full")), dtype=bool, count=count)
         hashes = _hashes(runs, count)
         self.chunks.append(
             (
                 hashes,
                 _hashes(ids, count),
-                np.array([kind_of[key] for key in keys], dtype=np.int32),
-                np.array([math.nan if s is None else s for s in scores]),
+                model << 32 | word << 1 | full,
+                np.array(scores, dtype=np.float64),  # None becomes NaN
             )
         )
         self.count += count
@@ -565,23 +584,32 @@ class _Columns:
             rows,
             list(map(_RUN, rows)),
             list(map(_ID, rows)),
-            list(zip(map(_MODEL, rows), map(_FORM, rows), map(_WORD, rows), strict=True)),
-            map(_SCORE, rows),
+            list(map(_WORD, rows)),
+            list(map(_SCORE, rows)),
         )
 
-    def _new_kind(self, key: tuple[Any, Any, Any], row: Any) -> None:
-        model, form, word = key
-        if not isinstance(model, str):  # the schema requires it of every judged verdict
-            raise LedgerCorrupt(
-                self.where,
-                None,
-                f"a {row.verdict} verdict of run {row.run_id} names no evaluator_model",
-            )
-        if model not in self.model_of:
-            self.model_of[model] = len(self.models)
-            self.models.append(model)
-        self.kind_of[key] = len(self.kinds)
-        self.kinds.append((self.model_of[model], form == "full", word))
+    def _indices(
+        self, values: list[Any], index: dict[Any, int], table: list[Any], rows: Sequence[Any] | None
+    ) -> np.ndarray:
+        """Each value's place in ``table``; a value not yet there joins it (a model,
+        when ``rows`` are given, only if it is a string)."""
+        found = list(map(index.get, values))
+        if None in found:
+            for value in dict.fromkeys(values):
+                if value in index:
+                    continue
+                if rows is not None and not isinstance(value, str):
+                    # The schema requires a model of every judged verdict.
+                    row = rows[values.index(value)]
+                    raise LedgerCorrupt(
+                        self.where,
+                        None,
+                        f"a {row.verdict} verdict of run {row.run_id} names no evaluator_model",
+                    )
+                index[value] = len(table)
+                table.append(value)
+            found = list(map(index.__getitem__, values))
+        return np.fromiter(found, dtype=np.int64, count=len(found))
 
     def take(self, column: int) -> np.ndarray:
         """One column whole (0 runs, 1 ids, 2 kinds, 3 scores); its chunks are let
@@ -596,41 +624,44 @@ class _Columns:
         return np.concatenate(parts)
 
 
+def kind_parts(kinds: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(model index, word index, full) of each kind (:class:`_Columns`)."""
+    return kinds >> 32, (kinds >> 1) & 0x7FFFFFFF, (kinds & 1) != 0
+
+
 #: The columns of no judged verdict: (runs, ids, kinds, scores).
 _EMPTY_COLUMNS = (
     np.zeros(0, dtype=np.int64),
     np.zeros(0, dtype=np.int64),
-    np.zeros(0, dtype=np.int32),
+    np.zeros(0, dtype=np.int64),
     np.zeros(0, dtype=np.float64),
 )
 
 
 def _fold_in_order(
     batch: Sequence[Any],
-    keys: list[str],
-    ids: list[str],
+    ordered: _Ordered,
     columns: _Columns,
     last: _LastRows,
     skips: dict[str, tuple[Any, Any, str]],
 ) -> None:
-    """Fold a batch in the readers' order, given its rows' keys (:func:`_in_order`)
-    and record ids, each field read once. A run's latest verdict keeps its key,
-    one string from which its time (the first :data:`STAMP` characters) and id come back."""
+    """Fold a batch in the readers' order, given its :class:`_Ordered` columns,
+    each field read once. A run's latest verdict keeps its time and record id."""
+    ids, ats, id_texts = ordered
     words = list(map(_WORD, batch))
     if SKIPPED in words:  # rare: note the skips, fold the rest
         judged = [word != SKIPPED for word in words]
         for row, is_judged in zip(batch, judged, strict=True):
             if not is_judged:
                 skips[row.run_id] = (row.evaluator_model, None, row.recorded_at)
-        batch, keys, ids, words = (
-            list(compress(values, judged)) for values in (batch, keys, ids, words)
-        )
+        batch, ids, words = (list(compress(values, judged)) for values in (batch, ids, words))
         if not batch:
             return
+        mask = np.array(judged, dtype=bool)
+        ats, id_texts = ats[mask], id_texts[mask]
     runs = list(map(_RUN, batch))
-    kinds = list(zip(map(_MODEL, batch), map(_FORM, batch), words, strict=True))
-    hashes = columns.add(batch, runs, ids, kinds, map(_SCORE, batch))
-    last.add(hashes, keys)
+    hashes = columns.add(batch, runs, ids, words, list(map(_SCORE, batch)))
+    last.add(hashes, ats, id_texts)
 
 
 def latest_verdicts(
@@ -649,7 +680,7 @@ def latest_verdicts(
     """
     detailed = in_scope is not None
     columns = _Columns(where)
-    last = _LastRows()  # per row its key: time + record id
+    last = _LastRows(2)  # per row its time and record id (text columns)
     #: Row by row: run hash -> (row number, time, record id, initiative).
     latest: dict[int, tuple[int, str, Any, Any]] | None = {} if detailed else None
     skips: dict[str, tuple[Any, Any, str]] = {}
@@ -658,13 +689,19 @@ def latest_verdicts(
     initiatives: list[Any] = []  # filtered reports: per judged row
     for batch, ordered in _in_turn(batches, not detailed):
         if ordered is not None:
-            _fold_in_order(batch, *ordered, columns, last, skips)
+            _fold_in_order(batch, ordered, columns, last, skips)
             continue
         if latest is None:  # from here on, row by row
-            hashes, numbers, kept, _ = last.rows()
+            hashes, numbers, (last_ats, last_ids) = last.rows()
             latest = {
-                run: (number, key[:STAMP], key[STAMP:], None)
-                for run, number, key in zip(hashes.tolist(), numbers.tolist(), kept, strict=True)
+                run: (number, at, record_id, None)
+                for run, number, at, record_id in zip(
+                    hashes.tolist(),
+                    numbers.tolist(),
+                    _strings(last_ats),
+                    _strings(last_ids),
+                    strict=True,
+                )
             }
         judged: list[Any] = []
         for row in batch:
@@ -690,8 +727,8 @@ def latest_verdicts(
     kept_ats: Sequence[str]
     kept_initiatives: Iterable[Any]
     if latest is None:
-        _, numbers, kept, _ = last.rows()
-        kept_ats = [key[:STAMP] for key in kept]
+        _, numbers, (last_ats, _) = last.rows()
+        kept_ats = _strings(last_ats)
         kept_initiatives = repeat(None, len(kept_ats))
     else:
         number_list, kept_ats, _, kept_initiatives = (
@@ -722,18 +759,18 @@ def _result(
 ) -> LatestVerdicts:
     """The fold's state as :class:`LatestVerdicts`: the winners' columns, and
     every other judged row in :class:`Earlier`."""
-    models, table = columns.models, columns.kinds
-    # Per kind, the machine number Earlier keeps: model index << 2 | full << 1 | passed.
-    code_of_kind = np.array(
-        [m << 2 | full << 1 | (word in PASS_SIDE) for m, full, word in table] or [0],
-        dtype=np.int64,
-    )
+    models, words = columns.models, columns.words
+    passes = np.array([word in PASS_SIDE for word in words] or [False], dtype=np.int64)
     numbers = winners.numbers
     earlier = Earlier(models, detailed)
-    kinds = columns.take(2)
-    superseded = np.ones(len(kinds), dtype=bool)
+    model_of, word_of, full = kind_parts(columns.take(2))
+    # Per verdict, the machine number Earlier keeps: model index << 2 | full << 1 | passed.
+    codes = model_of << 2 | full << 1 | passes[word_of]
+    del full
+    superseded = np.ones(len(codes), dtype=bool)
     superseded[numbers] = False
-    won_codes, earlier.codes = code_of_kind[kinds[numbers]], code_of_kind[kinds[superseded]]
+    won_codes, earlier.codes = codes[numbers], codes[superseded]
+    del codes
     # One column at a time, each let go once split: the winners' and Earlier's.
     column = columns.take(0)
     won_runs, earlier.runs = column[numbers], column[superseded]
@@ -746,10 +783,9 @@ def _result(
         keep = superseded.tolist()
         earlier.ats = [at for at, s in zip(ats, keep, strict=True) if s]
         earlier.initiatives = [i for i, s in zip(initiatives, keep, strict=True) if s]
-        kinds = kinds[np.array(scoped, dtype=bool)]
+        in_scope = np.array(scoped, dtype=bool)
+        model_of, word_of = model_of[in_scope], word_of[in_scope]
     # The pass fractions' windows: the last judged verdicts in scope, per model too.
-    words = [word for _, _, word in table]
-    model_of_kind = np.array([m for m, _, _ in table] or [0], dtype=np.int64)
 
     def last_words(chosen: np.ndarray) -> deque[str]:
         tail = chosen[-window:].tolist() if window else []
@@ -765,9 +801,54 @@ def _result(
         list(winners.initiatives) if detailed else None,
         earlier,
         dict(zip(skips, map(Skip._make, skips.values()), strict=True)),
-        last_words(kinds),
-        {model: last_words(kinds[model_of_kind[kinds] == i]) for i, model in enumerate(models)},
+        last_words(word_of),
+        {model: last_words(word_of[model_of == i]) for i, model in enumerate(models)},
     )
+
+
+def _run_texts(runs: list[Any]) -> np.ndarray | None:
+    """The runs of a batch as a text column (:func:`_text`); None when one cannot be."""
+    try:
+        return _text(runs, "".join(runs))
+    except TypeError:  # a run id that is not a string
+        return None
+
+
+def _label_columns(batch: Sequence[Any], runs: list[str]) -> list[np.ndarray]:
+    """A batch of labels' numeric columns: passed, names a verdict, the hash of the
+    verdict it names, seeded, blind, plan weight, plan draw.
+
+    Each is a C loop over the batch. The fields a label rarely carries (its
+    author, blind, a plan weight) are looked at per row only in a batch where
+    some label carries them, or where some row has no such field (rows read
+    elsewhere): the same functions then decide, row by row."""
+    count = len(batch)
+    gates = list(map(_GATE, batch))
+    passed = np.fromiter(map(eq, map(_LABEL, batch), repeat("pass")), dtype=bool, count=count)
+    names = np.fromiter(map(is_not, gates, repeat(None)), dtype=bool, count=count)
+    by, blind, weights = (_field(batch, name) for name in ("by", "blind", "plan_weight"))
+    if by is not None and LABELLER not in by:
+        seeded = np.zeros(count, dtype=bool)
+    else:
+        seeded = np.fromiter(map(is_seeded_label, runs, map(_BY, batch)), dtype=bool, count=count)
+    if blind is not None:
+        blinds = np.fromiter(map(is_, blind, repeat(True)), dtype=bool, count=count)
+    else:
+        blinds = np.fromiter(map(_blind, batch), dtype=bool, count=count)
+    if weights is not None and weights.count(None) == count:
+        plan_weights, draws = np.zeros(count), np.full(count, NO_DRAW)
+    else:
+        plan_weights = np.fromiter(map(_plan_weight, batch), dtype=np.float64, count=count)
+        draws = np.fromiter(map(_plan_draw, batch), dtype=np.float64, count=count)
+    return [passed, names, _hashes(gates, count), seeded, blinds, plan_weights, draws]
+
+
+def _field(batch: Sequence[Any], name: str) -> list[Any] | None:
+    """Each row's ``name`` field; None when some row has no such field."""
+    try:
+        return list(map(attrgetter(name), batch))
+    except AttributeError:
+        return None
 
 
 def latest_labels(
@@ -780,44 +861,42 @@ def latest_labels(
     :class:`_LastRows`, and from the first that is not, row by row through
     ``latest``: run -> (time, passed, names, gate hash, initiative, record id, seeded).
     """
-    # per row (key, run[, initiative]); passed, names, gate hash, seeded, blind, plan
-    # weight, plan draw
-    last = _LastRows(7)
+    # per row its time, record id, run (text columns), passed, names, gate hash, seeded,
+    # blind, plan weight, plan draw[, initiative]
+    last = _LastRows(11 if detailed else 10)
     latest: dict[str, tuple[Any, ...]] | None = None
     for batch, ordered in _in_turn(batches):
-        if ordered is not None:
-            keys = ordered[0]
-            runs = list(map(_RUN, batch))
-            gates = list(map(_GATE, batch))
-            strings = (
-                zip(keys, runs, map(_INITIATIVE, batch), strict=True)
+        runs = list(map(_RUN, batch)) if ordered is not None and latest is None else []
+        run_texts = _run_texts(runs)
+        if ordered is not None and latest is None and run_texts is not None:
+            count = len(runs)
+            scope = (
+                [np.fromiter(map(_INITIATIVE, batch), dtype=object, count=count)]
                 if detailed
-                else zip(keys, runs, strict=True)
+                else []
             )
             last.add(
-                _hashes(runs, len(runs)),
-                strings,
-                np.array([label == "pass" for label in map(_LABEL, batch)], dtype=bool),
-                np.array([gate is not None for gate in gates], dtype=bool),
-                _hashes(gates, len(gates)),
-                np.fromiter(
-                    map(is_seeded_label, runs, map(_BY, batch)), dtype=bool, count=len(runs)
-                ),
-                np.fromiter(map(_blind, batch), dtype=bool, count=len(runs)),
-                np.fromiter(map(_plan_weight, batch), dtype=np.float64, count=len(runs)),
-                np.fromiter(map(_plan_draw, batch), dtype=np.float64, count=len(runs)),
+                _hashes(runs, count),
+                ordered.ats,
+                ordered.id_texts,
+                run_texts,
+                *_label_columns(batch, runs),
+                *scope,
             )
             continue
         if latest is None:  # from here on, row by row
-            _, _, kept, values = last.rows()
-            columns = _unzip(kept, 3 if detailed else 2)
-            keys, runs = columns[:2]
-            ats, ids = [k[:STAMP] for k in keys], [k[STAMP:] for k in keys]
-            initiatives = columns[2] if detailed else repeat(None, len(runs))
+            _, _, (ats, ids, run_col, *values) = last.rows()
+            label_runs = _strings(run_col)
+            own = values.pop().tolist() if detailed else repeat(None, len(label_runs))
             latest = {
                 run: (at, passed, names, gate, initiative, record_id, seeded, blind, w, u)
                 for run, at, record_id, initiative, passed, names, gate, seeded, blind, w, u in zip(
-                    runs, ats, ids, initiatives, *(v.tolist() for v in values), strict=True
+                    label_runs,
+                    _strings(ats),
+                    _strings(ids),
+                    own,
+                    *(v.tolist() for v in values),
+                    strict=True,
                 )
             }
         for row in batch:
@@ -839,15 +918,16 @@ def latest_labels(
                     _plan_draw(row),
                 )
     if latest is None:
-        _, _, kept, (passed, names, gate_hashes, seeded, blind, weights, draws) = last.rows()
-        columns = _unzip(kept, 3 if detailed else 2)
+        _, _, (ats, _, run_col, *values) = last.rows()
+        initiative_list = values.pop().tolist() if detailed else None
+        passed, names, gate_hashes, seeded, blind, weights, draws = values
         return LatestLabels(
-            columns[1],
-            [key[:STAMP] for key in columns[0]],
-            passed,
-            names,
-            gate_hashes,
-            columns[2] if detailed else None,
+            _strings(run_col),
+            _strings(ats),
+            passed.astype(bool),
+            names.astype(bool),
+            gate_hashes.astype(np.int64),
+            initiative_list,
             seeded.astype(bool),
             blind.astype(bool),
             weights.astype(np.float64),

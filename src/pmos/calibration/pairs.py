@@ -30,6 +30,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import compress
+from operator import attrgetter
 from typing import Any, NamedTuple, cast
 
 import numpy as np
@@ -57,6 +59,8 @@ from pmos.store.read import batches, loose_values
 from pmos.store.rows import row_type
 from pmos.store.screening import Excluded, Exclusion, Screen
 from pmos.timestamps import rfc3339
+
+_RECORD_ID = attrgetter("record_id")
 
 
 class ScoredPair(NamedTuple):
@@ -435,8 +439,8 @@ def read_and_pair(
     found: dict[str, tuple[str, str]] = {}
 
     def note(batch: list[Any] | None) -> None:
-        if batch is not None:
-            for row in [row for row in batch if row.record_id in named]:
+        if batch is not None and named:  # a C loop over the batch; a step per row named
+            for row in compress(batch, map(named.__contains__, map(_RECORD_ID, batch))):
                 found.setdefault(row.record_id, (row.run_id, row.verdict))
 
     def answers() -> tuple[dict[str, tuple[str, str]], set[str]]:
