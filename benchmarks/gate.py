@@ -16,7 +16,7 @@ Prints the ratio gate / verify (target: at most 1.5) and the machine's load
 average before and after. ``--check`` exits 1 when the target is missed.
 
 Usage: ``python benchmarks/gate.py [--records 100000] [--runs 100] [--loose 1000]
-[--repeat 3] [--check]``.
+[--repeat 3] [--check] [--keep]``.
 """
 
 from __future__ import annotations
@@ -113,6 +113,7 @@ def main() -> int:
     parser.add_argument("--loose", type=int, default=1_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--check", action="store_true")
+    parser.add_argument("--keep", action="store_true", help="keep the product repository")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="pmos-bench-gate-"))
     try:
@@ -169,7 +170,10 @@ def main() -> int:
             return 1
         return 1 if args.check and ratio > TARGET else 0
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if args.keep:
+            print(f"kept: {repo}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
