@@ -50,3 +50,51 @@ def test_a_pack_verified_before_but_edited_since_is_refused(kit, kit_root):
     ledgerfiles.edit(pack, b'"label":"pass"', b'"label":"fail"')
     report = verify_kind(kit.store, "acceptances", verified_packs={name})
     assert not report.ok and "does not match its name" in report.problems[0].problem
+
+
+def _months_read_whole(kit) -> dict[str, bool]:
+    from pmos.store.read import scanned
+
+    return {b.name: b.whole is not None for b in scanned(kit.store, "acceptances")}
+
+
+def test_a_month_read_whole_counts_the_lines_its_header_names(kit, kit_root):
+    """A month whose memo recalls every line as sound is read whole, its lines
+    counted by decoding them: its header must name that many records. A pack
+    whose header names one more is refused by its header even when this
+    machine's memo (pmos.store.linememo) is made to vouch for every line."""
+    from pmos.store import linememo, screencache
+
+    sound = ledgerfiles.pack_of(kit_root, "acceptances", [_label(i) for i in range(3)])
+    first = verify_kind(kit.store, "acceptances")
+    assert first.ok and first.records == 3
+    assert _months_read_whole(kit) == {"2026-03": True}  # its memo written by the first reading
+    assert verify_kind(kit.store, "acceptances").head == first.head
+    sound.unlink()
+    odd = _overcounted(kit_root)
+    memo = screencache.cache_folder(kit_root)
+    linememo.save_pack(memo, odd, "acceptances", "2026-03", {}, True)  # a memo that lies
+    assert linememo.load_pack(memo, odd, "acceptances", "2026-03") == ({}, True)
+    assert _months_read_whole(kit) == {"2026-03": False}
+    report = verify_kind(kit.store, "acceptances")
+    assert [p.line for p in report.problems] == [1]
+    assert "pack header of bucket 2026-03 for 3 records" in report.problems[0].problem
+    assert report.records == 0
+
+
+def test_the_head_is_one_digest_over_the_sorted_digests_of_any_width():
+    """Content digests (one width) are sorted as one array, other lines as strings:
+    the head is the same SHA-256 over the sorted lines either way."""
+    import hashlib as h
+
+    from pmos.store.verify import summary_digest
+
+    def expected(items: list[str]) -> str:
+        return h.sha256("".join(f"{d}\n" for d in sorted(items)).encode()).hexdigest()
+
+    digests = [h.sha256(str(i).encode()).hexdigest() for i in range(1000)]
+    mixed = [f"{['evals', 'runs', 'tasks'][i % 3]}:{d}" for i, d in enumerate(digests)]
+    odd = ["é" + d[1:] for d in digests[:3]] + digests[3:10]  # one length, not ASCII
+    for items in (digests, mixed, odd, digests[:1], []):
+        assert summary_digest(items) == expected(items)
+    assert summary_digest([]) == h.sha256(b"").hexdigest()

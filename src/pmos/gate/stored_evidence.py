@@ -164,7 +164,7 @@ def _citing(bucket: BucketScan) -> Iterator[tuple[str, int | None, bytes]]:
         if rows is not None:
             wanted = [i for i, row in enumerate(rows) if _cites(row)]
             if wanted:
-                lines = whole.body.split(b"\n")
+                lines = bytes(whole.body).split(b"\n")
                 for i in wanted:
                     yield whole.file, i + 2, lines[i]
             return

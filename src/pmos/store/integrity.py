@@ -27,12 +27,10 @@ metrics, queue, board, gate, sync and verify agree on which records count.
 from __future__ import annotations
 
 import hashlib
-import os
-import re
 from collections.abc import Iterable, Iterator
 from functools import cache
 from itertools import pairwise
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -88,43 +86,42 @@ class PackRead(NamedTuple):
     ordered: bool = False
 
 
-#: The tail of every record line: its digest field, then the line's end.
-_TAIL = re.compile(rb',"digest":"([0-9a-f]{64})"}\n')
 _RECORD_ID = attrgetter("record_id")
+_DIGEST = attrgetter("digest")
+#: A stored record's place in ledger order: (its key, its digest).
+_ORDER = itemgetter(0, 1)
 
 
 class WholePack(NamedTuple):
     """A month held by one pack alone whose every line counts, as this machine's memo
     of its line checks recalls it (:mod:`pmos.store.linememo`): its record lines,
-    and each line's order key decoded in one call. Readers decode such a month in
-    one call too (:func:`pmos.store.read.batches`) instead of line by line: most
-    of a large ledger's months are like this, and the calls per line cost more
-    than the checks."""
+    and each line's record id and digest decoded in one call. Readers decode such a
+    month in one call too (:func:`pmos.store.read.batches`) instead of line by
+    line: most of a large ledger's months are like this, and the calls per line
+    cost more than the checks."""
 
     file: str
     sha: str
-    #: The pack's record lines, each ending in a newline (its header left off).
-    body: bytes
-    #: Each line's ``record_id`` (as an object with that field), in line order: all
-    #: that the rule on ids repeated across months asks of a month read whole.
+    #: The pack's record lines, each ending in a newline (its header left off): a
+    #: view of the bytes read, not a copy of them.
+    body: memoryview
+    #: Each line's ``record_id`` and ``digest`` (as an object with those fields), in
+    #: line order: all that the rule on ids repeated across months, the count and
+    #: the head ask of a month read whole. A line the memo recalls as sound has no
+    #: ``digest`` field but its last, which is its content digest.
     keys: list[Any]
 
-    def tails(self) -> list[bytes]:
-        """Each line's content digest, as ASCII bytes (its tail, which the line checks
-        this memo recalls found to be the line's digest). A line holds no newline
-        of its own, so the tail is found once per line."""
-        tails: list[bytes] = _TAIL.findall(self.body)
-        if len(tails) != len(self.keys):  # not as the memo said: take each line's tail
-            return [e.digest.encode() for e in self.entries()]
-        return tails
+    def content_digests(self) -> list[str]:
+        """Each line's content digest."""
+        return list(map(_DIGEST, self.keys))
 
     def digests(self) -> Iterable[tuple[str, str]]:
         """``(content digest, record id)`` of each line."""
-        return zip(map(bytes.decode, self.tails()), map(_RECORD_ID, self.keys), strict=True)
+        return zip(map(_DIGEST, self.keys), map(_RECORD_ID, self.keys), strict=True)
 
     def entries(self) -> list[Stored]:
         """The month's records as :class:`Stored` entries (for readers that want them)."""
-        rows = self.body.split(b"\n")
+        rows = bytes(self.body).split(b"\n")
         rows.pop()
         decode = _key_decoder().decode
         out = []
@@ -313,9 +310,9 @@ def scan_bucket(
             # repeated id: only earlier months' ids are left to check.
             if seen is None:
                 return BucketScan(bucket.name, None, refused, read, whole=whole)
-            ids = set(map(hash, map(_RECORD_ID, whole.keys)))
-            if seen.isdisjoint(ids):
-                seen |= ids
+            hashes = list(map(hash, map(_RECORD_ID, whole.keys)))
+            if seen.isdisjoint(hashes):
+                seen.update(hashes)
                 return BucketScan(bucket.name, None, refused, read, whole=whole)
             found += whole.entries()
     for rel in bucket.loose:
@@ -331,7 +328,7 @@ def scan_bucket(
         if seen.isdisjoint(ids):
             seen |= ids
             return BucketScan(bucket.name, found, refused, read)
-    found.sort(key=lambda s: (s.key, s.digest))
+    found.sort(key=_ORDER)
     counted: list[Stored] = []
     last = None
     # Of records that share a record_id within one month, none counts: which one
@@ -493,14 +490,9 @@ def _scan_loose(
 
 
 def _read(path: Path) -> bytes:
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    try:
-        parts = []
-        while chunk := os.read(fd, 1 << 20):
-            parts.append(chunk)
-    finally:
-        os.close(fd)
-    return b"".join(parts)
+    """A file's bytes, read in one call into one buffer of its size (no copy of chunks)."""
+    with open(path, "rb", buffering=0) as handle:
+        return handle.readall()
 
 
 def _scan_pack(
@@ -532,12 +524,23 @@ def _scan_pack(
             )
         )
         return PackRead(path, sha, False), None
-    count = data.count(b"\n") - 1  # record lines, the header left out
+    known = linememo.load_pack(memo, sha, kind, bucket)
+    if known is not None and alone and known[1] and not known[0] and data.endswith(b"\n"):
+        # Every line recalled as sound: the month is taken whole, its lines never split
+        # (nor counted apart: the header names their number, and one is decoded a line).
+        body_at = data.index(b"\n") + 1
+        claimed = _claimed(data[: body_at - 1])
+        if claimed > 0 and data[: body_at - 1] == pack_header(kind, bucket, claimed):
+            body = memoryview(data)[body_at:]
+            keys = _keys(body, claimed)
+            if keys is not None:
+                return PackRead(path, sha, True, True), WholePack(file, sha, body, keys)
+    rows = data.split(b"\n")
+    count = len(rows) - 2  # record lines: the header and what follows the last newline left out
     if not data.endswith(b"\n") or count < 1:
         refused.append(Refused(file, None, None, "the pack does not end with a complete line"))
         return PackRead(path, sha, False), None
-    body_at = data.index(b"\n") + 1
-    if data[: body_at - 1] != pack_header(kind, bucket, count):
+    if rows[0] != pack_header(kind, bucket, count):
         refused.append(
             Refused(
                 file,
@@ -549,14 +552,6 @@ def _scan_pack(
         )
         return PackRead(path, sha, False), None
     keep = found.append
-    known = linememo.load_pack(memo, sha, kind, bucket)
-    if known is not None and alone and known[1] and not known[0]:
-        # Every line recalled as sound: the month is taken whole, its lines never split.
-        body = data[body_at:]
-        keys = _keys(body, count)
-        if keys is not None:
-            return PackRead(path, sha, True, True), WholePack(file, sha, body, keys)
-    rows = data.split(b"\n")
     rows.pop()
     if known is not None and _recall(rows, known[0], file, sha, keep, refused):
         return PackRead(path, sha, True, known[1]), None
@@ -584,10 +579,20 @@ def _scan_pack(
     return PackRead(path, sha, True, ordered), None
 
 
-def _keys(body: bytes, count: int) -> list[Any] | None:
-    """The ``record_id`` of each of a recalled pack's ``count`` lines, decoded in one
-    call (each line's time is decoded only if its entry is asked for); None when a
-    line does not decode to one (a damaged memo: every line is checked)."""
+def _claimed(header: bytes) -> int:
+    """The number of records a pack's header line names (0 when it names none)."""
+    try:
+        claimed = orjson.loads(header).get("records")
+    except (orjson.JSONDecodeError, AttributeError):
+        return 0
+    return claimed if type(claimed) is int else 0
+
+
+def _keys(body: memoryview, count: int) -> list[Any] | None:
+    """The ``record_id`` and ``digest`` of each of a recalled pack's ``count`` lines,
+    decoded in one call (each line's time is decoded only if its entry is asked
+    for); None when a line does not decode to one, or the lines are not ``count``
+    (a damaged memo: every line is checked)."""
     try:
         keys: list[Any] = _id_decoder().decode_lines(body)
     except ValueError:  # msgspec's DecodeError and ValidationError are ValueErrors
@@ -641,11 +646,12 @@ def _recall(
 
 @cache
 def _id_decoder() -> Any:
-    """A decoder of a line's ``record_id`` only."""
+    """A decoder of a line's ``record_id`` and ``digest`` only."""
     import msgspec  # loaded by the first pack read from the memo, not by every command
 
-    class LineId(msgspec.Struct):
+    class LineId(msgspec.Struct, gc=False):
         record_id: str
+        digest: str
 
     return msgspec.json.Decoder(LineId)
 

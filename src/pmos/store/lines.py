@@ -180,7 +180,7 @@ def _typed_decoder(kind: str, row: type | None) -> Callable[[bytes], Any]:
     return decode_typed
 
 
-def lines_decoder(row: type | None) -> Callable[[bytes], list[Any]] | None:
+def lines_decoder(row: type | None) -> Callable[[bytes | memoryview], list[Any]] | None:
     """For a ``row`` reader, the decoder of many lines at once (newline-delimited, as a
     pack holds them): the hot readers' way to read a month whose lines were all
     checked (:class:`pmos.store.integrity.WholePack`). None for other readers,
@@ -191,7 +191,7 @@ def lines_decoder(row: type | None) -> Callable[[bytes], list[Any]] | None:
 
 
 @cache
-def _lines_decoder(row: type) -> Callable[[bytes], list[Any]]:
+def _lines_decoder(row: type) -> Callable[[bytes | memoryview], list[Any]]:
     # Deferred: msgspec (about 30 ms), on the first typed read only.
     import msgspec
 
