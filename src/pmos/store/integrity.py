@@ -217,6 +217,7 @@ def scan(
     *,
     skip: frozenset[str] = frozenset(),
     memo: Path | None = None,
+    row: type | None = None,
 ) -> Iterator[BucketScan]:
     """Every bucket of ``sources``, oldest first, with the rule applied (see the module
     docstring). Stray files are refused in the first bucket scanned (or an empty one).
@@ -225,6 +226,10 @@ def scan(
     (``pmos sync``): they are not read, and their records are not yielded.
     ``memo`` is the folder of this machine's memo of pack line checks
     (:mod:`pmos.store.linememo`), or None to check every line.
+    ``row`` is the type a month read whole decodes each line to (its
+    :attr:`WholePack.keys`): a ``msgspec.Struct`` with ``record_id`` and
+    ``digest``, and whatever else the caller reads of such a month in the same
+    call (``pmos ledger verify``: what says whether a verdict cites evidence).
     """
     # The record ids of earlier months, as their hashes: a million-record ledger's
     # strings would cost the reader more than everything else it keeps. Two ids
@@ -232,7 +237,7 @@ def scan(
     seen: set[int] = set()
     strays = [Refused(str(path), None, None, why) for path, why in sources.strays]
     for bucket in sources.buckets:
-        result = scan_bucket_whole(sources.folder, bucket, kind, seen, skip, memo)
+        result = scan_bucket_whole(sources.folder, bucket, kind, seen, skip, memo, row)
         if strays:
             result.refused[:0] = strays
             strays = []
@@ -253,6 +258,7 @@ def scan_bucket_whole(
     seen: set[int] | None,
     skip: frozenset[str] = frozenset(),
     memo: Path | None = None,
+    row: type | None = None,
 ) -> BucketScan:
     """:func:`scan_bucket`, read again while a ``pmos ledger pack`` running meanwhile
     changed the bucket, so a reader that takes no lock still sees every record of
@@ -262,7 +268,7 @@ def scan_bucket_whole(
     is listed and read again (a record read from both a loose file and its new
     pack counts once: copies are one record)."""
     for _ in range(RESCANS):
-        result = scan_bucket(folder, bucket, kind, seen, skip, memo)
+        result = scan_bucket(folder, bucket, kind, seen, skip, memo, row)
         listed = frozenset(p.name for p in bucket.packs)
         if not result.vanished and pack_names(folder, bucket.name) == listed:
             return result
@@ -289,10 +295,12 @@ def scan_bucket(
     seen: set[int] | None,
     skip: frozenset[str] = frozenset(),
     memo: Path | None = None,
+    row: type | None = None,
 ) -> BucketScan:
     """One bucket (see :func:`scan`); ``seen`` carries the record ids of older buckets.
     With ``seen`` None, records are only de-duplicated by digest (``pmos ledger pack``
-    keeps both records of a repeated id: which one counts is the readers' rule)."""
+    keeps both records of a repeated id: which one counts is the readers' rule).
+    ``row``: see :func:`scan`."""
     found: list[Stored] = []
     refused: list[Refused] = []
     read: list[PackRead] = []
@@ -302,7 +310,7 @@ def scan_bucket(
         match = PACK.match(path.name)
         if match is not None and match.group(1) in skip:
             continue
-        pack, whole = _scan_pack(path, bucket.name, kind, found, refused, memo, alone)
+        pack, whole = _scan_pack(path, bucket.name, kind, found, refused, memo, alone, row)
         vanished = vanished or not pack.sha
         read.append(pack)
         if whole is not None:
@@ -503,6 +511,7 @@ def _scan_pack(
     refused: list[Refused],
     memo: Path | None = None,
     alone: bool = False,
+    row: type | None = None,
 ) -> tuple[PackRead, WholePack | None]:
     """Read one pack into ``found`` or ``refused``. When it is ``alone`` in its month
     and the memo recalls every line of its bytes as sound and in order, nothing is
@@ -532,7 +541,7 @@ def _scan_pack(
         claimed = _claimed(data[: body_at - 1])
         if claimed > 0 and data[: body_at - 1] == pack_header(kind, bucket, claimed):
             body = memoryview(data)[body_at:]
-            keys = _keys(body, claimed)
+            keys = _keys(body, claimed, row)
             if keys is not None:
                 return PackRead(path, sha, True, True), WholePack(file, sha, body, keys)
     rows = data.split(b"\n")
@@ -588,13 +597,13 @@ def _claimed(header: bytes) -> int:
     return claimed if type(claimed) is int else 0
 
 
-def _keys(body: memoryview, count: int) -> list[Any] | None:
-    """The ``record_id`` and ``digest`` of each of a recalled pack's ``count`` lines,
-    decoded in one call (each line's time is decoded only if its entry is asked
-    for); None when a line does not decode to one, or the lines are not ``count``
-    (a damaged memo: every line is checked)."""
+def _keys(body: memoryview, count: int, row: type | None) -> list[Any] | None:
+    """The ``record_id`` and ``digest`` (and what else ``row`` has) of each of a
+    recalled pack's ``count`` lines, decoded in one call (each line's time is
+    decoded only if its entry is asked for); None when a line does not decode to
+    one, or the lines are not ``count`` (a damaged memo: every line is checked)."""
     try:
-        keys: list[Any] = _id_decoder().decode_lines(body)
+        keys: list[Any] = _id_decoder(row).decode_lines(body)
     except ValueError:  # msgspec's DecodeError and ValidationError are ValueErrors
         return None
     return keys if len(keys) == count else None
@@ -645,15 +654,15 @@ def _recall(
 
 
 @cache
-def _id_decoder() -> Any:
-    """A decoder of a line's ``record_id`` and ``digest`` only."""
+def _id_decoder(row: type | None) -> Any:
+    """A decoder of a line to ``row`` (by default its ``record_id`` and ``digest`` only)."""
     import msgspec  # loaded by the first pack read from the memo, not by every command
 
     class LineId(msgspec.Struct, gc=False):
         record_id: str
         digest: str
 
-    return msgspec.json.Decoder(LineId)
+    return msgspec.json.Decoder(LineId if row is None else row)
 
 
 @cache

@@ -152,10 +152,13 @@ def verify_store(
     screen: Screen | None = None,
     verified_packs: Collection[str] = frozenset(),
     each_month: dict[str, BucketCheck] | None = None,
+    rows: dict[str, type] | None = None,
     ids: bool = True,
 ) -> list[KindReport]:
     """One report per ledger kind (see the module docstring and :func:`verify_kind`);
-    ``each_month[kind]``, when given, also checks each month of that kind as it is read.
+    ``each_month[kind]``, when given, also checks each month of that kind as it is read,
+    and ``rows[kind]`` is what each line of a month read whole is decoded to for it
+    (:func:`pmos.store.integrity.scan`).
     ``ids``: keep each record's id beside its digest (:attr:`KindReport.digests`)."""
     return [
         verify_kind(
@@ -166,6 +169,7 @@ def verify_store(
             screen=screen,
             verified_packs=verified_packs,
             each_month=(each_month or {}).get(kind),
+            row=(rows or {}).get(kind),
             ids=ids,
         )
         for kind in LEDGER_KINDS
@@ -181,6 +185,7 @@ def verify_kind(
     screen: Screen | None = None,
     verified_packs: Collection[str] = frozenset(),
     each_month: BucketCheck | None = None,
+    row: type | None = None,
     ids: bool = True,
 ) -> KindReport:
     """Verify one kind's ledger (and ``each_month`` of it, as it is read).
@@ -215,7 +220,7 @@ def verify_kind(
     # --schema checks everything with no cache; otherwise a pack's line checks may be
     # recalled from this machine's memo of them (pmos.store.linememo).
     memo = None if with_schema or check is not None else screencache.cache_folder(store.root)
-    for bucket in integrity.scan(sources, kind, memo=memo):
+    for bucket in integrity.scan(sources, kind, memo=memo, row=row):
         for refused in bucket.refused:
             report.add(refused.file, refused.line, refused.problem)
         report.checked_packs += [p.sha for p in bucket.packs if p.ok]
