@@ -98,3 +98,40 @@ def test_the_head_is_one_digest_over_the_sorted_digests_of_any_width():
     for items in (digests, mixed, odd, digests[:1], []):
         assert summary_digest(items) == expected(items)
     assert summary_digest([]) == h.sha256(b"").hexdigest()
+
+
+def test_a_month_of_a_pack_and_loose_files_applies_the_rule_to_both(
+    kit, kit_root, monkeypatch, tmp_path
+):
+    """A month holding a pack and loose files (a record added after the month was
+    packed): a loose copy of a pack record counts once, a loose record carrying a
+    pack record's id leaves both out, a later month's record carrying an earlier month's id is left
+    out. The same with no memo, on the reading that fills it and on one that
+    recalls it (the pack's lines then decoded in one call)."""
+    from pmos.store.read import records
+
+    earlier = {**_label(90), "recorded_at": "2026-02-01T00:00:00.000090Z"}
+    ledgerfiles.forge(kit_root, "acceptances", earlier)
+    pack = ledgerfiles.pack_of(kit_root, "acceptances", [_label(i) for i in range(4)])
+    ledgerfiles.forge(kit_root, "acceptances", _label(1))  # a copy: one record
+    twin = {**_label(2), "label": "fail", "recorded_at": "2026-03-02T00:00:00Z"}
+    ledgerfiles.forge(kit_root, "acceptances", twin)  # acc-00002 twice: neither counts
+    late = {**_label(90), "recorded_at": "2026-04-03T00:00:00Z", "label": "fail"}
+    ledgerfiles.forge(kit_root, "acceptances", late)  # an earlier month's id, a month later
+    ledgerfiles.forge(kit_root, "acceptances", _label(5))
+
+    def reading():
+        report = verify_kind(kit.store, "acceptances")
+        problems = sorted((p.file, p.line, p.problem.split(":")[0]) for p in report.problems)
+        counted = [r["record_id"] for r in records(kit.store, "acceptances")]
+        return report.records, report.head, problems, counted
+
+    monkeypatch.setenv("PMOS_CACHE_DIR", str(kit_root / "cache"))  # inside the kit: no memo
+    unmemoed = reading()
+    monkeypatch.setenv("PMOS_CACHE_DIR", str(tmp_path / "memo"))
+    assert reading() == reading() == unmemoed
+    count, _, problems, counted = unmemoed
+    assert counted == ["acc-00090", "acc-00000", "acc-00001", "acc-00003", "acc-00005"]
+    assert count == 5
+    assert [(file, line) for file, line, _ in problems if file == str(pack)] == [(str(pack), 4)]
+    assert len(problems) == 3 and {why for *_, why in problems} == {"duplicate record_id"}

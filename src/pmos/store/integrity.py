@@ -27,9 +27,10 @@ metrics, queue, board, gate, sync and verify agree on which records count.
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from functools import cache
-from itertools import pairwise
+from itertools import pairwise, repeat
 from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -88,6 +89,7 @@ class PackRead(NamedTuple):
 
 _RECORD_ID = attrgetter("record_id")
 _DIGEST = attrgetter("digest")
+_KEY = attrgetter("recorded_at", "record_id")
 #: A stored record's place in ledger order: (its key, its digest).
 _ORDER = itemgetter(0, 1)
 
@@ -337,23 +339,30 @@ def scan_bucket(
             seen |= ids
             return BucketScan(bucket.name, found, refused, read)
     found.sort(key=_ORDER)
-    counted: list[Stored] = []
+    # Copies of one record (one digest, hence one key, in two files) sort next to
+    # each other: the first is taken.
+    records: list[Stored] = []
     last = None
+    for entry in found:
+        if entry.digest != last:
+            records.append(entry)
+            last = entry.digest
+    if seen is None:
+        return BucketScan(bucket.name, records, refused, read, vanished)
+    record_ids = [entry.key[1] for entry in records]
+    hashes = list(map(hash, record_ids))
+    if len(set(record_ids)) == len(record_ids) and seen.isdisjoint(hashes):
+        # No record id repeated, in this month or from an earlier one: all count.
+        seen.update(hashes)
+        return BucketScan(bucket.name, records, refused, read, vanished)
+    counted: list[Stored] = []
     # Of records that share a record_id within one month, none counts: which one
     # sorts first would be decided by their digests, which whoever made the second
     # can choose, so "the first" would let a forgery shadow the real record.
-    digests_of: dict[str, set[str]] = {}
-    for entry in found:
-        digests_of.setdefault(entry.key[1], set()).add(entry.digest)
-    for entry in found:
-        if entry.digest == last:
-            continue  # a copy of the record before it (in another file)
-        last = entry.digest
-        if seen is None:
-            counted.append(entry)
-            continue
+    carrying = Counter(record_ids)  # record id -> how many different records carry it
+    for entry in records:
         record_id = entry.key[1]
-        others = len(digests_of[record_id])
+        others = carrying[record_id]
         if others > 1:
             refused.append(
                 Refused(
@@ -562,7 +571,8 @@ def _scan_pack(
         return PackRead(path, sha, False), None
     keep = found.append
     rows.pop()
-    if known is not None and _recall(rows, known[0], file, sha, keep, refused):
+    body = memoryview(data)[len(rows[0]) + 1 :]
+    if known is not None and _recall(rows, body, known[0], file, sha, keep, refused):
         return PackRead(path, sha, True, known[1]), None
     start = len(found)
     failed: linememo.Refusals = {}
@@ -618,6 +628,7 @@ def _in_order(entries: list[Stored]) -> bool:
 
 def _recall(
     rows: list[bytes],
+    body: memoryview,
     known: linememo.Refusals,
     file: str,
     sha: str,
@@ -626,13 +637,30 @@ def _recall(
 ) -> bool:
     """The lines of a pack whose bytes this machine checked before: the lines that
     failed fail again with the same reason, the others are taken with their order
-    key read from the line and their digest from its tail (both checked then).
+    key and digest read from the line (both checked then); when none failed, every
+    line's are decoded in one call (``body``: the lines of ``rows`` but the header).
     False (nothing taken) when a line is not what the memo says (a damaged memo):
     the caller then checks every line."""
-    decode = _key_decoder().decode
+    decoder = _key_decoder()
+    decode = decoder.decode
     taken: list[Stored] = []
     try:
-        for number, raw in enumerate(rows[1:], start=2):
+        if not known:
+            keys = decoder.decode_lines(body)
+            if len(keys) != len(rows) - 1:
+                return False
+            taken = list(
+                map(
+                    Stored,
+                    map(_KEY, keys),
+                    map(_DIGEST, keys),
+                    rows[1:],
+                    repeat(file),
+                    range(2, len(rows) + 1),
+                    repeat(sha),
+                )
+            )
+        for number, raw in enumerate(rows[1:] if known else (), start=2):
             bad = known.get(number)
             if bad is not None:
                 continue
@@ -667,12 +695,13 @@ def _id_decoder(row: type | None) -> Any:
 
 @cache
 def _key_decoder() -> Any:
-    """A decoder of a line's order key only (``recorded_at``, ``record_id``)."""
+    """A decoder of a line's order key (``recorded_at``, ``record_id``) and digest only."""
     import msgspec  # loaded by the first pack read from the memo, not by every command
 
-    class LineKey(msgspec.Struct):
+    class LineKey(msgspec.Struct, gc=False):
         recorded_at: str
         record_id: str
+        digest: str
 
     return msgspec.json.Decoder(LineKey)
 
