@@ -105,9 +105,9 @@ def test_a_month_of_a_pack_and_loose_files_applies_the_rule_to_both(
 ):
     """A month holding a pack and loose files (a record added after the month was
     packed): a loose copy of a pack record counts once, a loose record carrying a
-    pack record's id leaves both out, a later month's record carrying an earlier month's id is left
-    out. The same with no memo, on the reading that fills it and on one that
-    recalls it (the pack's lines then decoded in one call)."""
+    pack record's id leaves both out, and a later month's record carrying an
+    earlier month's id is left out. The same with no memo, on the reading that
+    fills it and on one that recalls it (the pack's lines then decoded in one call)."""
     from pmos.store.read import records
 
     earlier = {**_label(90), "recorded_at": "2026-02-01T00:00:00.000090Z"}
