@@ -320,9 +320,7 @@ def scan_bucket(
             # repeated id: only earlier months' ids are left to check.
             if seen is None:
                 return BucketScan(bucket.name, None, refused, read, whole=whole)
-            hashes = list(map(hash, map(_RECORD_ID, whole.keys)))
-            if seen.isdisjoint(hashes):
-                seen.update(hashes)
+            if _add_new(seen, list(map(hash, map(_RECORD_ID, whole.keys)))):
                 return BucketScan(bucket.name, None, refused, read, whole=whole)
             found += whole.entries()
     for rel in bucket.loose:
@@ -334,9 +332,7 @@ def scan_bucket(
         # against earlier months' all at once.
         if seen is None:
             return BucketScan(bucket.name, found, refused, read)
-        ids = {hash(entry.key[1]) for entry in found}
-        if seen.isdisjoint(ids):
-            seen |= ids
+        if _add_new(seen, [hash(entry.key[1]) for entry in found]):
             return BucketScan(bucket.name, found, refused, read)
     found.sort(key=_ORDER)
     # Copies of one record (one digest, hence one key, in two files) sort next to
@@ -350,10 +346,8 @@ def scan_bucket(
     if seen is None:
         return BucketScan(bucket.name, records, refused, read, vanished)
     record_ids = [entry.key[1] for entry in records]
-    hashes = list(map(hash, record_ids))
-    if len(set(record_ids)) == len(record_ids) and seen.isdisjoint(hashes):
+    if _add_new(seen, list(map(hash, record_ids))):
         # No record id repeated, in this month or from an earlier one: all count.
-        seen.update(hashes)
         return BucketScan(bucket.name, records, refused, read, vanished)
     counted: list[Stored] = []
     # Of records that share a record_id within one month, none counts: which one
@@ -388,6 +382,19 @@ def scan_bucket(
         seen.add(key)
         counted.append(entry)
     return BucketScan(bucket.name, counted, refused, read, vanished)
+
+
+def _add_new(seen: set[int], hashes: list[int]) -> bool:
+    """Add ``hashes`` to ``seen`` if none is in it and none repeats, and say whether
+    they were added. One pass over the set, which a million-record ledger makes
+    larger than the processor's caches: its symmetric difference grows it by
+    ``len(hashes)`` exactly when none was in it, and is undone by a second one."""
+    before = len(seen)
+    seen.symmetric_difference_update(hashes)
+    if len(seen) == before + len(hashes):
+        return True
+    seen.symmetric_difference_update(hashes)  # seen is as it was
+    return False
 
 
 def newest_in_bucket(
