@@ -53,17 +53,29 @@ class Problem(NamedTuple):
 class KindReport:
     """The outcome of verifying one kind's ledger."""
 
-    __slots__ = ("_digests", "_ids", "_tails", "checked_packs", "folder", "kind", "problems")
+    __slots__ = (
+        "_digests",
+        "_ids",
+        "_months",
+        "_whole",
+        "checked_packs",
+        "folder",
+        "kind",
+        "problems",
+    )
 
     def __init__(self, kind: str, folder: Path, *, ids: bool = True) -> None:
         self.kind = kind
         self.folder = folder
         self._digests: dict[str, str] = {}
         #: Whether each record's id is kept beside its digest (:attr:`digests`); if
-        #: not, the digests of months read whole are kept in a list, all that the
-        #: count and the head need.
+        #: not, the digests of each month read whole are kept as one text, a line
+        #: each, and their number: all that the count and the head need. (A million
+        #: strings held to the end would cost their memory, and each collection of
+        #: the garbage collector a visit to every one of them.)
         self._ids = ids
-        self._tails: list[str] = []
+        self._months: list[str] = []
+        self._whole = 0
         self.problems: list[Problem] = []
         #: the packs (by the SHA-256 of their bytes) read and found sound
         self.checked_packs: list[str] = []
@@ -86,7 +98,8 @@ class KindReport:
         if self._ids:
             self._digests.update(whole.digests())
         else:
-            self._tails += whole.content_digests()
+            self._months.append("\n".join(whole.content_digests()))
+            self._whole += len(whole.keys)
 
     @property
     def ok(self) -> bool:
@@ -94,14 +107,14 @@ class KindReport:
 
     @property
     def records(self) -> int:
-        return len(self._digests) + len(self._tails)
+        return len(self._digests) + self._whole
 
     @property
     def head(self) -> str | None:
         """One digest over the sorted record digests; None for an empty ledger."""
         if not self.records:
             return None
-        return _head(self._tails + list(self._digests))
+        return _head("\n".join([*self._months, *self._digests]))
 
     def add(self, file: Path | str, line: int | None, problem: str) -> None:
         self.problems.append(Problem(str(file), line, problem))
@@ -124,15 +137,16 @@ def summary_digest(digests: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _head(digests: list[str]) -> str:
-    """:func:`summary_digest` of a ledger's content digests (each 64 hexadecimal
-    digits: every line's check compares it with the SHA-256 it recomputes), sorted
-    as the rows of one array: Python's sort of a million strings spread over
-    memory takes twice as long, and every ``verify`` sorts each ledger's."""
+def _head(lines: str) -> str:
+    """:func:`summary_digest` of a ledger's content digests, given a line each (but
+    the last newline): each is 64 hexadecimal digits (every line's check compares
+    it with the SHA-256 it recomputes), so they are sorted as the rows of one
+    array: Python's sort of a million strings spread over memory takes twice as
+    long, and every ``verify`` sorts each ledger's."""
     # Deferred: numpy (about 0.1 s) is loaded only to sort a head.
     import numpy
 
-    rows = numpy.frombuffer(("\n".join(digests) + "\n").encode(), "S65")
+    rows = numpy.frombuffer((lines + "\n").encode(), "S65")
     return hashlib.sha256(numpy.sort(rows).tobytes()).hexdigest()
 
 
