@@ -140,3 +140,20 @@ def test_a_month_of_a_pack_and_loose_files_applies_the_rule_to_both(
     assert count == 5
     assert [(file, line) for file, line, _ in problems if file == str(pack)] == [(str(pack), 4)]
     assert len(problems) == 3 and {why for *_, why in problems} == {"duplicate record_id"}
+
+
+def test_reading_a_month_leaves_the_garbage_collector_as_it_was(kit, kit_root):
+    """The collector is paused while a month is read, and left as the caller had it."""
+    import gc
+
+    ledgerfiles.pack_of(kit_root, "acceptances", [_label(i) for i in range(3)])
+    ledgerfiles.forge(kit_root, "acceptances", _label(5))
+    assert gc.isenabled()
+    assert verify_kind(kit.store, "acceptances").records == 4
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        assert verify_kind(kit.store, "acceptances").records == 4
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
