@@ -170,7 +170,12 @@ def _citing(bucket: BucketScan) -> Iterator[tuple[str, int | None, bytes]]:
             except msgspec.DecodeError:
                 rows = None  # a line that does not fit: read line by line below
         if rows is not None:
-            wanted = [i for i, row in enumerate(rows) if _cites(row)]
+            # A field that cites is present in a verdict that cites (a short form has none).
+            wanted = [
+                i
+                for i, row in enumerate(rows)
+                if (row.dimensions or row.criteria or row.exemplars) and _cites(row)
+            ]
             if wanted:
                 lines = bytes(whole.body).split(b"\n")
                 for i in wanted:
