@@ -84,9 +84,9 @@ def test_a_month_read_whole_counts_the_lines_its_header_names(kit, kit_root):
 
 
 def test_the_head_is_one_digest_over_the_sorted_digests():
-    """A ledger's content digests are sorted as one array for its head, other lines
-    (a checkpoint's ``kind:digest``) as strings: the same SHA-256 over the sorted
-    lines either way."""
+    """A ledger's head (its months read whole kept as one text each) and a
+    checkpoint's summary (``kind:digest`` lines) are the SHA-256 over the sorted
+    lines."""
     import hashlib as h
 
     from pmos.store.verify import KindReport, summary_digest

@@ -114,7 +114,7 @@ class KindReport:
         """One digest over the sorted record digests; None for an empty ledger."""
         if not self.records:
             return None
-        return _head("\n".join([*self._months, *self._digests]))
+        return summary_digest("\n".join([*self._months, *self._digests]).split("\n"))
 
     def add(self, file: Path | str, line: int | None, problem: str) -> None:
         self.problems.append(Problem(str(file), line, problem))
@@ -133,21 +133,9 @@ class KindReport:
 
 def summary_digest(digests: Any) -> str:
     """SHA-256 over sorted content digests, one per line: a set's one fingerprint."""
-    text = "".join(f"{d}\n" for d in sorted(digests))
+    ordered = sorted(digests)
+    text = "\n".join(ordered) + "\n" if ordered else ""
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _head(lines: str) -> str:
-    """:func:`summary_digest` of a ledger's content digests, given a line each (but
-    the last newline): each is 64 hexadecimal digits (every line's check compares
-    it with the SHA-256 it recomputes), so they are sorted as the rows of one
-    array: Python's sort of a million strings spread over memory takes twice as
-    long, and every ``verify`` sorts each ledger's."""
-    # Deferred: numpy (about 0.1 s) is loaded only to sort a head.
-    import numpy
-
-    rows = numpy.frombuffer((lines + "\n").encode(), "S65")
-    return hashlib.sha256(numpy.sort(rows).tobytes()).hexdigest()
 
 
 def verify_store(
