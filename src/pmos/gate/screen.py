@@ -145,15 +145,22 @@ class KitScreen:
 
 
 def verify_kit(
-    kit: Kit, *, recheck_all: bool = False, each_month: dict[str, BucketCheck] | None = None
+    kit: Kit,
+    *,
+    recheck_all: bool = False,
+    each_month: dict[str, BucketCheck] | None = None,
+    rows: dict[str, type] | None = None,
 ) -> list[Any]:
     """``pmos ledger verify``: every file sound, and every record within the writers'
     rules. By default every record is screened (a pack's outcome may come from
     the cache outside the repository); ``recheck_all`` (``--schema``) checks every
-    record's schema and every rule with no cache."""
+    record's schema and every rule with no cache. ``each_month`` and ``rows``: see
+    :func:`pmos.store.verify.verify_store`."""
 
     if not recheck_all:
-        return verify_store(kit.store, screen=KitScreen(kit), each_month=each_month, ids=False)
+        return verify_store(
+            kit.store, screen=KitScreen(kit), each_month=each_month, rows=rows, ids=False
+        )
     context = Context(kit)
 
     def check(kind: str, record: dict[str, Any]) -> list[Violation]:

@@ -129,12 +129,18 @@ def verify_with_evidence(kit: Kit, *, recheck_all: bool = False) -> list[KindRep
             for violation in _resolved(kit, state, raw):
                 report.add(file, line, f"rule: {violation}")
 
-    return verify_kit(kit, recheck_all=recheck_all, each_month={"evals": resolve})
+    return verify_kit(
+        kit, recheck_all=recheck_all, each_month={"evals": resolve}, rows={"evals": _Cites}
+    )
 
 
-class _Cites(msgspec.Struct):
-    """What says whether a stored verdict cites anything to resolve (left undecoded)."""
+class _Cites(msgspec.Struct, kw_only=True, gc=False):
+    """What says whether a stored verdict cites anything to resolve (left undecoded),
+    beside what the store reads of each line of a month read whole (its record id and
+    digest), so that such a month is decoded once for both."""
 
+    record_id: str
+    digest: str
     schema_version: object = None
     dimensions: msgspec.Raw = msgspec.Raw()
     criteria: msgspec.Raw = msgspec.Raw()
@@ -157,14 +163,21 @@ def _citing(bucket: BucketScan) -> Iterator[tuple[str, int | None, bytes]]:
     """``(file, line, raw line)`` of the month's verdicts that cite something."""
     whole = bucket.whole
     if whole is not None:
-        try:
-            rows = _CITES.decode_lines(whole.body)
-        except msgspec.DecodeError:
-            rows = None  # a line that does not fit: read line by line below
+        rows: list[Any] | None = whole.keys
+        if not (rows and isinstance(rows[0], _Cites)):  # not read for verify: decode them
+            try:
+                rows = _CITES.decode_lines(whole.body)
+            except msgspec.DecodeError:
+                rows = None  # a line that does not fit: read line by line below
         if rows is not None:
-            wanted = [i for i, row in enumerate(rows) if _cites(row)]
+            # A field that cites is present in a verdict that cites (a short form has none).
+            wanted = [
+                i
+                for i, row in enumerate(rows)
+                if (row.dimensions or row.criteria or row.exemplars) and _cites(row)
+            ]
             if wanted:
-                lines = whole.body.split(b"\n")
+                lines = bytes(whole.body).split(b"\n")
                 for i in wanted:
                     yield whole.file, i + 2, lines[i]
             return

@@ -26,13 +26,14 @@ metrics, queue, board, gate, sync and verify agree on which records count.
 
 from __future__ import annotations
 
+import gc
 import hashlib
-import os
-import re
+from collections import Counter
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from functools import cache
-from itertools import pairwise
-from operator import attrgetter
+from itertools import pairwise, repeat
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -88,43 +89,43 @@ class PackRead(NamedTuple):
     ordered: bool = False
 
 
-#: The tail of every record line: its digest field, then the line's end.
-_TAIL = re.compile(rb',"digest":"([0-9a-f]{64})"}\n')
 _RECORD_ID = attrgetter("record_id")
+_DIGEST = attrgetter("digest")
+_KEY = attrgetter("recorded_at", "record_id")
+#: A stored record's place in ledger order: (its key, its digest).
+_ORDER = itemgetter(0, 1)
 
 
 class WholePack(NamedTuple):
     """A month held by one pack alone whose every line counts, as this machine's memo
     of its line checks recalls it (:mod:`pmos.store.linememo`): its record lines,
-    and each line's order key decoded in one call. Readers decode such a month in
-    one call too (:func:`pmos.store.read.batches`) instead of line by line: most
-    of a large ledger's months are like this, and the calls per line cost more
-    than the checks."""
+    and each line's record id and digest decoded in one call. Readers decode such a
+    month in one call too (:func:`pmos.store.read.batches`) instead of line by
+    line: most of a large ledger's months are like this, and the calls per line
+    cost more than the checks."""
 
     file: str
     sha: str
-    #: The pack's record lines, each ending in a newline (its header left off).
-    body: bytes
-    #: Each line's ``record_id`` (as an object with that field), in line order: all
-    #: that the rule on ids repeated across months asks of a month read whole.
+    #: The pack's record lines, each ending in a newline (its header left off): a
+    #: view of the bytes read, not a copy of them.
+    body: memoryview
+    #: Each line's ``record_id`` and ``digest`` (as an object with those fields), in
+    #: line order: all that the rule on ids repeated across months, the count and
+    #: the head ask of a month read whole. A line the memo recalls as sound has no
+    #: ``digest`` field but its last, which is its content digest.
     keys: list[Any]
 
-    def tails(self) -> list[bytes]:
-        """Each line's content digest, as ASCII bytes (its tail, which the line checks
-        this memo recalls found to be the line's digest). A line holds no newline
-        of its own, so the tail is found once per line."""
-        tails: list[bytes] = _TAIL.findall(self.body)
-        if len(tails) != len(self.keys):  # not as the memo said: take each line's tail
-            return [e.digest.encode() for e in self.entries()]
-        return tails
+    def content_digests(self) -> list[str]:
+        """Each line's content digest."""
+        return list(map(_DIGEST, self.keys))
 
     def digests(self) -> Iterable[tuple[str, str]]:
         """``(content digest, record id)`` of each line."""
-        return zip(map(bytes.decode, self.tails()), map(_RECORD_ID, self.keys), strict=True)
+        return zip(map(_DIGEST, self.keys), map(_RECORD_ID, self.keys), strict=True)
 
     def entries(self) -> list[Stored]:
         """The month's records as :class:`Stored` entries (for readers that want them)."""
-        rows = self.body.split(b"\n")
+        rows = bytes(self.body).split(b"\n")
         rows.pop()
         decode = _key_decoder().decode
         out = []
@@ -220,6 +221,7 @@ def scan(
     *,
     skip: frozenset[str] = frozenset(),
     memo: Path | None = None,
+    row: type | None = None,
 ) -> Iterator[BucketScan]:
     """Every bucket of ``sources``, oldest first, with the rule applied (see the module
     docstring). Stray files are refused in the first bucket scanned (or an empty one).
@@ -228,6 +230,10 @@ def scan(
     (``pmos sync``): they are not read, and their records are not yielded.
     ``memo`` is the folder of this machine's memo of pack line checks
     (:mod:`pmos.store.linememo`), or None to check every line.
+    ``row`` is the type a month read whole decodes each line to (its
+    :attr:`WholePack.keys`): a ``msgspec.Struct`` with ``record_id`` and
+    ``digest``, and whatever else the caller reads of such a month in the same
+    call (``pmos ledger verify``: what says whether a verdict cites evidence).
     """
     # The record ids of earlier months, as their hashes: a million-record ledger's
     # strings would cost the reader more than everything else it keeps. Two ids
@@ -235,7 +241,7 @@ def scan(
     seen: set[int] = set()
     strays = [Refused(str(path), None, None, why) for path, why in sources.strays]
     for bucket in sources.buckets:
-        result = scan_bucket_whole(sources.folder, bucket, kind, seen, skip, memo)
+        result = scan_bucket_whole(sources.folder, bucket, kind, seen, skip, memo, row)
         if strays:
             result.refused[:0] = strays
             strays = []
@@ -256,6 +262,7 @@ def scan_bucket_whole(
     seen: set[int] | None,
     skip: frozenset[str] = frozenset(),
     memo: Path | None = None,
+    row: type | None = None,
 ) -> BucketScan:
     """:func:`scan_bucket`, read again while a ``pmos ledger pack`` running meanwhile
     changed the bucket, so a reader that takes no lock still sees every record of
@@ -265,7 +272,8 @@ def scan_bucket_whole(
     is listed and read again (a record read from both a loose file and its new
     pack counts once: copies are one record)."""
     for _ in range(RESCANS):
-        result = scan_bucket(folder, bucket, kind, seen, skip, memo)
+        with _uncollected():
+            result = scan_bucket(folder, bucket, kind, seen, skip, memo, row)
         listed = frozenset(p.name for p in bucket.packs)
         if not result.vanished and pack_names(folder, bucket.name) == listed:
             return result
@@ -285,6 +293,23 @@ def scan_bucket_whole(
     return result
 
 
+@contextmanager
+def _uncollected() -> Iterator[None]:
+    """The garbage collector paused while one month is read. Its entries hold no
+    reference cycle, and every collection the entries' allocations set off would
+    visit each entry and each line made so far (the month's lists are young): on
+    the 1M + 1M kit, about a second of ``pmos ledger verify``'s eight, nearly all
+    in the newest month (a pack and loose files, read line by line). The
+    collector runs again as it did once the month is read."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def scan_bucket(
     folder: Path,
     bucket: Bucket,
@@ -292,10 +317,12 @@ def scan_bucket(
     seen: set[int] | None,
     skip: frozenset[str] = frozenset(),
     memo: Path | None = None,
+    row: type | None = None,
 ) -> BucketScan:
     """One bucket (see :func:`scan`); ``seen`` carries the record ids of older buckets.
     With ``seen`` None, records are only de-duplicated by digest (``pmos ledger pack``
-    keeps both records of a repeated id: which one counts is the readers' rule)."""
+    keeps both records of a repeated id: which one counts is the readers' rule).
+    ``row``: see :func:`scan`."""
     found: list[Stored] = []
     refused: list[Refused] = []
     read: list[PackRead] = []
@@ -305,7 +332,7 @@ def scan_bucket(
         match = PACK.match(path.name)
         if match is not None and match.group(1) in skip:
             continue
-        pack, whole = _scan_pack(path, bucket.name, kind, found, refused, memo, alone)
+        pack, whole = _scan_pack(path, bucket.name, kind, found, refused, memo, alone, row)
         vanished = vanished or not pack.sha
         read.append(pack)
         if whole is not None:
@@ -313,9 +340,7 @@ def scan_bucket(
             # repeated id: only earlier months' ids are left to check.
             if seen is None:
                 return BucketScan(bucket.name, None, refused, read, whole=whole)
-            ids = set(map(hash, map(_RECORD_ID, whole.keys)))
-            if seen.isdisjoint(ids):
-                seen |= ids
+            if _add_new(seen, list(map(hash, map(_RECORD_ID, whole.keys)))):
                 return BucketScan(bucket.name, None, refused, read, whole=whole)
             found += whole.entries()
     for rel in bucket.loose:
@@ -327,28 +352,31 @@ def scan_bucket(
         # against earlier months' all at once.
         if seen is None:
             return BucketScan(bucket.name, found, refused, read)
-        ids = {hash(entry.key[1]) for entry in found}
-        if seen.isdisjoint(ids):
-            seen |= ids
+        if _add_new(seen, [hash(entry.key[1]) for entry in found]):
             return BucketScan(bucket.name, found, refused, read)
-    found.sort(key=lambda s: (s.key, s.digest))
-    counted: list[Stored] = []
+    found.sort(key=_ORDER)
+    # Copies of one record (one digest, hence one key, in two files) sort next to
+    # each other: the first is taken.
+    records: list[Stored] = []
     last = None
+    for entry in found:
+        if entry.digest != last:
+            records.append(entry)
+            last = entry.digest
+    if seen is None:
+        return BucketScan(bucket.name, records, refused, read, vanished)
+    record_ids = [entry.key[1] for entry in records]
+    if _add_new(seen, list(map(hash, record_ids))):
+        # No record id repeated, in this month or from an earlier one: all count.
+        return BucketScan(bucket.name, records, refused, read, vanished)
+    counted: list[Stored] = []
     # Of records that share a record_id within one month, none counts: which one
     # sorts first would be decided by their digests, which whoever made the second
     # can choose, so "the first" would let a forgery shadow the real record.
-    digests_of: dict[str, set[str]] = {}
-    for entry in found:
-        digests_of.setdefault(entry.key[1], set()).add(entry.digest)
-    for entry in found:
-        if entry.digest == last:
-            continue  # a copy of the record before it (in another file)
-        last = entry.digest
-        if seen is None:
-            counted.append(entry)
-            continue
+    carrying = Counter(record_ids)  # record id -> how many different records carry it
+    for entry in records:
         record_id = entry.key[1]
-        others = len(digests_of[record_id])
+        others = carrying[record_id]
         if others > 1:
             refused.append(
                 Refused(
@@ -374,6 +402,19 @@ def scan_bucket(
         seen.add(key)
         counted.append(entry)
     return BucketScan(bucket.name, counted, refused, read, vanished)
+
+
+def _add_new(seen: set[int], hashes: list[int]) -> bool:
+    """Add ``hashes`` to ``seen`` if none is in it and none repeats, and say whether
+    they were added. One pass over the set, which a million-record ledger makes
+    larger than the processor's caches: its symmetric difference grows it by
+    ``len(hashes)`` exactly when none was in it, and is undone by a second one."""
+    before = len(seen)
+    seen.symmetric_difference_update(hashes)
+    if len(seen) == before + len(hashes):
+        return True
+    seen.symmetric_difference_update(hashes)  # seen is as it was
+    return False
 
 
 def newest_in_bucket(
@@ -493,14 +534,9 @@ def _scan_loose(
 
 
 def _read(path: Path) -> bytes:
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    try:
-        parts = []
-        while chunk := os.read(fd, 1 << 20):
-            parts.append(chunk)
-    finally:
-        os.close(fd)
-    return b"".join(parts)
+    """A file's bytes, read in one call into one buffer of its size (no copy of chunks)."""
+    with open(path, "rb", buffering=0) as handle:
+        return handle.readall()
 
 
 def _scan_pack(
@@ -511,6 +547,7 @@ def _scan_pack(
     refused: list[Refused],
     memo: Path | None = None,
     alone: bool = False,
+    row: type | None = None,
 ) -> tuple[PackRead, WholePack | None]:
     """Read one pack into ``found`` or ``refused``. When it is ``alone`` in its month
     and the memo recalls every line of its bytes as sound and in order, nothing is
@@ -532,12 +569,23 @@ def _scan_pack(
             )
         )
         return PackRead(path, sha, False), None
-    count = data.count(b"\n") - 1  # record lines, the header left out
+    known = linememo.load_pack(memo, sha, kind, bucket)
+    if known is not None and alone and known[1] and not known[0] and data.endswith(b"\n"):
+        # Every line recalled as sound: the month is taken whole, its lines never split
+        # (nor counted apart: the header names their number, and one is decoded a line).
+        body_at = data.index(b"\n") + 1
+        claimed = _claimed(data[: body_at - 1])
+        if claimed > 0 and data[: body_at - 1] == pack_header(kind, bucket, claimed):
+            body = memoryview(data)[body_at:]
+            keys = _keys(body, claimed, row)
+            if keys is not None:
+                return PackRead(path, sha, True, True), WholePack(file, sha, body, keys)
+    rows = data.split(b"\n")
+    count = len(rows) - 2  # record lines: the header and what follows the last newline left out
     if not data.endswith(b"\n") or count < 1:
         refused.append(Refused(file, None, None, "the pack does not end with a complete line"))
         return PackRead(path, sha, False), None
-    body_at = data.index(b"\n") + 1
-    if data[: body_at - 1] != pack_header(kind, bucket, count):
+    if rows[0] != pack_header(kind, bucket, count):
         refused.append(
             Refused(
                 file,
@@ -549,16 +597,9 @@ def _scan_pack(
         )
         return PackRead(path, sha, False), None
     keep = found.append
-    known = linememo.load_pack(memo, sha, kind, bucket)
-    if known is not None and alone and known[1] and not known[0]:
-        # Every line recalled as sound: the month is taken whole, its lines never split.
-        body = data[body_at:]
-        keys = _keys(body, count)
-        if keys is not None:
-            return PackRead(path, sha, True, True), WholePack(file, sha, body, keys)
-    rows = data.split(b"\n")
     rows.pop()
-    if known is not None and _recall(rows, known[0], file, sha, keep, refused):
+    body = memoryview(data)[len(rows[0]) + 1 :]
+    if known is not None and _recall(rows, body, known[0], file, sha, keep, refused):
         return PackRead(path, sha, True, known[1]), None
     start = len(found)
     failed: linememo.Refusals = {}
@@ -584,12 +625,22 @@ def _scan_pack(
     return PackRead(path, sha, True, ordered), None
 
 
-def _keys(body: bytes, count: int) -> list[Any] | None:
-    """The ``record_id`` of each of a recalled pack's ``count`` lines, decoded in one
-    call (each line's time is decoded only if its entry is asked for); None when a
-    line does not decode to one (a damaged memo: every line is checked)."""
+def _claimed(header: bytes) -> int:
+    """The number of records a pack's header line names (0 when it names none)."""
     try:
-        keys: list[Any] = _id_decoder().decode_lines(body)
+        claimed = orjson.loads(header).get("records")
+    except (orjson.JSONDecodeError, AttributeError):
+        return 0
+    return claimed if type(claimed) is int else 0
+
+
+def _keys(body: memoryview, count: int, row: type | None) -> list[Any] | None:
+    """The ``record_id`` and ``digest`` (and what else ``row`` has) of each of a
+    recalled pack's ``count`` lines, decoded in one call (each line's time is
+    decoded only if its entry is asked for); None when a line does not decode to
+    one, or the lines are not ``count`` (a damaged memo: every line is checked)."""
+    try:
+        keys: list[Any] = _id_decoder(row).decode_lines(body)
     except ValueError:  # msgspec's DecodeError and ValidationError are ValueErrors
         return None
     return keys if len(keys) == count else None
@@ -604,6 +655,7 @@ def _in_order(entries: list[Stored]) -> bool:
 
 def _recall(
     rows: list[bytes],
+    body: memoryview,
     known: linememo.Refusals,
     file: str,
     sha: str,
@@ -612,13 +664,30 @@ def _recall(
 ) -> bool:
     """The lines of a pack whose bytes this machine checked before: the lines that
     failed fail again with the same reason, the others are taken with their order
-    key read from the line and their digest from its tail (both checked then).
+    key and digest read from the line (both checked then); when none failed, every
+    line's are decoded in one call (``body``: the lines of ``rows`` but the header).
     False (nothing taken) when a line is not what the memo says (a damaged memo):
     the caller then checks every line."""
-    decode = _key_decoder().decode
+    decoder = _key_decoder()
+    decode = decoder.decode
     taken: list[Stored] = []
     try:
-        for number, raw in enumerate(rows[1:], start=2):
+        if not known:
+            keys = decoder.decode_lines(body)
+            if len(keys) != len(rows) - 1:
+                return False
+            taken = list(
+                map(
+                    Stored,
+                    map(_KEY, keys),
+                    map(_DIGEST, keys),
+                    rows[1:],
+                    repeat(file),
+                    range(2, len(rows) + 1),
+                    repeat(sha),
+                )
+            )
+        for number, raw in enumerate(rows[1:] if known else (), start=2):
             bad = known.get(number)
             if bad is not None:
                 continue
@@ -640,24 +709,26 @@ def _recall(
 
 
 @cache
-def _id_decoder() -> Any:
-    """A decoder of a line's ``record_id`` only."""
+def _id_decoder(row: type | None) -> Any:
+    """A decoder of a line to ``row`` (by default its ``record_id`` and ``digest`` only)."""
     import msgspec  # loaded by the first pack read from the memo, not by every command
 
-    class LineId(msgspec.Struct):
+    class LineId(msgspec.Struct, gc=False):
         record_id: str
+        digest: str
 
-    return msgspec.json.Decoder(LineId)
+    return msgspec.json.Decoder(LineId if row is None else row)
 
 
 @cache
 def _key_decoder() -> Any:
-    """A decoder of a line's order key only (``recorded_at``, ``record_id``)."""
+    """A decoder of a line's order key (``recorded_at``, ``record_id``) and digest only."""
     import msgspec  # loaded by the first pack read from the memo, not by every command
 
-    class LineKey(msgspec.Struct):
+    class LineKey(msgspec.Struct, gc=False):
         recorded_at: str
         record_id: str
+        digest: str
 
     return msgspec.json.Decoder(LineKey)
 

@@ -440,15 +440,15 @@ class StoredLines:
 
 def _whole_lines(whole: integrity.WholePack) -> Iterator[list[StoredLine]]:
     """A month read whole as :data:`StoredLine` batches: each line's body is the line
-    without its digest field, and its digest the tail the line checks found there
-    (no line is decoded: the copy needs neither its time nor its id)."""
-    rows = whole.body.split(b"\n")
+    without its digest field, and its digest the one decoded with its id (the line
+    checks this memo recalls found it to be the line's tail)."""
+    rows = bytes(whole.body).split(b"\n")
     rows.pop()
-    digests = whole.tails()
+    digests = whole.content_digests()
     cut = -lines.TAIL_LEN
     for start in range(0, len(rows), 4096):
         chunk = zip(digests[start : start + 4096], rows[start : start + 4096], strict=True)
-        yield [(digest.decode(), raw[:cut] + b"}") for digest, raw in chunk]
+        yield [(digest, raw[:cut] + b"}") for digest, raw in chunk]
 
 
 def _header_records(path: Path) -> int:

@@ -53,17 +53,29 @@ class Problem(NamedTuple):
 class KindReport:
     """The outcome of verifying one kind's ledger."""
 
-    __slots__ = ("_digests", "_ids", "_tails", "checked_packs", "folder", "kind", "problems")
+    __slots__ = (
+        "_digests",
+        "_ids",
+        "_months",
+        "_whole",
+        "checked_packs",
+        "folder",
+        "kind",
+        "problems",
+    )
 
     def __init__(self, kind: str, folder: Path, *, ids: bool = True) -> None:
         self.kind = kind
         self.folder = folder
         self._digests: dict[str, str] = {}
         #: Whether each record's id is kept beside its digest (:attr:`digests`); if
-        #: not, the digests of months read whole are kept as bytes, all that the
-        #: count and the head need.
+        #: not, the digests of each month read whole are kept as one text, a line
+        #: each, and their number: all that the count and the head need. (A million
+        #: strings held to the end would cost their memory, and each collection of
+        #: the garbage collector a visit to every one of them.)
         self._ids = ids
-        self._tails: list[bytes] = []
+        self._months: list[str] = []
+        self._whole = 0
         self.problems: list[Problem] = []
         #: the packs (by the SHA-256 of their bytes) read and found sound
         self.checked_packs: list[str] = []
@@ -86,7 +98,8 @@ class KindReport:
         if self._ids:
             self._digests.update(whole.digests())
         else:
-            self._tails += whole.tails()
+            self._months.append("\n".join(whole.content_digests()))
+            self._whole += len(whole.keys)
 
     @property
     def ok(self) -> bool:
@@ -94,14 +107,14 @@ class KindReport:
 
     @property
     def records(self) -> int:
-        return len(self._digests) + len(self._tails)
+        return len(self._digests) + self._whole
 
     @property
     def head(self) -> str | None:
         """One digest over the sorted record digests; None for an empty ledger."""
         if not self.records:
             return None
-        return _summary(self._tails + [d.encode() for d in self._digests])
+        return summary_digest("\n".join([*self._months, *self._digests]).split("\n"))
 
     def add(self, file: Path | str, line: int | None, problem: str) -> None:
         self.problems.append(Problem(str(file), line, problem))
@@ -120,13 +133,9 @@ class KindReport:
 
 def summary_digest(digests: Any) -> str:
     """SHA-256 over sorted content digests, one per line: a set's one fingerprint."""
-    return _summary([d.encode() for d in digests])
-
-
-def _summary(digests: list[bytes]) -> str:
-    """:func:`summary_digest` of digests given as ASCII bytes (sorted in place)."""
-    digests.sort()
-    return hashlib.sha256(b"".join(d + b"\n" for d in digests)).hexdigest()
+    ordered = sorted(digests)
+    text = "\n".join(ordered) + "\n" if ordered else ""
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def verify_store(
@@ -137,10 +146,13 @@ def verify_store(
     screen: Screen | None = None,
     verified_packs: Collection[str] = frozenset(),
     each_month: dict[str, BucketCheck] | None = None,
+    rows: dict[str, type] | None = None,
     ids: bool = True,
 ) -> list[KindReport]:
     """One report per ledger kind (see the module docstring and :func:`verify_kind`);
-    ``each_month[kind]``, when given, also checks each month of that kind as it is read.
+    ``each_month[kind]``, when given, also checks each month of that kind as it is read,
+    and ``rows[kind]`` is what each line of a month read whole is decoded to for it
+    (:func:`pmos.store.integrity.scan`).
     ``ids``: keep each record's id beside its digest (:attr:`KindReport.digests`)."""
     return [
         verify_kind(
@@ -151,6 +163,7 @@ def verify_store(
             screen=screen,
             verified_packs=verified_packs,
             each_month=(each_month or {}).get(kind),
+            row=(rows or {}).get(kind),
             ids=ids,
         )
         for kind in LEDGER_KINDS
@@ -166,6 +179,7 @@ def verify_kind(
     screen: Screen | None = None,
     verified_packs: Collection[str] = frozenset(),
     each_month: BucketCheck | None = None,
+    row: type | None = None,
     ids: bool = True,
 ) -> KindReport:
     """Verify one kind's ledger (and ``each_month`` of it, as it is read).
@@ -200,7 +214,7 @@ def verify_kind(
     # --schema checks everything with no cache; otherwise a pack's line checks may be
     # recalled from this machine's memo of them (pmos.store.linememo).
     memo = None if with_schema or check is not None else screencache.cache_folder(store.root)
-    for bucket in integrity.scan(sources, kind, memo=memo):
+    for bucket in integrity.scan(sources, kind, memo=memo, row=row):
         for refused in bucket.refused:
             report.add(refused.file, refused.line, refused.problem)
         report.checked_packs += [p.sha for p in bucket.packs if p.ok]
