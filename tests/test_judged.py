@@ -172,32 +172,8 @@ label_rows = st.lists(
 @given(label_rows, st.booleans(), st.lists(st.integers(0, 40), max_size=4))
 def test_the_label_fold_matches_a_row_by_row_fold(rows, ordered, cuts):
     batches = _arrange(rows, ordered, cuts)
-    latest = {}
-    for row in [row for batch in batches for row in batch]:
-        current = latest.get(row.run_id)
-        if current is None or _key(row) > _key(current):
-            latest[row.run_id] = row
     found = latest_labels(batches)
-    got = {
-        run: (at, bool(passed), bool(names), int(gate) if names else None)
-        for run, at, passed, names, gate in zip(
-            found.runs,
-            found.ats,
-            found.passed.tolist(),
-            found.names.tolist(),
-            found.gate_hashes.tolist(),
-            strict=True,
-        )
-    }
-    assert got == {
-        run: (
-            instant_key(row.recorded_at),
-            row.label == "pass",
-            row.gate_record_id is not None,
-            None if row.gate_record_id is None else hash(row.gate_record_id),
-        )
-        for run, row in latest.items()
-    }
+    assert _label_found(found) == _label_reference(row for batch in batches for row in batch)
 
 
 # ---------------------------------------------------------------- the forked call's outbox
