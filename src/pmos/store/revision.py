@@ -151,7 +151,11 @@ def parse_file(kind: str, path: str, content: bytes, *, strict: bool = True) -> 
         if strict
         else _ids_at_once(body, memoryview(content)[len(rows[0]) + 1 if start and rows else 0 :])
     )
-    bulk = None if decoded is None or loose is not None else _history(kind, path, body, decoded)
+    bulk = (
+        None
+        if decoded is None or loose is not None
+        else _history(kind, path, body, decoded, prefix)
+    )
     if bulk is not None:
         return Parsed(bulk, problems)
     for number, raw in enumerate(body, start=start + 1):
@@ -172,22 +176,22 @@ def parse_file(kind: str, path: str, content: bytes, *, strict: bool = True) -> 
             )
         record_id = ids.record_id
         if not (isinstance(record_id, str) and record_id.startswith(prefix)):
-            problems.append(_foreign(kind, path, number, record_id, prefix))
+            problems.append(
+                FileProblem(
+                    kind,
+                    path,
+                    number,
+                    f"the record id {record_id!r} is not one of the {kind} ledger ({prefix}...)",
+                )
+            )
             continue
         out.append(StoredRecord.of(kind, digest, ids, raw, path, record))
     return Parsed(out, problems)
 
 
-def _foreign(kind: str, path: str, number: int, record_id: Any, prefix: str) -> FileProblem:
-    return FileProblem(
-        kind,
-        path,
-        number,
-        f"the record id {record_id!r} is not one of the {kind} ledger ({prefix}...)",
-    )
-
-
-def _history(kind: str, path: str, rows: list[bytes], ids: list[_Ids]) -> list[StoredRecord] | None:
+def _history(
+    kind: str, path: str, rows: list[bytes], ids: list[_Ids], prefix: str
+) -> list[StoredRecord] | None:
     """The records of a file of history (see :func:`parse_file`) whose lines' ids
     were read at once, made in a few C loops; None when a line is not as a writer
     writes it (its digest is not where a writer puts it, its id names another
@@ -195,7 +199,6 @@ def _history(kind: str, path: str, rows: list[bytes], ids: list[_Ids]) -> list[S
     stated = lines.stated_digests(rows)
     if stated is None:
         return None
-    prefix = LEDGER_KINDS[kind].id_prefix + "-"
     record_ids = [i.record_id for i in ids]
     if not all([type(r) is str and r.startswith(prefix) for r in record_ids]):
         return None
@@ -280,13 +283,13 @@ def changes(
         r.digest: after[r.digest]
         for sha in _in_order(head.files.get(kind, {}), base_blobs)
         for r in cache.records(kind, sha)
-        if r.digest not in before and r.digest in after
+        if r.digest not in before
     }
     gone = {
         r.digest: before[r.digest]
         for sha in _in_order(base.files.get(kind, {}), head_blobs)
         for r in cache.records(kind, sha)
-        if r.digest not in after and r.digest in before
+        if r.digest not in after
     }
     return added, gone
 
