@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 from pathlib import Path
 
@@ -57,6 +58,71 @@ def test_a_missing_revision_or_blob_is_a_clean_error(tmp_path):
     with pytest.raises(GitError, match="is missing"):
         repo.blobs(["0" * 40])
     assert issubclass(GitError, BadInput)  # exit 2 at the command line
+
+
+def _drop_object(repo_path: Path, sha: str) -> None:
+    """Delete a loose object, so that only a checked-out copy can still give it."""
+    (repo_path / ".git" / "objects" / sha[:2] / sha[2:]).unlink()
+
+
+def test_a_blob_a_checkout_holds_is_read_from_the_work_tree_when_it_hashes_to_its_id(tmp_path):
+    make_repo(tmp_path / "repo", {"a/b.txt": "bee\n"})
+    repo = Repository(tmp_path / "repo")
+    (entry,) = repo.tree("HEAD", ["a"])
+    _drop_object(tmp_path / "repo", entry.sha)
+    # git no longer has the object: what comes back was read from the checkout.
+    assert repo.blobs([entry.sha], at={entry.sha: "a/b.txt"}) == {entry.sha: b"bee\n"}
+    with pytest.raises(GitError, match="is missing"):
+        repo.blobs([entry.sha])
+
+
+def test_a_work_tree_file_that_is_not_the_blob_is_never_taken_for_it(tmp_path):
+    make_repo(tmp_path / "repo", {"a/b.txt": "bee\n", "c.txt": "sea\n"})
+    repo = Repository(tmp_path / "repo")
+    entries = {e.path: e for e in repo.tree("HEAD", ["a", "c.txt"])}
+    sha = entries["a/b.txt"].sha
+    (tmp_path / "repo" / "a" / "b.txt").write_text("changed after the commit\n")
+    assert repo.blobs([sha], at={sha: "a/b.txt"}) == {sha: b"bee\n"}  # git's bytes
+    other = entries["c.txt"].sha  # one from the checkout, one from git, in one call
+    assert repo.blobs([sha, other], at={sha: "a/b.txt", other: "c.txt"}) == {
+        sha: b"bee\n",
+        other: b"sea\n",
+    }
+    # Another file with other bytes, a path outside the top, a folder: git's bytes.
+    for path in ("c.txt", "../repo/a/b.txt", "a", "/etc/hostname"):
+        assert repo.blobs([sha], at={sha: path}) == {sha: b"bee\n"}, path
+    # A link is not followed, even to the very bytes: the object is gone, so git fails.
+    (tmp_path / "repo" / "a" / "b.txt").write_text("bee\n")
+    (tmp_path / "repo" / "link").symlink_to(tmp_path / "repo" / "a" / "b.txt")
+    _drop_object(tmp_path / "repo", sha)
+    assert repo.blobs([sha], at={sha: "a/b.txt"}) == {sha: b"bee\n"}
+    with pytest.raises(GitError, match="is missing"):
+        repo.blobs([sha], at={sha: "link"})
+
+
+def test_a_fifo_where_a_blob_sits_does_not_block_the_read(tmp_path):
+    make_repo(tmp_path / "repo", {"a.txt": "ay\n"})
+    repo = Repository(tmp_path / "repo")
+    (entry,) = repo.tree("HEAD", ["a.txt"])
+    (tmp_path / "repo" / "a.txt").unlink()
+    os.mkfifo(tmp_path / "repo" / "a.txt")  # nobody writes to it: a blocking open would hang
+    assert repo.blobs([entry.sha], at={entry.sha: "a.txt"}) == {entry.sha: b"ay\n"}
+
+
+def test_a_sha256_repository_s_blobs_are_recognised_in_the_work_tree(tmp_path):
+    path = tmp_path / "repo"
+    path.mkdir()
+    git(path, "init", "-q", "--object-format=sha256", "-b", "main")
+    git(path, "config", "user.email", "t@example.com")
+    git(path, "config", "user.name", "T")
+    (path / "x.txt").write_text("ex\n")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "x")
+    repo = Repository(path)
+    (entry,) = repo.tree("HEAD", ["x.txt"])
+    assert len(entry.sha) == 64
+    _drop_object(path, entry.sha)
+    assert repo.blobs([entry.sha], at={entry.sha: "x.txt"}) == {entry.sha: b"ex\n"}
 
 
 def test_a_file_named_like_a_revision_is_not_read_as_one(tmp_path):

@@ -72,6 +72,25 @@ def test_a_pm_fail_label_may_not_merge(product):
     assert "the PM labelled it fail" in reasons(report)
 
 
+def test_the_gate_judges_the_committed_bytes_whatever_the_checkout_holds(product):
+    product.register("r1")
+    product.verdict("r1")
+    product.label("r1", "fail")
+    product.commit()
+    code, committed = product.gate("--base", "origin/main")
+    assert code == 1 and "the PM labelled it fail" in reasons(committed)
+    # A build step rewrites the checkout: the label now says pass, the runs are gone.
+    [label] = (product.kit / "state/acceptances").rglob("*.json")
+    text = label.read_bytes()
+    assert b'"label":"fail"' in text
+    label.write_bytes(text.replace(b'"label":"fail"', b'"label":"pass"'))
+    for path in (product.kit / "state/runs").rglob("*.json"):
+        path.unlink()
+    code, report = product.gate("--base", "origin/main")
+    assert code == 1
+    assert report["runs"] == committed["runs"] and report["reasons"] == committed["reasons"]
+
+
 def test_an_unlabelled_run_needs_a_pm_label_while_the_gate_is_advisory(product):
     product.register("r1")
     product.verdict("r1")

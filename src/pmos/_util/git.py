@@ -18,7 +18,8 @@ judged by) is read through :class:`Repository`, which:
 * turns a missing revision or object into :class:`pmos.errors.GitError`.
 
 Most callers read objects only (``rev-parse``, ``ls-tree``, ``cat-file``,
-``merge-base``, ``log``). A command that reads the *work tree* (``status``,
+``merge-base``, ``log``); a blob may come from the checkout instead, when the
+file there hashes to the blob's id (:meth:`Repository.blobs`). A command that reads the *work tree* (``status``,
 ``diff`` against it; ``pmos assess`` does) is run with ``work_tree=True``: every
 filter driver the repository names is blanked for it (:meth:`Repository.run`),
 so no clean or smudge command runs either. Commands that would diff get
@@ -30,10 +31,12 @@ This is the only module of pmos that starts git on a repository it reads.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
+import stat
 import subprocess
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
@@ -277,11 +280,26 @@ class Repository:
             out.append(TreeEntry(mode, kind, sha, name.decode("utf-8", "surrogateescape")))
         return out
 
-    def blobs(self, shas: Iterable[str]) -> dict[str, bytes]:
-        """The content of each blob, by id; a missing one is a :class:`GitError`."""
+    def blobs(
+        self, shas: Iterable[str], *, at: Mapping[str, str] | None = None
+    ) -> dict[str, bytes]:
+        """The content of each blob, by id; a missing one is a :class:`GitError`.
+
+        ``at`` names, for some blobs, the path (from the top) where a checkout
+        puts them: a regular file there whose bytes hash to the blob's id is that
+        blob (the id is git's name for exactly those bytes), and is read from the
+        disk instead of being inflated by git, which for the tens of megabytes of
+        a revision's ledgers is most of the cost. Anything else there (another
+        content, a link, no file) leaves the blob to git."""
         wanted = list(dict.fromkeys(shas))
+        out: dict[str, bytes] = {}
+        for sha in wanted if at else ():
+            path = at.get(sha) if at else None
+            if path is not None and (content := self._checked_out(path, sha)) is not None:
+                out[sha] = content
+        wanted = [sha for sha in wanted if sha not in out]
         if not wanted:
-            return {}
+            return out
         try:
             data = _run(
                 self.top,
@@ -295,7 +313,6 @@ class Repository:
                 f"a git object is missing from {self.git_dir} ({exc}; a partial or shallow "
                 "clone? fetch it first: pmos never fetches)"
             ) from None
-        out: dict[str, bytes] = {}
         pos = 0
         for sha in wanted:
             end = data.index(b"\n", pos)
@@ -309,3 +326,26 @@ class Repository:
             out[sha] = data[end + 1 : end + 1 + size]
             pos = end + 1 + size + 1
         return out
+
+    def _checked_out(self, path: str, sha: str) -> bytes | None:
+        """The file at ``path`` in the work tree when it is the blob ``sha``, else
+        None. Its bytes are hashed as git names a blob (SHA-1, or SHA-256 in a
+        repository of that object format), so a file a build step changed, a
+        filter rewrote or a checkout left out is simply not used. Only a regular
+        file under the top is opened (no link followed at the last step, never
+        blocking on a fifo); a file that moves under it fails the hash."""
+        if path.startswith("/") or ".." in path.split("/"):
+            return None
+        try:
+            handle = os.open(self.top / path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            return None
+        if not stat.S_ISREG(os.fstat(handle).st_mode):
+            os.close(handle)
+            return None
+        with os.fdopen(handle, "rb") as file:
+            content = file.read()
+        named = hashlib.sha1() if len(sha) == 40 else hashlib.sha256()
+        named.update(b"blob %d\0" % len(content))
+        named.update(content)
+        return content if named.hexdigest() == sha else None

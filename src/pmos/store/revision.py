@@ -237,10 +237,12 @@ class BlobCache:
         parsed = self._parsed.get((kind, sha))
         return parsed.records if parsed is not None else []
 
-    def fetch(self, shas: Iterable[str]) -> None:
-        """Read the blobs among ``shas`` not read yet, in one batch (one git process
-        for every ledger of a revision, however many kinds)."""
-        self.contents.update(self.repo.blobs(s for s in shas if s not in self.contents))
+    def fetch(self, entries: Iterable[TreeEntry]) -> None:
+        """Read the blobs of ``entries`` not read yet, in one batch (one git process
+        for every ledger of a revision, however many kinds); one a checkout holds
+        at its path is read from there (:meth:`Repository.blobs`)."""
+        at = {e.sha: e.path for e in entries if e.sha not in self.contents}
+        self.contents.update(self.repo.blobs(at, at=at))
 
     def parse(
         self, kind: str, entries: Iterable[TreeEntry], *, strict: bool = True
@@ -248,9 +250,7 @@ class BlobCache:
         """Each entry's parse, by path (blobs read in one batch). A blob parsed
         before is not parsed again (the same object is the same content)."""
         entries = [e for e in entries if e.kind == "blob"]
-        wanted = [e.sha for e in entries if (kind, e.sha) not in self._parsed]
-        contents = self.repo.blobs(sha for sha in wanted if sha not in self.contents)
-        self.contents.update(contents)
+        self.fetch(e for e in entries if (kind, e.sha) not in self._parsed)
         contents = self.contents
         out: dict[str, Parsed] = {}
         for entry in entries:
@@ -349,7 +349,7 @@ def read_ledgers(
                         kind, entry.path, None, "not a regular file (a link or a submodule)"
                     )
                 )
-    cache.fetch(e.sha for entries in plain.values() for e in entries)
+    cache.fetch(e for entries in plain.values() for e in entries)
     for kind, entries in plain.items():
         held: list[StoredRecord] = []
         for parsed in cache.parse(kind, entries, strict=strict).values():
