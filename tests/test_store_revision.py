@@ -94,14 +94,21 @@ def test_history_read_in_bulk_is_what_reading_each_line_finds():
     """A base's pack (history, not strict) is read in a few C loops; what it finds is
     what the strict, line-by-line reading finds of the same sound pack."""
     records = [run_record(f"r{n}") for n in range(5)]
-    records[2] = {**records[2], "run_id": 7}  # not text: no run to look it up by
     records[3] = {**records[3], "by": "pm-a"}
-    name, data = pack_of(*(lines.encode(r)[0] for r in records))
-    bulk, strict = parse_file("runs", name, data, strict=False), parse_file("runs", name, data)
-    assert bulk.problems == strict.problems == []
-    shape = [(r.digest, r.record_id, r.run_id, r.by, r.raw, r.path) for r in strict.records]
-    assert [(r.digest, r.record_id, r.run_id, r.by, r.raw, r.path) for r in bulk.records] == shape
-    assert [r.run_id for r in bulk.records] == ["r0", "r1", None, "r3", "r4"]
+    # Text ids (as writers write them: one decode of the whole pack), and a run id
+    # that is not text (no run to look it up by: that pack is read line by line).
+    for ids, run_ids in (
+        (records, ["r0", "r1", "r2", "r3", "r4"]),
+        ([*records[:2], {**records[2], "run_id": 7}, *records[3:]], ["r0", "r1", None, "r3", "r4"]),
+    ):
+        name, data = pack_of(*(lines.encode(r)[0] for r in ids))
+        bulk, strict = parse_file("runs", name, data, strict=False), parse_file("runs", name, data)
+        assert bulk.problems == strict.problems == []
+        shape = [(r.digest, r.record_id, r.run_id, r.by, r.raw, r.path) for r in strict.records]
+        assert [(r.digest, r.record_id, r.run_id, r.by, r.raw, r.path) for r in bulk.records] == (
+            shape
+        )
+        assert [r.run_id for r in bulk.records] == run_ids
     assert bulk.records[3].by == "pm-a" and bulk.records[0].by is None
     assert bulk.records[4].record == records[4]  # parsed when asked for, its digest left out
 

@@ -19,10 +19,11 @@ judged by) is read through :class:`Repository`, which:
 
 Most callers read objects only (``rev-parse``, ``ls-tree``, ``cat-file``,
 ``merge-base``, ``log``); a blob may come from the checkout instead, when the
-file there hashes to the blob's id (:meth:`Repository.blobs`). A command that reads the *work tree* (``status``,
-``diff`` against it; ``pmos assess`` does) is run with ``work_tree=True``: every
-filter driver the repository names is blanked for it (:meth:`Repository.run`),
-so no clean or smudge command runs either. Commands that would diff get
+file there hashes to the blob's id (:meth:`Repository.blobs`). A command that
+reads the *work tree* (``status``, ``diff`` against it; ``pmos assess`` does)
+is run with ``work_tree=True``: every filter driver the repository names is
+blanked for it (:meth:`Repository.run`), so no clean or smudge command runs
+either. Commands that would diff get
 ``--no-ext-diff --no-textconv`` from :data:`NO_DRIVERS`.
 
 This is the only module of pmos that starts git on a repository it reads.

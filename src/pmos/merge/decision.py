@@ -429,11 +429,9 @@ class _Judge:
             order=AddedByChange(lambda kind: _newest_at(base, kind)),
         )
         for kind in LEDGER_KINDS:
-            before = base.records.get(kind, {})
-            after = head.records.get(kind, {})
             new, vanished = self.changes[kind]
             gone = list(vanished.values())
-            ids_after = {r.record_id for r in after.values()} if gone else set()
+            ids_after = head.ids(kind) if gone else set()
             for record in sorted(gone, key=lambda r: r.record_id):
                 how = "was changed" if record.record_id in ids_after else "is missing"
                 self._finding(
@@ -442,7 +440,7 @@ class _Judge:
                     record.path,
                     f"the {kind} record {record.record_id} present at base {how} at head",
                 )
-            ids_before = {r.record_id for r in before.values()} if new else set()
+            ids_before = base.ids(kind) if new else set()
             counted: dict[str, StoredRecord] = {}
             seen: dict[str, str] = {}
             for digest, record in sorted(new.items(), key=lambda item: _key(item[1].record)):
@@ -632,8 +630,9 @@ class _Judge:
                 if isinstance(run_id, str):
                     changed_runs.setdefault(run_id, []).append((kind, record.record))
         for kind, records in head.records.items():  # runs whose only added records were refused
-            for record in records.values():
-                if (kind, record.record_id) in bad and record.run_id is not None:
+            refused = {record_id for of, record_id in bad if of == kind}
+            for record in records.values() if refused else ():
+                if record.record_id in refused and record.run_id is not None:
                     changed_runs.setdefault(record.run_id, [])
         by_run: dict[str, dict[str, list[dict[str, Any]]]] = {}
         for kind in ("runs", "evals", "acceptances", "assessments"):

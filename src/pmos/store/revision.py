@@ -21,6 +21,7 @@ import hashlib
 import posixpath
 from collections.abc import Iterable, Mapping
 from itertools import repeat
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 import msgspec
@@ -92,8 +93,19 @@ class _Ids(msgspec.Struct, gc=False):
     by: Any = None
 
 
+class _WrittenIds(msgspec.Struct, gc=False):
+    """The same, typed as a writer writes them, for a file read at once: a file with
+    a line whose ids are not text is read line by line instead (the same answer)."""
+
+    record_id: str
+    run_id: str | None = None
+    by: str | None = None
+
+
 _decode_ids = msgspec.json.Decoder(_Ids).decode
-_decode_ids_lines = msgspec.json.Decoder(_Ids).decode_lines
+_decode_ids_lines = msgspec.json.Decoder(_WrittenIds).decode_lines
+_RECORD_ID, _RUN_ID, _BY = attrgetter("record_id"), attrgetter("run_id"), attrgetter("by")
+_DIGEST = attrgetter("digest")
 
 
 class FileProblem(NamedTuple):
@@ -159,6 +171,7 @@ def parse_file(kind: str, path: str, content: bytes, *, strict: bool = True) -> 
     if bulk is not None:
         return Parsed(bulk, problems)
     for number, raw in enumerate(body, start=start + 1):
+        ids: _Ids | _WrittenIds
         try:
             if decoded is None:
                 checked, digest = lines.check(raw)  # the digest is the content's
@@ -190,7 +203,7 @@ def parse_file(kind: str, path: str, content: bytes, *, strict: bool = True) -> 
 
 
 def _history(
-    kind: str, path: str, rows: list[bytes], ids: list[_Ids], prefix: str
+    kind: str, path: str, rows: list[bytes], ids: list[_WrittenIds], prefix: str
 ) -> list[StoredRecord] | None:
     """The records of a file of history (see :func:`parse_file`) whose lines' ids
     were read at once, made in a few C loops; None when a line is not as a writer
@@ -199,17 +212,16 @@ def _history(
     stated = lines.stated_digests(rows)
     if stated is None:
         return None
-    record_ids = [i.record_id for i in ids]
-    if not all([type(r) is str and r.startswith(prefix) for r in record_ids]):
+    record_ids = list(map(_RECORD_ID, ids))
+    if not all(map(str.startswith, record_ids, repeat(prefix))):
         return None
-    run_ids = [r if type(r := i.run_id) is str else None for i in ids]
-    bys = [b if type(b := i.by) is str else None for i in ids]
+    run_ids, bys = map(_RUN_ID, ids), map(_BY, ids)
     return list(
         map(StoredRecord, repeat(kind), stated, record_ids, run_ids, bys, rows, repeat(path))
     )
 
 
-def _ids_at_once(rows: list[bytes], text: memoryview) -> list[_Ids] | None:
+def _ids_at_once(rows: list[bytes], text: memoryview) -> list[_WrittenIds] | None:
     """Every line's ids in one pass of msgspec's C loop over ``text``, the lines
     ``rows`` as they sit in the file; None when a line does not decode (each is
     then read alone, and the bad one reported)."""
@@ -323,7 +335,7 @@ class Ledgers(NamedTuple):
     problems: list[FileProblem]
 
     def ids(self, kind: str) -> set[str]:
-        return {r.record_id for r in self.records.get(kind, {}).values()}
+        return set(map(_RECORD_ID, self.records.get(kind, {}).values()))
 
 
 def read_ledgers(
@@ -362,7 +374,7 @@ def read_ledgers(
 def _by_digest(held: list[StoredRecord]) -> dict[str, StoredRecord]:
     """``held`` by digest, in order; of copies of one record (one loose, one packed)
     the first counts."""
-    found = dict(zip([r.digest for r in held], held, strict=True))
+    found = dict(zip(map(_DIGEST, held), held, strict=True))
     if len(found) != len(held):  # copies: the first of each stays
         found = {}
         for record in held:
