@@ -338,7 +338,9 @@ class Repository:
         if path.startswith("/") or ".." in path.split("/"):
             return None
         try:
-            handle = os.open(self.top / path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            handle = os.open(
+                os.path.join(self.top, path), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+            )
         except OSError:
             return None
         if not stat.S_ISREG(os.fstat(handle).st_mode):
