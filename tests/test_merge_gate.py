@@ -62,7 +62,8 @@ def test_a_fail_verdict_may_not_merge(product):
     assert report["runs"][0]["decision"] == "fail"
 
 
-def test_a_pm_fail_label_may_not_merge(product):
+def pm_fail_label(product) -> dict:
+    """A run judged PASS whose PM label is ``fail``, committed; the gate's report."""
     product.register("r1")
     product.verdict("r1")
     product.label("r1", "fail")
@@ -70,15 +71,15 @@ def test_a_pm_fail_label_may_not_merge(product):
     code, report = product.gate("--base", "origin/main")
     assert code == 1
     assert "the PM labelled it fail" in reasons(report)
+    return report
+
+
+def test_a_pm_fail_label_may_not_merge(product):
+    pm_fail_label(product)
 
 
 def test_the_gate_judges_the_committed_bytes_whatever_the_checkout_holds(product):
-    product.register("r1")
-    product.verdict("r1")
-    product.label("r1", "fail")
-    product.commit()
-    code, committed = product.gate("--base", "origin/main")
-    assert code == 1 and "the PM labelled it fail" in reasons(committed)
+    committed = pm_fail_label(product)
     # A build step rewrites the checkout: the label now says pass, the runs are gone.
     [label] = (product.kit / "state/acceptances").rglob("*.json")
     text = label.read_bytes()
