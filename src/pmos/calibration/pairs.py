@@ -36,6 +36,7 @@ from typing import Any, NamedTuple, cast
 
 import numpy as np
 
+from pmos._util.uncollected import uncollected
 from pmos.calibration.judged import (
     BLIND_FIELDS,
     FILTER_FIELDS,
@@ -432,6 +433,12 @@ def read_and_pair(
     (Reading the two ledgers in two processes was tried: it bought nothing once
     the other core was busy, and held both ledgers' state at once.)
     """
+    # Nothing read or folded here holds a reference cycle: the collector waits.
+    with uncollected():
+        return _read_and_pair(kit, scope, window, by, with_runs)
+
+
+def _read_and_pair(kit: Kit, scope: Scope, window: int, by: By | None, with_runs: bool) -> Paired:
     store = kit.store
     screen = KitScreen(kit)
     excluded = Excluded()
