@@ -185,3 +185,22 @@ def test_scored_pairs_are_the_judged_verdicts(kit, verdict):
 def test_other_rfc3339_layouts_are_ordered_as_instants(stamp):
     assert instant_key(stamp) == "2026-01-01T00:00:00.000000Z"
     assert instant_key("2026-01-01T01:00:00+01:00") == "2026-01-01T00:00:00.000000Z"
+
+
+def test_reading_and_pairing_leave_the_garbage_collector_as_it_was(kit):
+    """The collector waits while both ledgers are read and paired (nothing made there
+    holds a cycle), and is as the caller had it afterwards: running, or paused."""
+    import gc
+
+    judge(kit, "r1", "PASS")
+    label(kit, "r1", "pass")
+    scope = pairs.Scope()
+    assert gc.isenabled()
+    assert pairs.read_and_pair(kit, scope, 10, None).gate == [1]
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        assert pairs.read_and_pair(kit, scope, 10, None).gate == [1]
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
