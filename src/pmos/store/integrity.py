@@ -647,7 +647,10 @@ def _scan_pack(
         claimed = _claimed(data[: body_at - 1])
         if claimed > 0 and data[: body_at - 1] == pack_header(kind, bucket, claimed):
             body = memoryview(data)[body_at:]
-            if lazy and data.count(b"\n", body_at) == claimed:
+            if lazy:
+                # Its lines are decoded by the reader. Their count is the header's:
+                # the memo holds these bytes as checked, and a pack whose header names
+                # another count than its lines fails that check.
                 return PackRead(path, sha, True, True), WholePack(file, sha, body, None, claimed)
             keys = None if lazy else _keys(body, claimed, row)
             if keys is not None:
