@@ -56,7 +56,7 @@ from pmos.gate.pass_fraction import PassFraction
 from pmos.gate.screen import KitScreen
 from pmos.kit import Kit
 from pmos.store.layout import Store
-from pmos.store.read import batches, loose_values
+from pmos.store.read import batches, loose_recalled, loose_values
 from pmos.store.rows import row_type
 from pmos.store.screening import Excluded, Exclusion, Screen
 from pmos.timestamps import rfc3339
@@ -429,7 +429,9 @@ def read_and_pair(
     Verdicts are read first: a corrupt eval ledger is then reported by the reader
     that reads it from the start, not by a label's look-up of its verdict. On its
     way, the verdict reader notes the verdicts the loose labels name: screening
-    those labels needs them, and the eval ledger is then not read a second time.
+    those labels needs them, and the eval ledger is then not read a second time
+    (unless the screening cache holds every loose label's outcome: then none is
+    screened, and nothing is noted).
     (Reading the two ledgers in two processes was tried: it bought nothing once
     the other core was busy, and held both ledgers' state at once.)
     """
@@ -442,7 +444,9 @@ def _read_and_pair(kit: Kit, scope: Scope, window: int, by: By | None, with_runs
     store = kit.store
     screen = KitScreen(kit)
     excluded = Excluded()
-    named = loose_values(store, "acceptances", "gate_record_id")
+    # With every loose label's screening recalled, none is screened: nothing to gather.
+    recalled = loose_recalled(store, "acceptances", screen)
+    named = set() if recalled else loose_values(store, "acceptances", "gate_record_id")
     found: dict[str, tuple[str, str]] = {}
 
     def note(batch: list[Any] | None) -> None:

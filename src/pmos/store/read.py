@@ -344,6 +344,23 @@ def loose_values(store: Store, kind: str, field: str) -> set[str]:
     return found
 
 
+def loose_recalled(store: Store, kind: str, screen: Screen) -> bool:
+    """Whether the screening cache holds an outcome under ``screen`` for every loose
+    record of ``kind``, each looked up by the digest its file's name carries: a
+    reader then screens none of them, so what their screening would read need not
+    be gathered before (:func:`pmos.calibration.pairs.read_and_pair`). A name is a
+    safe key here: a file whose bytes do not hash to the digest its name carries is
+    refused before any screening."""
+    sieve = Sieve(store, kind, screen, Excluded())
+    for bucket in store.sources(kind).buckets:
+        if not bucket.loose:
+            continue
+        known = screencache.load_loose(store.root, kind, bucket.name, screen, sieve._ledger)
+        if any(rel[-5 - 64 : -5] not in known for rel in bucket.loose):  # DD/<stamp>-<digest>.json
+            return False
+    return True
+
+
 # ---------------------------------------------------------------- newest first
 
 
