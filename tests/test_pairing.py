@@ -185,3 +185,51 @@ def test_scored_pairs_are_the_judged_verdicts(kit, verdict):
 def test_other_rfc3339_layouts_are_ordered_as_instants(stamp):
     assert instant_key(stamp) == "2026-01-01T00:00:00.000000Z"
     assert instant_key("2026-01-01T01:00:00+01:00") == "2026-01-01T00:00:00.000000Z"
+
+
+def test_reading_and_pairing_leave_the_garbage_collector_as_it_was(kit):
+    """The collector waits while both ledgers are read and paired (nothing made there
+    holds a cycle), and is as the caller had it afterwards: running, or paused."""
+    import gc
+
+    judge(kit, "r1", "PASS")
+    label(kit, "r1", "pass")
+    scope = pairs.Scope()
+    assert gc.isenabled()
+    assert pairs.read_and_pair(kit, scope, 10, None).gate == [1]
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        assert pairs.read_and_pair(kit, scope, 10, None).gate == [1]
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_loose_labels_are_gathered_for_until_their_screening_is_recalled(cli, kit):
+    """read_and_pair gathers the verdicts loose labels name only while some loose
+    label's screening outcome is not in the cache (by the digest its file's name
+    carries): a reading fills the cache, the next needs nothing gathered, and a
+    label written since (or a verdict, which the outcomes were checked beside)
+    makes it gather again. The report is the same either way."""
+    from pmos.gate.screen import KitScreen
+    from pmos.store.read import loose_recalled
+
+    judge(kit, "r1", "PASS")
+    label(kit, "r1", "pass")
+
+    def recalled() -> bool:
+        return loose_recalled(kit.store, "acceptances", KitScreen(kit))
+
+    assert not recalled()  # nothing screened yet
+    first = metrics(cli)
+    assert recalled()
+    assert metrics(cli) == first
+    judge(kit, "r2", "FAIL")
+    assert not recalled()  # the eval ledger changed: the outcomes are checked again
+    metrics(cli)
+    assert recalled()
+    label(kit, "r2", "fail")
+    assert not recalled()  # a label never screened
+    after = metrics(cli)
+    assert recalled() and after != first

@@ -14,10 +14,12 @@ import json
 from datetime import timedelta
 
 import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ledgerfiles
+from pmos.store import integrity
 from pmos.store.digest import digest_bytes
 from pmos.store.integrity import pack_header
 from pmos.timestamps import parse_instant, seconds_rfc3339
@@ -444,6 +446,91 @@ def test_a_month_read_whole_in_parts_yields_each_record_once(kit, kit_root, monk
         assert whole_excluded == ([] if bad is None else [(f"ev-{bad:08x}", "schema")])
         assert len(whole) > 2  # in parts, not one batch
         pack.unlink()
+
+
+def test_a_month_read_whole_by_its_reader_leaves_out_an_earlier_months_id(
+    kit, kit_root, monkeypatch, tmp_path
+):
+    """A month read whole is decoded by the reader, which applies the rule on earlier
+    months' ids to each part as it decodes it (integrity.BucketScan.admit): a line
+    in a later part whose id an earlier month holds is left out with verify's
+    reason, every other line counts once, as a reading with no memo counts them.
+    Also when a line that does not fit the row sends the rest of the month to the
+    line-by-line reading (the rule then applied there), and for a row that reads
+    no record id (the reader decodes one beside it)."""
+    from pmos.calibration.judged import VERDICT_FIELDS
+    from pmos.store.read import BATCH_BYTES, batches
+    from pmos.store.rows import row_type
+    from pmos.store.screening import Excluded
+    from pmos.store.verify import verify_kind
+
+    made = judge(kit, "r0", "PASS")
+    for path in ledgerfiles.record_files(kit_root, "evals"):
+        path.unlink()
+    count = 3 * BATCH_BYTES // len(orjson.dumps(made)) + 10
+    late = count - 5  # in the last part
+    held = {**made, "run_id": "held", "record_id": f"ev-{late:08x}"}
+    held["recorded_at"] = "2024-12-01T10:00:00.000000Z"
+    ledgerfiles.pack_of(kit_root, "evals", [held])  # the earlier month holds it
+
+    def month(bad: int | None) -> list[dict]:
+        return [
+            {
+                **made,
+                "run_id": f"r{n}",
+                "record_id": f"ev-{n:08x}",
+                "recorded_at": f"2025-01-01T10:{n // 60 % 60:02d}:{n % 60:02d}.{n:06d}Z",
+                "verdict": "MAYBE" if n == bad else "PASS",
+            }
+            for n in range(count)
+        ]
+
+    def read(cache: str, row: type) -> tuple[list[str], set[tuple]]:
+        monkeypatch.setenv("PMOS_CACHE_DIR", str(tmp_path / cache))
+        excluded = Excluded()
+        read = batches(kit.store, "evals", row=row, excluded=excluded)
+        runs = [r.run_id for batch in read for r in batch]
+        return runs, {(e.record_id, e.rule, e.problem, e.file) for e in excluded.items}
+
+    for bad in (None, count // 2):
+        (pack,) = [ledgerfiles.pack_of(kit_root, "evals", month(bad))]
+        problems = {(p.file, p.line, p.problem) for p in verify_kind(kit.store, "evals").problems}
+        assert (str(pack), late + 2, integrity.EARLIER_MONTH) in problems
+        for row in (row_type("evals", VERDICT_FIELDS), row_type("evals", ("run_id", "verdict"))):
+            fresh = read(f"none-{bad}", row)
+            assert read(f"memo-{bad}", row) == read(f"memo-{bad}", row) == fresh
+            runs, excluded = fresh
+            assert runs == ["held"] + [f"r{n}" for n in range(count) if n not in (bad, late)]
+            assert (f"ev-{late:08x}", "ledger", integrity.EARLIER_MONTH, f"{pack}:{late + 2}") in (
+                excluded
+            )
+            assert len(excluded) == (1 if bad is None else 2)
+        pack.unlink()
+
+
+def test_a_month_read_whole_by_its_reader_is_checked_once(kit, kit_root, monkeypatch, tmp_path):
+    """The rule on earlier months' ids is applied once to a month its reader decodes:
+    a second admit of its lines is refused, and so is a reading of a month whose
+    ids were checked already (integrity.BucketScan.admit)."""
+    from pmos.store.read import screencache
+    from pmos.store.rows import row_type
+
+    made = judge(kit, "r0", "PASS")
+    monkeypatch.setenv("PMOS_CACHE_DIR", str(tmp_path / "memo"))
+    ledgerfiles.pack_of(kit_root, "evals", [{**made, "recorded_at": "2024-12-01T10:00:00Z"}])
+    for path in ledgerfiles.record_files(kit_root, "evals"):
+        path.unlink()
+    sources, memo = kit.store.sources("evals"), screencache.cache_folder(kit.store.root)
+    row = row_type("evals", ("record_id",))
+    for lazy in (False, True):
+        list(integrity.scan(sources, "evals", memo=memo, lazy=lazy))  # fills the memo
+        (bucket,) = integrity.scan(sources, "evals", memo=memo, lazy=lazy)
+        assert bucket.whole is not None and bucket.pending is lazy
+        if lazy:
+            rows = [row(record_id=made["record_id"])]
+            assert bucket.admit(rows) == rows and not bucket.late
+        with pytest.raises(ValueError, match="checked already"):
+            bucket.admit([row(record_id="ev-00000000")])
 
 
 @settings(max_examples=200, deadline=None)

@@ -36,6 +36,7 @@ from typing import Any, NamedTuple, cast
 
 import numpy as np
 
+from pmos._util.uncollected import uncollected
 from pmos.calibration.judged import (
     BLIND_FIELDS,
     FILTER_FIELDS,
@@ -55,7 +56,7 @@ from pmos.gate.pass_fraction import PassFraction
 from pmos.gate.screen import KitScreen
 from pmos.kit import Kit
 from pmos.store.layout import Store
-from pmos.store.read import batches, loose_values
+from pmos.store.read import batches, loose_recalled, loose_values
 from pmos.store.rows import row_type
 from pmos.store.screening import Excluded, Exclusion, Screen
 from pmos.timestamps import rfc3339
@@ -428,14 +429,24 @@ def read_and_pair(
     Verdicts are read first: a corrupt eval ledger is then reported by the reader
     that reads it from the start, not by a label's look-up of its verdict. On its
     way, the verdict reader notes the verdicts the loose labels name: screening
-    those labels needs them, and the eval ledger is then not read a second time.
+    those labels needs them, and the eval ledger is then not read a second time
+    (unless the screening cache holds every loose label's outcome: then none is
+    screened, and nothing is noted).
     (Reading the two ledgers in two processes was tried: it bought nothing once
     the other core was busy, and held both ledgers' state at once.)
     """
+    # Nothing read or folded here holds a reference cycle: the collector waits.
+    with uncollected():
+        return _read_and_pair(kit, scope, window, by, with_runs)
+
+
+def _read_and_pair(kit: Kit, scope: Scope, window: int, by: By | None, with_runs: bool) -> Paired:
     store = kit.store
     screen = KitScreen(kit)
     excluded = Excluded()
-    named = loose_values(store, "acceptances", "gate_record_id")
+    # With every loose label's screening recalled, none is screened: nothing to gather.
+    recalled = loose_recalled(store, "acceptances", screen)
+    named = set() if recalled else loose_values(store, "acceptances", "gate_record_id")
     found: dict[str, tuple[str, str]] = {}
 
     def note(batch: list[Any] | None) -> None:

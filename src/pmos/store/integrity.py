@@ -26,11 +26,9 @@ metrics, queue, board, gate, sync and verify agree on which records count.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from functools import cache
 from itertools import pairwise, repeat
 from operator import attrgetter, itemgetter
@@ -39,6 +37,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from pmos._util.uncollected import uncollected
 from pmos.store import linememo, lines
 from pmos.store.digest import is_canonical, orjson_is_jcs
 from pmos.store.layout import (
@@ -110,18 +109,28 @@ class WholePack(NamedTuple):
     #: view of the bytes read, not a copy of them.
     body: memoryview
     #: Each line's ``record_id`` and ``digest`` (as an object with those fields), in
-    #: line order: all that the rule on ids repeated across months, the count and
-    #: the head ask of a month read whole. A line the memo recalls as sound has no
-    #: ``digest`` field but its last, which is its content digest.
-    keys: list[Any]
+    #: line order: all that the rule on ids repeated across months and the head
+    #: ask of a month read whole. A line the memo recalls as sound has no
+    #: ``digest`` field but its last, which is its content digest. None when the
+    #: month was read for a reader that decodes its lines itself
+    #: (:meth:`BucketScan.admit`).
+    keys: list[Any] | None
+    #: How many record lines it holds.
+    records: int
 
     def content_digests(self) -> list[str]:
         """Each line's content digest."""
-        return list(map(_DIGEST, self.keys))
+        return list(map(_DIGEST, self._keys()))
 
     def digests(self) -> Iterable[tuple[str, str]]:
         """``(content digest, record id)`` of each line."""
-        return zip(map(_DIGEST, self.keys), map(_RECORD_ID, self.keys), strict=True)
+        keys = self._keys()
+        return zip(map(_DIGEST, keys), map(_RECORD_ID, keys), strict=True)
+
+    def _keys(self) -> list[Any]:
+        if self.keys is None:
+            raise ValueError("a month read for a reader that decodes its lines has no keys")
+        return self.keys
 
     def entries(self) -> list[Stored]:
         """The month's records as :class:`Stored` entries (for readers that want them)."""
@@ -149,9 +158,26 @@ class BucketScan:
 
     ``whole`` is set when the month is one pack whose every line counts
     (:class:`WholePack`); its :attr:`stored` entries are then made only when
-    asked for."""
+    asked for.
 
-    __slots__ = ("_stored", "name", "packs", "refused", "vanished", "whole")
+    A month read whole for a reader that decodes its lines itself (``scan(...,
+    lazy=True)``) leaves one rule to that reader: a record whose id an earlier
+    month holds is left out. Its lines are sound and no two share an id (the
+    memo's word on these very bytes), so that rule is all that is left, and
+    the reader applies it to each part of the month as it decodes it
+    (:meth:`admit`); what it leaves out is in :attr:`late`."""
+
+    __slots__ = (
+        "_admitted",
+        "_pending",
+        "_stored",
+        "late",
+        "name",
+        "packs",
+        "refused",
+        "vanished",
+        "whole",
+    )
 
     def __init__(
         self,
@@ -161,6 +187,7 @@ class BucketScan:
         packs: list[PackRead],
         vanished: bool = False,
         whole: WholePack | None = None,
+        pending: set[int] | None = None,
     ) -> None:
         self.name = name
         self._stored = stored
@@ -169,12 +196,58 @@ class BucketScan:
         #: A listed file was gone when read (a pack ran meanwhile).
         self.vanished = vanished
         self.whole = whole
+        #: The earlier months' record ids (as hashes), while the rule on them is
+        #: still to be applied to this month's lines (a lazy whole month); else None.
+        self._pending = pending
+        self._admitted = 0  # the month's lines the rule was applied to
+        #: Records left out by :meth:`admit` (or :attr:`stored`) of a lazy month.
+        self.late: list[Refused] = []
+
+    @property
+    def pending(self) -> bool:
+        """Whether the rule on earlier months' ids is left to the reader (:meth:`admit`)."""
+        return self._pending is not None
 
     @property
     def stored(self) -> list[Stored]:
         if self._stored is None:
-            self._stored = [] if self.whole is None else self.whole.entries()
+            entries = [] if self.whole is None else self.whole.entries()
+            seen, done = self._pending, self._admitted
+            if seen is not None:  # the lines not admitted yet: the rule applied here
+                kept = entries[:done]
+                for entry in entries[done:]:
+                    self._admit_one(seen, entry.key[1], entry.line, kept.append, entry)
+                self._pending, self._admitted, entries = None, len(entries), kept
+            self._stored = entries
         return self._stored
+
+    def admit(self, rows: list[Any]) -> list[Any]:
+        """The next of a lazy month's lines as the reader decoded them (each with a
+        ``record_id``), in line order: those that count (every one, unless an
+        earlier month holds its id: left out, in :attr:`late`)."""
+        seen, start = self._pending, self._admitted
+        if seen is None:
+            raise ValueError("admit: the month's record ids were checked already")
+        self._admitted += len(rows)
+        if self.whole is None or self._admitted >= self.whole.records:
+            self._pending = None  # every line admitted
+        if _add_new(seen, list(map(hash, map(_RECORD_ID, rows)))):
+            return rows
+        kept: list[Any] = []
+        for number, row in enumerate(rows, start=start + 2):
+            self._admit_one(seen, row.record_id, number, kept.append, row)
+        return kept
+
+    def _admit_one(
+        self, seen: set[int], record_id: str, line: int | None, keep: Any, item: Any
+    ) -> None:
+        key = hash(record_id)
+        if key in seen:
+            file = "" if self.whole is None else self.whole.file
+            self.late.append(Refused(file, line, record_id, EARLIER_MONTH))
+            return
+        seen.add(key)
+        keep(item)
 
 
 def pack_header(kind: str, bucket: str, records: int) -> bytes:
@@ -222,6 +295,7 @@ def scan(
     skip: frozenset[str] = frozenset(),
     memo: Path | None = None,
     row: type | None = None,
+    lazy: bool = False,
 ) -> Iterator[BucketScan]:
     """Every bucket of ``sources``, oldest first, with the rule applied (see the module
     docstring). Stray files are refused in the first bucket scanned (or an empty one).
@@ -234,6 +308,9 @@ def scan(
     :attr:`WholePack.keys`): a ``msgspec.Struct`` with ``record_id`` and
     ``digest``, and whatever else the caller reads of such a month in the same
     call (``pmos ledger verify``: what says whether a verdict cites evidence).
+    ``lazy``: a month read whole is not decoded here; the reader decodes its lines
+    and applies the rule on earlier months' ids to them (:meth:`BucketScan.admit`),
+    so each line is parsed once, while it is in the processor's cache.
     """
     # The record ids of earlier months, as their hashes: a million-record ledger's
     # strings would cost the reader more than everything else it keeps. Two ids
@@ -241,7 +318,7 @@ def scan(
     seen: set[int] = set()
     strays = [Refused(str(path), None, None, why) for path, why in sources.strays]
     for bucket in sources.buckets:
-        result = scan_bucket_whole(sources.folder, bucket, kind, seen, skip, memo, row)
+        result = scan_bucket_whole(sources.folder, bucket, kind, seen, skip, memo, row, lazy)
         if strays:
             result.refused[:0] = strays
             strays = []
@@ -263,6 +340,7 @@ def scan_bucket_whole(
     skip: frozenset[str] = frozenset(),
     memo: Path | None = None,
     row: type | None = None,
+    lazy: bool = False,
 ) -> BucketScan:
     """:func:`scan_bucket`, read again while a ``pmos ledger pack`` running meanwhile
     changed the bucket, so a reader that takes no lock still sees every record of
@@ -272,12 +350,12 @@ def scan_bucket_whole(
     is listed and read again (a record read from both a loose file and its new
     pack counts once: copies are one record)."""
     for _ in range(RESCANS):
-        with _uncollected():
-            result = scan_bucket(folder, bucket, kind, seen, skip, memo, row)
+        with uncollected():  # see pmos._util.uncollected: its entries hold no cycle
+            result = scan_bucket(folder, bucket, kind, seen, skip, memo, row, lazy)
         listed = frozenset(p.name for p in bucket.packs)
         if not result.vanished and pack_names(folder, bucket.name) == listed:
             return result
-        if seen is not None:  # forget what this reading counted: it is read again
+        if seen is not None and not result.pending:  # forget what this reading counted
             for entry in result.stored:
                 seen.discard(hash(entry.key[1]))
         bucket = relist_bucket(folder, bucket.name)
@@ -293,23 +371,6 @@ def scan_bucket_whole(
     return result
 
 
-@contextmanager
-def _uncollected() -> Iterator[None]:
-    """The garbage collector paused while one month is read. Its entries hold no
-    reference cycle, and every collection the entries' allocations set off would
-    visit each entry and each line made so far (the month's lists are young): on
-    the 1M + 1M kit, about a second of ``pmos ledger verify``'s eight, nearly all
-    in the newest month (a pack and loose files, read line by line). The
-    collector runs again as it did once the month is read."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def scan_bucket(
     folder: Path,
     bucket: Bucket,
@@ -318,11 +379,12 @@ def scan_bucket(
     skip: frozenset[str] = frozenset(),
     memo: Path | None = None,
     row: type | None = None,
+    lazy: bool = False,
 ) -> BucketScan:
     """One bucket (see :func:`scan`); ``seen`` carries the record ids of older buckets.
     With ``seen`` None, records are only de-duplicated by digest (``pmos ledger pack``
     keeps both records of a repeated id: which one counts is the readers' rule).
-    ``row``: see :func:`scan`."""
+    ``row``, ``lazy``: see :func:`scan`."""
     found: list[Stored] = []
     refused: list[Refused] = []
     read: list[PackRead] = []
@@ -332,7 +394,9 @@ def scan_bucket(
         match = PACK.match(path.name)
         if match is not None and match.group(1) in skip:
             continue
-        pack, whole = _scan_pack(path, bucket.name, kind, found, refused, memo, alone, row)
+        pack, whole = _scan_pack(
+            path, bucket.name, kind, found, refused, memo, alone, row, lazy and seen is not None
+        )
         vanished = vanished or not pack.sha
         read.append(pack)
         if whole is not None:
@@ -340,11 +404,15 @@ def scan_bucket(
             # repeated id: only earlier months' ids are left to check.
             if seen is None:
                 return BucketScan(bucket.name, None, refused, read, whole=whole)
+            if whole.keys is None:  # checked by the reader as it decodes (admit)
+                return BucketScan(bucket.name, None, refused, read, whole=whole, pending=seen)
             if _add_new(seen, list(map(hash, map(_RECORD_ID, whole.keys)))):
                 return BucketScan(bucket.name, None, refused, read, whole=whole)
             found += whole.entries()
     for rel in bucket.loose:
-        present = _scan_loose(folder / bucket.name / rel, bucket.name, rel, kind, found, refused)
+        present = _scan_loose(
+            f"{folder}/{bucket.name}/{rel}", bucket.name, rel, kind, found, refused
+        )
         vanished = vanished or not present
     if len(read) == 1 and read[0].ordered and not bucket.loose and not vanished:
         # One pack in ledger order with no repeated id (every pack pmos writes):
@@ -390,18 +458,15 @@ def scan_bucket(
             continue
         key = hash(record_id)
         if key in seen:
-            refused.append(
-                Refused(
-                    entry.file,
-                    entry.line,
-                    record_id,
-                    "duplicate record_id: an earlier month holds a record with this id",
-                )
-            )
+            refused.append(Refused(entry.file, entry.line, record_id, EARLIER_MONTH))
             continue
         seen.add(key)
         counted.append(entry)
     return BucketScan(bucket.name, counted, refused, read, vanished)
+
+
+#: Why a record whose id an earlier month holds is left out.
+EARLIER_MONTH = "duplicate record_id: an earlier month holds a record with this id"
 
 
 def _add_new(seen: set[int], hashes: list[int]) -> bool:
@@ -496,16 +561,19 @@ def _newest_loose(folder: Path, bucket: Bucket, kind: str, memo: Path | None) ->
 def _check_loose(folder: Path, bucket: str, rel: str, kind: str) -> Stored | None:
     """The loose file ``rel`` of ``bucket`` as a record that passes every check, or None."""
     found: list[Stored] = []
-    if not _scan_loose(folder / bucket / rel, bucket, rel, kind, found, []):
+    if not _scan_loose(f"{folder}/{bucket}/{rel}", bucket, rel, kind, found, []):
         raise _Vanished(rel)
     return found[0] if found else None
 
 
 def _scan_loose(
-    path: Path, bucket: str, rel: str, kind: str, found: list[Stored], refused: list[Refused]
+    path: str, bucket: str, rel: str, kind: str, found: list[Stored], refused: list[Refused]
 ) -> bool:
     """Read one loose file into ``found`` or ``refused``; False when it was gone
-    (folded into a pack meanwhile: :func:`scan_bucket_whole` reads the bucket again)."""
+    (folded into a pack meanwhile: :func:`scan_bucket_whole` reads the bucket again).
+    ``path`` is a string, the folder, month and ``rel`` joined: a month holds
+    thousands of loose files, and a ``Path`` made per file cost a third of
+    reading it."""
     try:
         data = _read(path)
     except FileNotFoundError:
@@ -516,7 +584,7 @@ def _scan_loose(
             raise lines.LineError("a record file holds exactly one line")
         digest, record = check_record(kind, raw)
         at = record["recorded_at"]
-        if path.name != loose_name(record, digest):
+        if rel.rpartition("/")[2] != loose_name(record, digest):
             raise lines.LineError(
                 "the file's name does not carry its record's time and digest: it was renamed"
             )
@@ -527,13 +595,13 @@ def _scan_loose(
                 f"{bucket}/{rel.split('/', 1)[0]}: it was moved"
             )
     except lines.LineError as exc:
-        refused.append(Refused(str(path), None, _record_id(raw), str(exc)))
+        refused.append(Refused(path, None, _record_id(raw), str(exc)))
         return True
-    found.append(Stored((at, record["record_id"]), digest, raw, str(path), None, None))
+    found.append(Stored((at, record["record_id"]), digest, raw, path, None, None))
     return True
 
 
-def _read(path: Path) -> bytes:
+def _read(path: Path | str) -> bytes:
     """A file's bytes, read in one call into one buffer of its size (no copy of chunks)."""
     with open(path, "rb", buffering=0) as handle:
         return handle.readall()
@@ -548,10 +616,12 @@ def _scan_pack(
     memo: Path | None = None,
     alone: bool = False,
     row: type | None = None,
+    lazy: bool = False,
 ) -> tuple[PackRead, WholePack | None]:
     """Read one pack into ``found`` or ``refused``. When it is ``alone`` in its month
     and the memo recalls every line of its bytes as sound and in order, nothing is
-    added to ``found``: the pack is returned whole (:class:`WholePack`)."""
+    added to ``found``: the pack is returned whole (:class:`WholePack`), its lines
+    decoded to ``row`` unless ``lazy`` (the reader decodes them)."""
     try:
         data = _read(path)
     except FileNotFoundError:
@@ -577,9 +647,14 @@ def _scan_pack(
         claimed = _claimed(data[: body_at - 1])
         if claimed > 0 and data[: body_at - 1] == pack_header(kind, bucket, claimed):
             body = memoryview(data)[body_at:]
+            if lazy:
+                # Its lines are decoded by the reader. Their count is the header's:
+                # the memo holds these bytes as checked, and a pack whose header names
+                # another count than its lines fails that check.
+                return PackRead(path, sha, True, True), WholePack(file, sha, body, None, claimed)
             keys = _keys(body, claimed, row)
             if keys is not None:
-                return PackRead(path, sha, True, True), WholePack(file, sha, body, keys)
+                return PackRead(path, sha, True, True), WholePack(file, sha, body, keys, claimed)
     rows = data.split(b"\n")
     count = len(rows) - 2  # record lines: the header and what follows the last newline left out
     if not data.endswith(b"\n") or count < 1:

@@ -25,6 +25,7 @@ import contextlib
 import hashlib
 import os
 from collections.abc import Collection, Iterator
+from functools import cache
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -140,7 +141,7 @@ class Sieve:
     def clean(self, whole: WholePack) -> bool:
         """Whether the cache holds, for this screen, that every line of a whole-pack
         month was checked and none breaks a rule (a miss: :meth:`failing` checks it)."""
-        return screencache.clean(self.store.root, whole.sha, self.screen, len(whole.keys))
+        return screencache.clean(self.store.root, whole.sha, self.screen, whole.records)
 
     def _recalled(
         self, bucket: str, loose: list[Stored], out: set[tuple[str, int | None]]
@@ -227,15 +228,18 @@ def batches(
     report = excluded if excluded is not None else Excluded()
     sieve = None if screen is None else Sieve(store, kind, screen, report)
     decode, errors = lines.decoder(kind, row, plain)
-    decode_all = lines.lines_decoder(row)
-    for bucket in scanned(store, kind):
+    decode_all = None if row is None else lines.lines_decoder(_with_id(row))
+    memo = screencache.cache_folder(store.root)
+    lazy = decode_all is not None
+    for bucket in integrity.scan(store.sources(kind), kind, memo=memo, lazy=lazy):
         for refused in bucket.refused:
             report.add(refusal(kind, refused))
         whole = bucket.whole
         # A month that is one pack whose every line counts, and (with a screen) whose
-        # every line the cache recalls as within the writers' rules: decoded in one
-        # call. A line that does not fit the row is found by the line-by-line
-        # reading below, which says which.
+        # every line the cache recalls as within the writers' rules: decoded here in
+        # parts, each line parsed once, the rule on earlier months' ids applied to
+        # each part as it is decoded (BucketScan.admit). A line that does not fit
+        # the row is found by the line-by-line reading below, which says which.
         done = 0  # the month's lines yielded already
         if whole is not None and decode_all is not None and (sieve is None or sieve.clean(whole)):
             for part in _parts(whole.body):
@@ -244,6 +248,8 @@ def batches(
                 except errors:
                     break
                 done += len(rows)
+                rows = bucket.admit(rows)
+                _report_late(kind, bucket, report)
                 yield rows
             else:
                 continue
@@ -263,8 +269,31 @@ def batches(
             if len(batch) == BATCH_ROWS:
                 yield batch
                 batch = []
+        _report_late(kind, bucket, report)
         if batch:
             yield batch
+
+
+def _report_late(kind: str, bucket: BucketScan, report: Excluded) -> None:
+    """Report what the rule on earlier months' ids left out of a lazy month so far."""
+    for refused in bucket.late:
+        report.add(refusal(kind, refused))
+    bucket.late.clear()
+
+
+@cache
+def _with_id(row: type) -> type:
+    """``row``, with a ``record_id`` if it has none: a month read whole is decoded
+    by the reader, and the store's rule on ids repeated across months reads each
+    line's id from the same decoding (:meth:`pmos.store.integrity.BucketScan.admit`)."""
+    if "record_id" in row.__struct_fields__:  # type: ignore[attr-defined]
+        return row
+    # Deferred: msgspec (about 30 ms), on the first typed read only.
+    import msgspec
+
+    return msgspec.defstruct(
+        row.__name__, [("record_id", str)], bases=(row,), kw_only=True, frozen=True, gc=False
+    )
 
 
 #: About how many bytes of records, and how many records, a batch holds: what a
@@ -313,6 +342,23 @@ def loose_values(store: Store, kind: str, field: str) -> set[str]:
             if isinstance(value, str):
                 found.add(value)
     return found
+
+
+def loose_recalled(store: Store, kind: str, screen: Screen) -> bool:
+    """Whether the screening cache holds an outcome under ``screen`` for every loose
+    record of ``kind``, each looked up by the digest its file's name carries: a
+    reader then screens none of them, so what their screening would read need not
+    be gathered before (:func:`pmos.calibration.pairs.read_and_pair`). A name is a
+    safe key here: a file whose bytes do not hash to the digest its name carries is
+    refused before any screening."""
+    sieve = Sieve(store, kind, screen, Excluded())
+    for bucket in store.sources(kind).buckets:
+        if not bucket.loose:
+            continue
+        known = screencache.load_loose(store.root, kind, bucket.name, screen, sieve._ledger)
+        if any(rel[-5 - 64 : -5] not in known for rel in bucket.loose):  # DD/<stamp>-<digest>.json
+            return False
+    return True
 
 
 # ---------------------------------------------------------------- newest first

@@ -99,7 +99,7 @@ class KindReport:
             self._digests.update(whole.digests())
         else:
             self._months.append("\n".join(whole.content_digests()))
-            self._whole += len(whole.keys)
+            self._whole += whole.records
 
     @property
     def ok(self) -> bool:
