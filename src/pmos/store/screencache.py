@@ -29,7 +29,8 @@ import orjson
 
 from pmos.store.screening import Screen
 
-FORMAT = 1
+#: 2: the lines checked are kept as runs of consecutive numbers (:func:`_runs`).
+FORMAT = 2
 Failures = dict[int, tuple[str | None, str, str]]
 
 
@@ -88,7 +89,7 @@ def load(kit_root: Path, sha: str, screen: Screen) -> tuple[set[int], Failures] 
     if data is None:
         return None
     try:
-        checked = {int(n) for n in data["checked"]}
+        checked = {n for first, last in data["checked"] for n in range(int(first), int(last) + 1)}
         failed: Failures = {}
         for number, record_id, rule, problem in data["failed"]:
             failed[int(number)] = (record_id, str(rule), str(problem))
@@ -106,7 +107,7 @@ def clean(kit_root: Path, sha: str, screen: Screen, lines: int) -> bool:
         return bool(
             data is not None
             and data["failed"] == []
-            and data["checked"] == list(range(2, lines + 2))
+            and data["checked"] == [[2, lines + 1]]
         )
     except (KeyError, TypeError):
         return False
@@ -122,11 +123,24 @@ def save(kit_root: Path, sha: str, screen: Screen, failed: Failures, checked: li
             "format": FORMAT,
             "pack": sha,
             "basis": screen.basis(),
-            "checked": sorted(checked),
+            "checked": _runs(checked),
             "failed": [[n, *failure] for n, failure in sorted(failed.items())],
         }
     )
     _write(folder, f"{sha}.json", data)
+
+
+def _runs(numbers: list[int]) -> list[list[int]]:
+    """Line numbers as ``[first, last]`` runs of consecutive numbers, in order: a
+    pack checked whole is one run, where one number a line made the entry of a
+    40,000-line pack 250 KB that every reading of it parsed."""
+    runs: list[list[int]] = []
+    for number in sorted(set(numbers)):
+        if runs and runs[-1][1] == number - 1:
+            runs[-1][1] = number
+        else:
+            runs.append([number, number])
+    return runs
 
 
 def _write(folder: Path, name: str, data: bytes) -> None:
