@@ -105,9 +105,7 @@ def clean(kit_root: Path, sha: str, screen: Screen, lines: int) -> bool:
     data = _entry(kit_root, sha, screen)
     try:
         return bool(
-            data is not None
-            and data["failed"] == []
-            and data["checked"] == [[2, lines + 1]]
+            data is not None and data["failed"] == [] and data["checked"] == [[2, lines + 1]]
         )
     except (KeyError, TypeError):
         return False
