@@ -501,16 +501,15 @@ class _LastRows:
         # A run already a candidate: its new last row takes the candidate's place;
         # a new run is inserted where its hash sorts.
         self.numbers[places] = start + rows
-        insert = _Insertion(fresh, len(self.hashes))
-        self.hashes = insert(self.hashes, unique[~known])
-        self.numbers = insert(self.numbers, start + new_rows)
+        self.hashes = np.insert(self.hashes, fresh, unique[~known])
+        self.numbers = np.insert(self.numbers, fresh, start + new_rows)
         for i, new in enumerate(values):
             kept = self.values[i]
             if kept.dtype != new.dtype:  # a wider text column: widen the other
                 wide = np.promote_types(kept.dtype, new.dtype)
                 kept, new = kept.astype(wide), new.astype(wide)
             kept[places] = new[rows]
-            self.values[i] = insert(kept, new[new_rows])
+            self.values[i] = np.insert(kept, fresh, new[new_rows])
 
     def rows(self) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
         """Per run, in the order of their last rows: its hash, its last row's
@@ -521,24 +520,6 @@ class _LastRows:
         if not len(self.values):  # no row at all
             self.values = [np.zeros(0, dtype=np.int64) for _ in self.new_values]
         return self.hashes[order], self.numbers[order], [v[order] for v in self.values]
-
-
-class _Insertion:
-    """``np.insert(array, at, values)`` for many arrays of one length and one sorted
-    ``at``: where the old and the new elements go is worked out once, not once an
-    array (``np.insert`` sorts ``at`` and builds its masks on every call, and a
-    label's fold inserts into twelve columns at each compaction)."""
-
-    def __init__(self, at: np.ndarray, length: int) -> None:
-        self.new = at + np.arange(len(at))  # at is sorted: each new one shifts the next
-        self.old = np.ones(length + len(at), dtype=bool)
-        self.old[self.new] = False
-
-    def __call__(self, array: np.ndarray, values: np.ndarray) -> np.ndarray:
-        out = np.empty(len(self.old), dtype=array.dtype)
-        out[self.new] = values
-        out[self.old] = array
-        return out
 
 
 def _hashes(values: Iterable[Any], count: int) -> np.ndarray:
