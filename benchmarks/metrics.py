@@ -2,8 +2,8 @@
 
 Writes 1,000,000 verdicts and 1,000,000 PM labels over 200,000 runs into a
 throw-away kit under the system temp folder, laid out as a kit in use is: the
-records packed (``pmos.store.packs``, four packs per ledger) plus the newest
-10,000 as loose record files (``--loose``), schema-valid records, a sample
+records packed (``pmos.store.packs``, a pack a month over about two years) plus
+the newest 10,000 as loose record files (``--loose``), schema-valid records, a sample
 re-validated. Every label is signed as ``pmos accept --sign-key`` signs it, by a
 PM key ``ssh-keygen`` makes in the temp folder, and the kit's pmos.yaml requires
 signed labels (``signing: {allowed_signers, required: true}``), so the packs'
