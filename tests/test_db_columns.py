@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import orjson
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from pmos.db.columns import COLUMNS, UnstorableStamp, encoder
 
@@ -72,3 +76,84 @@ def test_a_timestamp_outside_the_stored_range_is_refused_before_the_server_sees_
     with pytest.raises(UnstorableStamp):  # a record with a backslash takes the other path
         encoder("evals").row(1, "ab" * 32, orjson.dumps({"recorded_at": stamp, "n": "\\"}))
     assert cells("evals", {"record_id": "e", "recorded_at": "1970-01-01T00:00:00Z"})
+
+
+def _copy_fields(line: bytes) -> list[str | None]:
+    """One line of COPY's text format read as the server reads it: fields split at
+    tabs, ``\\N`` a NULL, backslash escapes undone."""
+    escapes = {"\\": "\\", "t": "\t", "n": "\n", "r": "\r"}
+    assert b"\n" not in line and b"\r" not in line, "a raw line end would end the row"
+    fields: list[str | None] = []
+    for raw in line.decode().split("\t"):
+        if raw == "\\N":
+            fields.append(None)
+            continue
+        out, chars = [], iter(raw)
+        for char in chars:
+            out.append(escapes[next(chars)] if char == "\\" else char)
+        fields.append("".join(out))
+    return fields
+
+
+def _typed(column_type: str, value: object) -> object:
+    """The typing rule of the module docstring, as the test states it."""
+    if column_type in ("text", "timestamptz"):
+        return value if isinstance(value, str) else None
+    if column_type == "double":
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        try:
+            return float(value)
+        except OverflowError:
+            return None
+    return value if isinstance(value, bool) else None
+
+
+_TEXTS = st.text(alphabet=st.sampled_from(list('ab\\\t\n\r"\x00é\x1f/N')), max_size=6)
+#: Integers as a record can hold them (its digest is computed by orjson: 64 bits).
+_INTS = st.integers(-(2**63), 2**63 - 1)
+_VALUES = st.one_of(
+    st.none(), st.booleans(), _INTS, st.floats(allow_nan=False, allow_infinity=False),
+    _TEXTS, st.lists(_INTS, max_size=2),
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@example("acceptances", {"label": "pass", "blind": True, "plan_weight": 2}, "sig\nnature")
+@example("acceptances", {"note": 'a "quote"'}, "")
+@example("evals", {"run_id": "a\rb"}, "\n")
+@example("evals", {"run_id": "a\nb"}, "")
+@example("evals", {"run_id": "a\tb"}, "")
+@example("evals", {"verdict": "\\N"}, "")
+@example("evals", {"form": "c\\d"}, "\n")
+@example("evals", {"run_id": "a\x00b", "score": 0.5}, "\n")
+@given(
+    st.sampled_from(["evals", "acceptances", "assessments"]),
+    st.dictionaries(st.sampled_from([c.field for c in COLUMNS["acceptances"]]
+                                    + [c.field for c in COLUMNS["evals"]]
+                                    + ["signature", "note", "passed", "attempt"]), _VALUES),
+    _TEXTS,
+)  # fmt: skip
+def test_every_row_reads_back_as_the_typing_rule_says(kind, fields, signature):
+    """Whatever a record holds (JSON escapes anywhere, in a typed field or only in
+    one no column holds, such as a signature's newlines; NULs; values of every
+    JSON type), its COPY row reads back, as the server reads COPY's text format,
+    as its kit, digest, JSON text and each column typed by the rule. A NUL is
+    stored as U+FFFD."""
+    record = {**fields, "recorded_at": T, "signature": signature}
+    text = json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    line = encoder(kind).row(7, "ab" * 32, text.encode())
+    assert line.endswith(b"\n")
+    kit, digest, stored, *typed = _copy_fields(line[:-1])
+    assert (kit, digest) == ("7", "\\x" + "ab" * 32)
+    clean = json.loads(text.replace("\\u0000", "\ufffd"))
+    assert json.loads(stored) == clean
+    expected = [_typed(c.type, clean.get(c.field)) for c in COLUMNS[kind]]
+    found = [
+        None if text is None
+        else float(text) if c.type == "double"
+        else {"True": True, "False": False}[text] if c.type == "boolean"
+        else text
+        for c, text in zip(COLUMNS[kind], typed, strict=True)
+    ]  # fmt: skip
+    assert found == expected

@@ -128,7 +128,7 @@ def _as_double(value: Any) -> str | None:
 
 
 def _as_boolean(value: Any) -> str | None:
-    return ("t" if value else "f") if type(value) is bool else None
+    return repr(value) if type(value) is bool else None  # as the fast path writes it
 
 
 #: How any JSON value becomes a column's text (None: NULL), by the column's type.
@@ -174,8 +174,12 @@ class RowEncoder:
         This runs once per record of a million-record sync, so its common case
         keeps to a handful of C-level operations: one decode, one pass over the
         values (a float or boolean value's ``repr`` is valid PostgreSQL input).
+        A record with a JSON escape somewhere (a signed label's signature holds
+        newlines, a note may hold a quote) takes that case too, its backslashes
+        doubled, unless a typed value holds a character COPY escapes.
         """
-        if b"\\" in body:
+        escaped = b"\\" in body
+        if escaped and _NUL in body:
             return self._escaped_row(kit, digest, body)
         try:
             values = self._values(self._strict(body))
@@ -185,6 +189,16 @@ class RowEncoder:
         cells = "\t".join(
             [v if type(v) is str else _NULL if v is None else repr(v) for v in values]
         )
+        if escaped:
+            # Each NULL's "\N" is the only backslash, the separators the only tabs.
+            if (
+                cells.count("\\") != values.count(None)
+                or cells.count("\t") != len(values) - 1
+                or "\n" in cells
+                or "\r" in cells
+            ):
+                return self._escaped_row(kit, digest, body)
+            body = body.replace(b"\\", b"\\\\")
         return b"%d\t\\\\x%s\t%s\t%s\n" % (kit, digest.encode(), body, cells.encode())
 
     def _escaped_row(self, kit: int, digest: str, body: bytes) -> bytes:
