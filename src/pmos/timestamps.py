@@ -85,13 +85,11 @@ LAST_YEAR = 9999
 
 def stamp_problem(stamp: str) -> str | None:
     """Why ``stamp`` cannot be a record's timestamp (not RFC 3339, or outside the
-    years :data:`FIRST_YEAR`-:data:`LAST_YEAR` in UTC), or None when it can."""
-    out_of_range = (
-        f"timestamp {stamp!r} is out of range: a record's time must fall in the years "
-        f"{FIRST_YEAR} to {LAST_YEAR} (UTC)"
-    )
+    years :data:`FIRST_YEAR`-:data:`LAST_YEAR` in UTC), or None when it can.
+    (``pmos sync`` asks this of every record: the message is made only for a
+    stamp that has a problem.)"""
     if stamp[:4].isdigit() and not FIRST_YEAR <= int(stamp[:4]) <= LAST_YEAR:
-        return out_of_range
+        return _out_of_range(stamp)
     try:
         moment = parse_instant(stamp)
     except BadInput as exc:
@@ -99,5 +97,12 @@ def stamp_problem(stamp: str) -> str | None:
     try:
         year = moment.astimezone(UTC).year
     except OverflowError:  # 9999-12-31T23:30:00-01:00 is in the year 10000
-        return out_of_range
-    return None if FIRST_YEAR <= year <= LAST_YEAR else out_of_range
+        return _out_of_range(stamp)
+    return None if FIRST_YEAR <= year <= LAST_YEAR else _out_of_range(stamp)
+
+
+def _out_of_range(stamp: str) -> str:
+    return (
+        f"timestamp {stamp!r} is out of range: a record's time must fall in the years "
+        f"{FIRST_YEAR} to {LAST_YEAR} (UTC)"
+    )
