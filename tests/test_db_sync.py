@@ -195,6 +195,23 @@ def test_packed_records_are_copied_once_and_a_synced_pack_is_remembered(cli, db,
         assert fourth["kinds"][kind]["records"] == len(in_kit(small_kit, kind))
 
 
+def test_a_record_both_loose_and_in_its_pack_is_copied_once(cli, db, small_kit):
+    """A loose file left beside the pack that holds its record (a compaction on
+    another branch, merged) is one record: a new kit's sync, which asks the
+    database about nothing, copies it once, and the tables hold what the kit
+    does."""
+    kept = {path: path.read_bytes() for path in ledgerfiles.record_files(small_kit.root, "evals")}
+    pack_loose(small_kit)
+    for path, data in kept.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    assert ledgerfiles.record_files(small_kit.root, "evals") and pack_names(small_kit)
+    report = sync(cli, small_kit, db, "--kit-id", "k")
+    for kind in LEDGER_KINDS:
+        assert stored(db, kind.replace("-", "_"), "k") == in_kit(small_kit, kind)
+        assert report["kinds"][kind]["added"] == len(in_kit(small_kit, kind))
+
+
 def test_a_synced_pack_edited_later_is_refused(cli, db, small_kit):
     pack_loose(small_kit)
     sync(cli, small_kit, db, "--kit-id", "k")

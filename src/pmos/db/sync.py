@@ -447,9 +447,10 @@ class _Producer:
     records (the digests as bytes, or None unless ``digests`` asks for them),
     sorted by digest (the database then adds them to the primary
     key's index in key order, page after page, instead of all over it), and
-    stops at the end; ``read`` then counts the records read. A record met
-    twice (a kit from before the folder layout may hold one in its single
-    file and in a pack) is sent once. An error in the thread (a ledger that
+    stops at the end; ``read`` then counts the records read. The store
+    hands on each record once (its rule: one digest a month, one record id a
+    ledger), so none is looked for twice here: a second copy would be a bug
+    the table's unique key refuses. An error in the thread (a ledger that
     changed under the sync) is raised in the caller; leaving the ``with``
     block early stops the thread.
     """
@@ -498,14 +499,10 @@ class _Producer:
 
     def _run(self) -> None:
         try:
-            seen: set[str] = set()
             chunk: list[StoredLine] = []
             for batch in self._stored:
                 self.read += len(batch)
-                for line in batch:
-                    if line[0] not in seen:
-                        seen.add(line[0])
-                        chunk.append(line)
+                chunk += batch
                 while len(chunk) >= CHUNK_RECORDS:
                     self._send(chunk[:CHUNK_RECORDS])
                     chunk = chunk[CHUNK_RECORDS:]
