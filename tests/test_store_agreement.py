@@ -395,6 +395,21 @@ def test_a_month_read_whole_from_the_memo_counts_what_a_line_by_line_reading_cou
     assert shown.count("2025-04-") == 2
 
 
+def _month_of(made: dict, count: int, bad: int | None) -> list[dict]:
+    """``count`` verdicts like ``made`` in one month, in ledger order; the one at
+    ``bad`` (if any) has a verdict word no row type accepts."""
+    return [
+        {
+            **made,
+            "run_id": f"r{n}",
+            "record_id": f"ev-{n:08x}",
+            "recorded_at": f"2025-01-01T10:{n // 60 % 60:02d}:{n % 60:02d}.{n:06d}Z",
+            "verdict": "MAYBE" if n == bad else "PASS",
+        }
+        for n in range(count)
+    ]
+
+
 def test_a_month_read_whole_in_parts_yields_each_record_once(kit, kit_root, monkeypatch, tmp_path):
     """A month read whole is decoded in parts of about read.BATCH_BYTES, each folded
     while it is in the processor's cache. A line that does not fit the reader's row
@@ -412,16 +427,7 @@ def test_a_month_read_whole_in_parts_yields_each_record_once(kit, kit_root, monk
     count = 3 * BATCH_BYTES // len(orjson.dumps(made)) + 10
 
     def month(bad: int | None) -> list[dict]:
-        return [
-            {
-                **made,
-                "run_id": f"r{n}",
-                "record_id": f"ev-{n:08x}",
-                "recorded_at": f"2025-01-01T10:{n // 60 % 60:02d}:{n % 60:02d}.{n:06d}Z",
-                "verdict": "MAYBE" if n == bad else "PASS",
-            }
-            for n in range(count)
-        ]
+        return _month_of(made, count, bad)
 
     row = row_type("evals", VERDICT_FIELDS)
 
@@ -474,16 +480,7 @@ def test_a_month_read_whole_by_its_reader_leaves_out_an_earlier_months_id(
     ledgerfiles.pack_of(kit_root, "evals", [held])  # the earlier month holds it
 
     def month(bad: int | None) -> list[dict]:
-        return [
-            {
-                **made,
-                "run_id": f"r{n}",
-                "record_id": f"ev-{n:08x}",
-                "recorded_at": f"2025-01-01T10:{n // 60 % 60:02d}:{n % 60:02d}.{n:06d}Z",
-                "verdict": "MAYBE" if n == bad else "PASS",
-            }
-            for n in range(count)
-        ]
+        return _month_of(made, count, bad)
 
     def read(cache: str, row: type) -> tuple[list[str], set[tuple]]:
         monkeypatch.setenv("PMOS_CACHE_DIR", str(tmp_path / cache))
