@@ -29,6 +29,7 @@ from pmos._util.forked import ForkedCall
 from pmos.board.scores import ScoreBins, score_bins
 from pmos.errors import BadInput, PmosError
 from pmos.gate.rubric import load_rubric
+from pmos.gate.signing import allowed_signers_path
 from pmos.kit import Kit
 from pmos.store.digest import record_digest
 from pmos.store.read import newest_first, stored_bytes
@@ -294,9 +295,6 @@ def latest_labels(
     wanted = set(runs)
     if not wanted:
         return found
-    # Deferred: pmos.gate.signing imports sshsig and cryptography (about 50 ms).
-    from pmos.gate.signing import allowed_signers_path
-
     try:
         checked = allowed_signers_path(kit.config, kit.root) is not None
     except BadInput:

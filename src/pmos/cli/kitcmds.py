@@ -13,6 +13,8 @@ import typer
 from pmos import __version__
 from pmos.cli._app import JsonFlag, emit_json, examples, kit, new_typer, root_option, table
 from pmos.gate.rubric import load_rubric
+from pmos.gate.signing import KIT_ID_COMMAND
+from pmos.gate.signing import kit_id as configured
 from pmos.kit import init_kit
 from pmos.kit.init import create_kit_id, summarise
 from pmos.schemas import SCHEMA_NAMES, load_schema
@@ -167,10 +169,6 @@ def kit_id(
     signed label: 'pmos kit-id --create', then commit pmos.yaml. Exit 1 when the
     kit has none.
     """
-    # Deferred: pmos.gate.signing imports sshsig and cryptography (about 50 ms).
-    from pmos.gate.signing import KIT_ID_COMMAND
-    from pmos.gate.signing import kit_id as configured
-
     k = kit()
     found = configured(k.config)
     created = False

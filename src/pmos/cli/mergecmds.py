@@ -11,6 +11,7 @@ import typer
 from pmos import exit_codes
 from pmos.cli._app import JsonFlag, emit_json, examples, kit, new_typer, root_option, table
 from pmos.errors import BadInput
+from pmos.gate.approvals import record_approval
 from pmos.merge.summary import markdown
 
 
@@ -154,7 +155,6 @@ def approve(
     """
     # Deferred: pmos.merge.policy imports sshsig and cryptography (about 50 ms).
     from pmos.cli.writercmds import _signing_key
-    from pmos.gate.approvals import record_approval
     from pmos.merge.policy import approval_files
 
     k = kit()

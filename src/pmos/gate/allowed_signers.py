@@ -37,8 +37,6 @@ from datetime import UTC, datetime
 from functools import cache, lru_cache
 from pathlib import Path
 
-from sshsig.allowed_signers import AllowedSigner
-
 from pmos.errors import BadInput
 from pmos.gate.sshsig import KEY_TYPES
 from pmos.timestamps import seconds_rfc3339
@@ -137,6 +135,10 @@ OPTIONS = frozenset({"namespaces", "valid-after", "valid-before", "cert-authorit
 
 
 def _signer(line: str, number: int) -> Signer:
+    # Deferred: sshsig loads cryptography as it is imported (about 20 ms of every
+    # writer's start-up), and only a reading of an allowed-signers file needs it.
+    from sshsig.allowed_signers import AllowedSigner
+
     try:
         parsed = AllowedSigner.parse(line)
     except ValueError as exc:
