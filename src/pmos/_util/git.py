@@ -294,7 +294,7 @@ class Repository:
         content, a link, no file) leaves the blob to git."""
         wanted = list(dict.fromkeys(shas))
         out: dict[str, bytes] = {}
-        for sha in wanted if at else ():
+        for sha in wanted:
             path = at.get(sha) if at else None
             if path is not None and (content := self._checked_out(path, sha)) is not None:
                 out[sha] = content
