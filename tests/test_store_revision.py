@@ -6,6 +6,8 @@ import hashlib
 import subprocess
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from pmos._util.git import Repository
 from pmos.store import lines
@@ -111,6 +113,52 @@ def test_history_read_in_bulk_is_what_reading_each_line_finds():
         assert [r.run_id for r in bulk.records] == run_ids
     assert bulk.records[3].by == "pm-a" and bulk.records[0].by is None
     assert bulk.records[4].record == records[4]  # parsed when asked for, its digest left out
+
+
+def _split_each(content: bytes, start: int) -> list[str] | None:
+    """What :func:`lines.split` states of each line after ``start`` (None when it
+    refuses one, a line is empty, or the last is cut): the reference
+    ``stated_digests`` reads in bulk."""
+    if not content.endswith(b"\n"):
+        return None
+    rows = content[start:].split(b"\n")[:-1]
+    try:
+        return [lines.split(row)[1] for row in rows] or None
+    except lines.LineError:
+        return None
+
+
+_LINE = lines.encode(run_record("r"))[0]
+#: Pieces a line of history is made of, and ways a hand-made one goes wrong.
+_PIECES = st.sampled_from(
+    [
+        _LINE,
+        lines.encode(run_record("s"))[0],
+        _LINE[: -lines.TAIL_LEN - 1] + b"}\n",  # no digest
+        _LINE.replace(b'"}\n', b'" }\n'),  # something after it
+        _LINE[:-10] + "é".encode() + _LINE[-8:],  # a digest not in ASCII
+        _LINE[:-3] + b"\n" + _LINE[-3:],  # a newline inside the tail
+        _LINE[-lines.TAIL_LEN - 1 :],  # nothing before the tail
+        b"{" + _LINE[-lines.TAIL_LEN - 1 :],  # one byte before it
+        b"{}" + _LINE[-lines.TAIL_LEN - 1 :],  # two
+        b"\n",  # an empty line
+        _LINE[:-1],  # the last line cut (or two lines joined)
+        _LINE.replace(b',"digest":"', b',"digest" :"'),
+    ]
+)
+
+
+@given(st.lists(_PIECES, max_size=6))
+@example([_LINE, b"\n", _LINE])
+@example([_LINE, _LINE[:-1]])
+@example([b"{" + _LINE[-lines.TAIL_LEN - 1 :]])
+def test_digests_stated_in_bulk_are_what_each_line_states(pieces):
+    """``stated_digests`` finds every line's tail in one pass: it gives exactly what
+    splitting each line finds, or None when that refuses a line (and the lines are
+    then read one by one)."""
+    content = b'{"pmos_pack":1}\n' + b"".join(pieces)
+    start = content.index(b"\n") + 1
+    assert lines.stated_digests(content, start) == _split_each(content, start)
 
 
 def test_a_bad_line_of_history_is_named_and_the_others_still_count():

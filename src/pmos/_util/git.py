@@ -343,11 +343,17 @@ class Repository:
             )
         except OSError:
             return None
-        if not stat.S_ISREG(os.fstat(handle).st_mode):
-            os.close(handle)
+        try:
+            info = os.fstat(handle)
+            if not stat.S_ISREG(info.st_mode):
+                return None
+            # One read of the size the file has: a short read (the file changed
+            # under it) is simply other bytes, which the hash below refuses.
+            content = os.read(handle, info.st_size)
+        except OSError:
             return None
-        with os.fdopen(handle, "rb") as file:
-            content = file.read()
+        finally:
+            os.close(handle)
         named = hashlib.sha1() if len(sha) == 40 else hashlib.sha256()
         named.update(b"blob %d\0" % len(content))
         named.update(content)

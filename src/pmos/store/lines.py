@@ -19,6 +19,7 @@ see: it is the record's identity, not part of what the record says.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable
 from functools import cache
 from typing import Any
@@ -36,6 +37,12 @@ _HEX = 64
 TAIL_LEN = len(_KEY) + _HEX + 2
 #: The digest's hash state after its tag: each line's digest continues a copy of it.
 _TAGGED = hashlib.sha256(DIGEST_TAG)
+#: A line's tail, its newline included, after at least two bytes of its line (see
+#: :func:`stated_digests`; the look behind comes after the key, which the
+#: engine finds by a fast scan for a fixed prefix).
+_TAILS = re.compile(
+    re.escape(_KEY) + rb"(?<=[^\n][^\n]" + re.escape(_KEY) + rb')([^\n]{%d})"}\n' % _HEX
+)
 #: Fields a record may not bring: the store sets or owns them.
 RESERVED = (DIGEST_FIELD,)
 
@@ -70,19 +77,23 @@ def split(raw: bytes) -> tuple[bytes, str]:
     return raw[:start] + b"}", text
 
 
-def stated_digests(rows: list[bytes]) -> list[str] | None:
-    """The digest each line claims (:func:`split`'s second half), for lines read in
-    bulk without their bodies; None when a line carries none (split that one
-    alone to be told what is wrong)."""
-    if not rows or min(map(len, rows)) < TAIL_LEN + 2:
+def stated_digests(content: bytes, start: int = 0) -> list[str] | None:
+    """The digest each line of ``content[start:]`` claims (:func:`split`'s second
+    half), for lines read in bulk without their bodies and without splitting them
+    apart: one pass of the regular-expression engine finds every tail. None when
+    a line carries none, or the last one is cut (split that one alone to be told
+    what is wrong).
+
+    Exactly :func:`split`'s test of each line: a tail match is the last
+    ``TAIL_LEN`` bytes of one line (it ends at a newline, holds none before it,
+    and follows two bytes of the same line), so a match for every newline is a
+    tail on every line."""
+    found = _TAILS.findall(content, start)
+    if not found or len(found) != content.count(b"\n", start) or not content.endswith(b"\n"):
         return None
-    key_at, hex_at = -TAIL_LEN, -2 - _HEX
-    if not all([raw[key_at:hex_at] == _KEY and raw[-2:] == b'"}' for raw in rows]):
+    if not b"".join(found).isascii():
         return None
-    try:
-        return [raw[hex_at:-2].decode("ascii") for raw in rows]
-    except UnicodeDecodeError:
-        return None
+    return list(map(bytes.decode, found))
 
 
 def check(raw: bytes) -> tuple[bytes, str]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import posixpath
 from collections.abc import Iterable, Mapping
-from itertools import repeat
+from itertools import count, repeat
 from operator import attrgetter
 from typing import Any, NamedTuple
 
@@ -33,21 +33,41 @@ from pmos.store.layout import LOOSE, PACK
 from pmos.store.registry import LEDGER_KINDS
 
 
+class _Rows:
+    """A file of history's lines, split apart only when one is first asked for: a
+    gate reads every record of a revision, and needs the text of few of them."""
+
+    __slots__ = ("_content", "_rows")
+
+    def __init__(self, content: bytes) -> None:
+        self._content = content
+        self._rows: list[bytes] | None = None
+
+    def __getitem__(self, index: int) -> bytes:
+        if self._rows is None:
+            self._rows = self._content.split(b"\n")
+        return self._rows[index]
+
+
 class StoredRecord(msgspec.Struct, gc=False):
     """One record as committed: its kind, digest, id, line and file. ``run_id`` and
-    ``by`` are read with the id (``None`` when absent or not text); the whole
-    record is parsed on first use of :attr:`record`. A struct, not a class: a
-    gate reads every record of two revisions, and a struct is made in C and
-    never scanned by the garbage collector (it holds no cycle: text, bytes, and
-    the record parsed from its own line)."""
+    ``by`` are read with the id (``None`` when absent or not text); the line is
+    held (``line``) or found in its file's lines when asked for (``rows`` and its
+    ``index`` there), and the whole record is parsed on first use of
+    :attr:`record`. A struct, not a class: a gate reads every record of two
+    revisions, and a struct is made in C and never scanned by the garbage
+    collector (it holds no cycle: text, bytes, and the record parsed from its
+    own line)."""
 
     kind: str
     digest: str
     record_id: str
     run_id: str | None
     by: str | None
-    raw: bytes
     path: str
+    line: bytes | None = None
+    rows: _Rows | None = None
+    index: int = 0
     parsed: dict[str, Any] | None = None
 
     @classmethod
@@ -69,10 +89,18 @@ class StoredRecord(msgspec.Struct, gc=False):
             ids.record_id,
             run_id if type(run_id) is str else None,
             by if type(by) is str else None,
-            raw,
             path,
-            record,
+            raw,
+            parsed=record,
         )
+
+    @property
+    def raw(self) -> bytes:
+        """The record's line, without its newline."""
+        if self.line is not None:
+            return self.line
+        assert self.rows is not None  # made with one or the other
+        return self.rows[self.index]
 
     @property
     def record(self) -> dict[str, Any]:
@@ -147,6 +175,11 @@ def parse_file(kind: str, path: str, content: bytes, *, strict: bool = True) -> 
         return Parsed(out, problems)
     if strict and pack is not None and hashlib.sha256(content).hexdigest() != pack.group(1):
         problems.append(FileProblem(kind, path, None, "the pack's content does not match its name"))
+    prefix = LEDGER_KINDS[kind].id_prefix + "-"
+    if not strict and pack is not None:
+        bulk = _history(kind, path, content, prefix)
+        if bulk is not None:
+            return Parsed(bulk, problems)
     if not content.endswith(b"\n"):
         problems.append(FileProblem(kind, path, None, "the file does not end with a whole line"))
     rows = content.split(b"\n")
@@ -155,31 +188,16 @@ def parse_file(kind: str, path: str, content: bytes, *, strict: bool = True) -> 
     start = 1 if pack is not None else 0  # a pack's first line is its header: never trusted
     if loose is not None and len(rows) != 1:
         problems.append(FileProblem(kind, path, None, "a loose record file holds one line"))
-    prefix = LEDGER_KINDS[kind].id_prefix + "-"
-    body = rows[start:]
-    # The lines' text is the file's after the header: a view of it, not a copy.
-    decoded = (
-        None
-        if strict
-        else _ids_at_once(body, memoryview(content)[len(rows[0]) + 1 if start and rows else 0 :])
-    )
-    bulk = (
-        None
-        if decoded is None or loose is not None
-        else _history(kind, path, body, decoded, prefix)
-    )
-    if bulk is not None:
-        return Parsed(bulk, problems)
-    for number, raw in enumerate(body, start=start + 1):
-        ids: _Ids | _WrittenIds
+    for number, raw in enumerate(rows[start:], start=start + 1):
+        ids: _Ids
         try:
-            if decoded is None:
+            if strict:
                 checked, digest = lines.check(raw)  # the digest is the content's
-                record = lines.check_canonical(checked) if strict else None
-                ids = _decode_ids(raw)
+                record = lines.check_canonical(checked)
             else:
                 _, digest = lines.split(raw)  # the digest the line states
-                record, ids = None, decoded[number - start - 1]
+                record = None
+            ids = _decode_ids(raw)
         except (lines.LineError, msgspec.DecodeError) as exc:
             problems.append(FileProblem(kind, path, number, f"the record {exc}"))
             continue
@@ -202,36 +220,40 @@ def parse_file(kind: str, path: str, content: bytes, *, strict: bool = True) -> 
     return Parsed(out, problems)
 
 
-def _history(
-    kind: str, path: str, rows: list[bytes], ids: list[_WrittenIds], prefix: str
-) -> list[StoredRecord] | None:
-    """The records of a file of history (see :func:`parse_file`) whose lines' ids
-    were read at once, made in a few C loops; None when a line is not as a writer
-    writes it (its digest is not where a writer puts it, its id names another
-    ledger), so that each line is read alone and the bad ones reported."""
-    stated = lines.stated_digests(rows)
+def _history(kind: str, path: str, content: bytes, prefix: str) -> list[StoredRecord] | None:
+    """The records of a pack of history (see :func:`parse_file`), read in a few C
+    loops over the whole file (its lines are not split apart: see :class:`_Rows`);
+    None when a line is not as a writer writes it (its digest is not where a
+    writer puts it, its ids do not decode as text, its id names another ledger),
+    so that each line is read alone and the bad ones reported."""
+    start = content.find(b"\n") + 1  # after the header, never trusted
+    stated = lines.stated_digests(content, start) if start else None
     if stated is None:
+        return None
+    try:
+        ids = _decode_ids_lines(memoryview(content)[start:])
+    except msgspec.DecodeError:
+        return None
+    if len(ids) != len(stated):  # decode_lines skips an empty line
         return None
     record_ids = list(map(_RECORD_ID, ids))
     if not all(map(str.startswith, record_ids, repeat(prefix))):
         return None
-    run_ids, bys = map(_RUN_ID, ids), map(_BY, ids)
+    rows = _Rows(content)
     return list(
-        map(StoredRecord, repeat(kind), stated, record_ids, run_ids, bys, rows, repeat(path))
+        map(
+            StoredRecord,
+            repeat(kind),
+            stated,
+            record_ids,
+            map(_RUN_ID, ids),
+            map(_BY, ids),
+            repeat(path),
+            repeat(None),
+            repeat(rows),
+            count(1),  # the header is row 0
+        )
     )
-
-
-def _ids_at_once(rows: list[bytes], text: memoryview) -> list[_WrittenIds] | None:
-    """Every line's ids in one pass of msgspec's C loop over ``text``, the lines
-    ``rows`` as they sit in the file; None when a line does not decode (each is
-    then read alone, and the bad one reported)."""
-    if not rows or not all(rows):  # an empty line: decode_lines would skip it
-        return None
-    try:
-        found = _decode_ids_lines(text)
-    except msgspec.DecodeError:
-        return None
-    return found if len(found) == len(rows) else None
 
 
 class BlobCache:
