@@ -252,19 +252,24 @@ def test_labels_needed_under_a_plan_is_in_labels_to_come_under_it(cli, kit, kit_
     pairs, their weighted cells and weights, the rate), and the same on every run."""
     set_plan(kit_root)
     rows = []  # (gate pass, pm pass, weight)
-    for run, verdict in judged(kit, passes=150, fails=25).items():
+    for run, verdict in judged(kit, passes=150, fails=15).items():
         gate_pass = verdict["verdict"] in PASS_SIDE
         weight = sampling.plan_weight(verdict["record_id"], gate_pass, RATE)
         if weight is None:
             continue
         i = int(run.rsplit("p" if gate_pass else "f", 1)[1])
-        pm_pass = gate_pass if i % 25 else not gate_pass  # one in 25 disagrees
+        # One in ten failing runs the PM passes; no pass-side disagreement (a sampled
+        # one weighs 1 / rate, and whether one is sampled is the luck of its record
+        # id: the projection would exist on some runs of this test and not others).
+        pm_pass = not gate_pass if not gate_pass and i % 10 == 0 else gate_pass
         assert accept(cli, run, "pass" if pm_pass else "fail", "--plan").exit_code == 0
         rows.append((gate_pass, pm_pass, weight))
     r = metrics(cli)
     w = r["weighting"]
     assert w["weighted"] is True
-    assert r["calibrated"] is False and r["labels_needed"] > 0, r["undefined"]
+    assert r["calibrated"] is False, r
+    assert r["labels_needed"] is not None, r["undefined"].get("labels_needed")
+    assert r["labels_needed"] > 0
     raw = [sum(1 for g, p, _ in rows if (g, p) == side) for side in SIDES]
     weights = [weight for _, _, weight in rows]
     plan = Plan(
@@ -276,9 +281,24 @@ def test_labels_needed_under_a_plan_is_in_labels_to_come_under_it(cli, kit, kit_
     )
     undefined = dict(r["undefined"])
     assert labels_needed(Rule(), evidence_of(r, undefined), plan) == r["labels_needed"]
-    # Without the plan (the same table's own projection) it is another number.
-    assert labels_needed(Rule(), evidence_of(r, undefined)) != r["labels_needed"]
     assert metrics(cli)["labels_needed"] == r["labels_needed"]
+
+
+def test_a_plan_changes_the_projection():
+    """The same effective table projects to another number of labels under a plan:
+    the labels to come are sampled on the pass side and weigh 1 / rate there. (On a
+    kit the two can meet by chance: the CLI test above holds the report to the
+    planned projection, this one that the plan is not ignored.)"""
+    raw = (37, 1, 0, 24)  # tp, fn, fp, tn as labelled
+    weighted = (raw[0] / RATE, raw[1], raw[2] / RATE, raw[3])
+    sums = (raw[0] + raw[2]) / RATE + raw[1] + raw[3]
+    squares = (raw[0] + raw[2]) / RATE**2 + raw[1] + raw[3]
+    effective = Confusion(41, 0, 0, 7)  # Kish's effective size, 48 pairs, in the same shares
+    report = table_report(effective, Rule())
+    evidence = evidence_of(report, dict(report["undefined"]))
+    plan = Plan(RATE, raw, weighted, sums, squares)
+    assert labels_needed(Rule(), evidence) == report["labels_needed"] == 33
+    assert labels_needed(Rule(), evidence, plan) == 7
 
 
 def test_labels_needed_reaches_a_decision_with_the_stated_probability():
