@@ -10,6 +10,7 @@ included, is the one a screen that looks them up itself gives.
 from __future__ import annotations
 
 import itertools
+import os
 import random
 from collections import Counter
 from types import SimpleNamespace as Row
@@ -214,6 +215,27 @@ def test_a_post_never_taken_does_not_hold_up_the_result():
         assert child.result() == "done"
     finally:
         child.cancel()
+
+
+def _niceness():
+    return os.nice(0)
+
+
+def test_a_child_can_run_at_a_lower_priority_than_its_parent():
+    """``pmos sync``'s children yield the processor to its copy: ``nice`` lowers the
+    child's priority, never the parent's."""
+    parent = os.nice(0)
+    child = ForkedCall(_niceness, nice=3)
+    try:
+        assert child.result() == min(parent + 3, 19)
+    finally:
+        child.cancel()
+    assert os.nice(0) == parent
+    same = ForkedCall(_niceness)
+    try:
+        assert same.result() == parent
+    finally:
+        same.cancel()
 
 
 # ---------------------------------------------------------------- loose labels' verdicts

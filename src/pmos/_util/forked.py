@@ -35,6 +35,8 @@ class ForkedCall:
     ``receive()`` blocks until the parent's :meth:`send` and returns its value.
     With ``outbox=True`` it gets ``post`` next: ``post(value)`` hands the parent
     one value, which :meth:`early` returns, while the function goes on.
+    ``nice`` raises the child's niceness by that much: work the caller does not
+    wait for until later yields the processor to the work it waits for now.
     """
 
     def __init__(
@@ -43,6 +45,7 @@ class ForkedCall:
         *args: Any,
         inbox: bool = False,
         outbox: bool = False,
+        nice: int = 0,
     ) -> None:
         read_fd, write_fd = os.pipe()
         inbox_read, inbox_write = os.pipe() if inbox else (None, None)
@@ -51,6 +54,8 @@ class ForkedCall:
         if pid == 0:  # the child: compute, send, and leave without running any cleanup
             os.close(read_fd)
             try:
+                if nice:
+                    os.nice(nice)
                 if outbox_write is not None:
                     os.close(outbox_read)  # type: ignore[arg-type]
                     args = (lambda value: _write_value(outbox_write, value), *args)

@@ -92,6 +92,10 @@ _ROWS_PER_WRITE = 2_000
 #: time it waits for the producer thread, busy encoding rows, to hand over the
 #: interpreter's lock: at the default, the server sat idle for a third of a sync.
 HANDOVER_S = 0.0005
+#: How much lower the children's priority (verification, report, queue) is than the
+#: copy's: the copy is the sync's critical path; the children have until it ends, and
+#: on two cores they fit in what the server and the producer leave idle.
+CHILDREN_NICENESS = 10
 _END = object()
 
 
@@ -296,9 +300,10 @@ class _Verification:
     def __init__(self, kit: Kit, verified: frozenset[str]) -> None:
         self._kit, self._verified = kit, verified
         forks = hasattr(os, "fork")
-        self._call = ForkedCall(_verify, kit, verified) if forks else None
-        self._report = ForkedCall(_report, kit) if forks else None
-        self._queue = ForkedCall(_queue, kit) if forks else None
+        nice = CHILDREN_NICENESS
+        self._call = ForkedCall(_verify, kit, verified, nice=nice) if forks else None
+        self._report = ForkedCall(_report, kit, nice=nice) if forks else None
+        self._queue = ForkedCall(_queue, kit, nice=nice) if forks else None
         self._outcome: Any = None
 
     def refuse_if_failed(self) -> frozenset[str]:
