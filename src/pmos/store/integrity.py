@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Iterable, Iterator
-from functools import cache
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import cache, partial
 from itertools import pairwise, repeat
 from operator import attrgetter, itemgetter
 from pathlib import Path
@@ -40,6 +40,7 @@ import orjson
 from pmos._util.uncollected import uncollected
 from pmos.store import linememo, lines
 from pmos.store.digest import is_canonical, orjson_is_jcs
+from pmos.store.earlier import EarlierIds, LeadingRun
 from pmos.store.layout import (
     PACK,
     Bucket,
@@ -165,12 +166,16 @@ class BucketScan:
     month holds is left out. Its lines are sound and no two share an id (the
     memo's word on these very bytes), so that rule is all that is left, and
     the reader applies it to each part of the month as it decodes it
-    (:meth:`admit`); what it leaves out is in :attr:`late`."""
+    (:meth:`admit`); what it leaves out is in :attr:`late`. A month this
+    machine's memo holds as repeating no earlier month's id (``word``,
+    :mod:`pmos.store.earlier`) leaves the reader nothing: every line counts."""
 
     __slots__ = (
         "_admitted",
         "_pending",
         "_stored",
+        "_word",
+        "collector",
         "late",
         "name",
         "packs",
@@ -187,7 +192,8 @@ class BucketScan:
         packs: list[PackRead],
         vanished: bool = False,
         whole: WholePack | None = None,
-        pending: set[int] | None = None,
+        pending: EarlierIds | None = None,
+        word: bool = False,
     ) -> None:
         self.name = name
         self._stored = stored
@@ -200,13 +206,39 @@ class BucketScan:
         #: still to be applied to this month's lines (a lazy whole month); else None.
         self._pending = pending
         self._admitted = 0  # the month's lines the rule was applied to
+        self._word = word
+        #: Given the ids of each part :meth:`admit` counts whole (the memo of a run).
+        self.collector: Callable[[Sequence[str]], None] | None = None
         #: Records left out by :meth:`admit` (or :attr:`stored`) of a lazy month.
         self.late: list[Refused] = []
 
     @property
+    def on_word(self) -> bool:
+        """Whether the month was counted whole on the memo's word that its run of
+        packs repeats no id (:mod:`pmos.store.earlier`)."""
+        return self._word
+
+    @property
+    def counted_whole(self) -> bool:
+        """Whether the month was read whole with every line counted, its rule applied."""
+        return self.whole is not None and self._stored is None and self._pending is None
+
+    @property
     def pending(self) -> bool:
-        """Whether the rule on earlier months' ids is left to the reader (:meth:`admit`)."""
-        return self._pending is not None
+        """Whether the reader is to hand the month's lines to :meth:`admit` (the rule
+        on earlier months' ids is left to it, or, on the memo's word, only the count)."""
+        return self._pending is not None or self._word_left
+
+    @property
+    def _word_left(self) -> bool:
+        """A lazy month counted on the memo's word whose lines are not all admitted."""
+        whole = self.whole
+        return (
+            self._word
+            and whole is not None
+            and whole.keys is None
+            and (self._admitted < whole.records)
+        )
 
     @property
     def stored(self) -> list[Stored]:
@@ -218,6 +250,8 @@ class BucketScan:
                 for entry in entries[done:]:
                     self._admit_one(seen, entry.key[1], entry.line, kept.append, entry)
                 self._pending, self._admitted, entries = None, len(entries), kept
+            elif self._word:  # every line counts: none is left to admit
+                self._admitted = len(entries)
             self._stored = entries
         return self._stored
 
@@ -227,11 +261,17 @@ class BucketScan:
         earlier month holds its id: left out, in :attr:`late`)."""
         seen, start = self._pending, self._admitted
         if seen is None:
+            if self._word_left:
+                self._admitted += len(rows)
+                return rows
             raise ValueError("admit: the month's record ids were checked already")
         self._admitted += len(rows)
         if self.whole is None or self._admitted >= self.whole.records:
             self._pending = None  # every line admitted
-        if _add_new(seen, list(map(hash, map(_RECORD_ID, rows)))):
+        ids = list(map(_RECORD_ID, rows))
+        if seen.add_new(ids):
+            if self.collector is not None:
+                self.collector(ids)
             return rows
         kept: list[Any] = []
         for number, row in enumerate(rows, start=start + 2):
@@ -239,14 +279,13 @@ class BucketScan:
         return kept
 
     def _admit_one(
-        self, seen: set[int], record_id: str, line: int | None, keep: Any, item: Any
+        self, seen: EarlierIds, record_id: str, line: int | None, keep: Any, item: Any
     ) -> None:
-        key = hash(record_id)
-        if key in seen:
+        if seen.holds(record_id):
             file = "" if self.whole is None else self.whole.file
             self.late.append(Refused(file, line, record_id, EARLIER_MONTH))
             return
-        seen.add(key)
+        seen.add(record_id)
         keep(item)
 
 
@@ -312,19 +351,57 @@ def scan(
     and applies the rule on earlier months' ids to them (:meth:`BucketScan.admit`),
     so each line is parsed once, while it is in the processor's cache.
     """
-    # The record ids of earlier months, as their hashes: a million-record ledger's
-    # strings would cost the reader more than everything else it keeps. Two ids
-    # are confused only if their 64-bit hashes collide in this process.
-    seen: set[int] = set()
+    seen = EarlierIds()
     strays = [Refused(str(path), None, None, why) for path, why in sources.strays]
-    for bucket in sources.buckets:
-        result = scan_bucket_whole(sources.folder, bucket, kind, seen, skip, memo, row, lazy)
+    run = LeadingRun(memo, kind, sources.buckets, skip)
+    for month, bucket in enumerate(sources.buckets):
+        if month == run.months:
+            run.finish(seen)
+        result = None
+        if run.on_word(month):
+            result = _scan_on_word(sources.folder, bucket, kind, memo, row, lazy)
+            if result is None:  # not the month the memo speaks of: its word ends here
+                run.abandon(month, seen)
+        if result is None:
+            result = scan_bucket_whole(sources.folder, bucket, kind, seen, skip, memo, row, lazy)
+            if month < run.months:
+                _collect(run, month, result)
         if strays:
             result.refused[:0] = strays
             strays = []
         yield result
+    run.finish(seen)
     if strays:
         yield BucketScan("", [], strays, [])
+
+
+def _scan_on_word(
+    folder: Path, bucket: Bucket, kind: str, memo: Path | None, row: type | None, lazy: bool
+) -> BucketScan | None:
+    """A month of a run the memo holds as repeating no id (:mod:`pmos.store.earlier`):
+    its one pack read whole, every line counted. None when it is not read whole
+    (its bytes are not the pack's name's, its lines are not recalled as sound, or
+    the month changed meanwhile): the month is then read as any other."""
+    (path,) = bucket.packs
+    refused: list[Refused] = []
+    pack, whole = _scan_pack(path, bucket.name, kind, [], refused, memo, True, row, lazy)
+    if whole is None or pack_names(folder, bucket.name) != frozenset((path.name,)):
+        return None
+    return BucketScan(bucket.name, None, refused, [pack], whole=whole, word=True)
+
+
+def _collect(run: LeadingRun, month: int, result: BucketScan) -> None:
+    """Hand a month of a run the memo does not hold to it: the ids it counts, when it
+    was read whole (now, or part by part as its reader decodes it)."""
+    whole = result.whole
+    if whole is None or result.refused:
+        run.spoil()
+    elif result.pending:
+        result.collector = partial(run.collect, month, whole.records)
+    elif whole.keys is not None and result.counted_whole:
+        run.collect(month, whole.records, list(map(_RECORD_ID, whole.keys)))
+    else:
+        run.spoil()
 
 
 #: How many times a bucket is read again because a pack changed it meanwhile
@@ -336,7 +413,7 @@ def scan_bucket_whole(
     folder: Path,
     bucket: Bucket,
     kind: str,
-    seen: set[int] | None,
+    seen: EarlierIds | None,
     skip: frozenset[str] = frozenset(),
     memo: Path | None = None,
     row: type | None = None,
@@ -357,7 +434,7 @@ def scan_bucket_whole(
             return result
         if seen is not None and not result.pending:  # forget what this reading counted
             for entry in result.stored:
-                seen.discard(hash(entry.key[1]))
+                seen.discard(entry.key[1])
         bucket = relist_bucket(folder, bucket.name)
     result.refused.append(
         Refused(
@@ -375,7 +452,7 @@ def scan_bucket(
     folder: Path,
     bucket: Bucket,
     kind: str,
-    seen: set[int] | None,
+    seen: EarlierIds | None,
     skip: frozenset[str] = frozenset(),
     memo: Path | None = None,
     row: type | None = None,
@@ -406,7 +483,7 @@ def scan_bucket(
                 return BucketScan(bucket.name, None, refused, read, whole=whole)
             if whole.keys is None:  # checked by the reader as it decodes (admit)
                 return BucketScan(bucket.name, None, refused, read, whole=whole, pending=seen)
-            if _add_new(seen, list(map(hash, map(_RECORD_ID, whole.keys)))):
+            if seen.add_new(list(map(_RECORD_ID, whole.keys))):
                 return BucketScan(bucket.name, None, refused, read, whole=whole)
             found += whole.entries()
     for rel in bucket.loose:
@@ -420,7 +497,7 @@ def scan_bucket(
         # against earlier months' all at once.
         if seen is None:
             return BucketScan(bucket.name, found, refused, read)
-        if _add_new(seen, [hash(entry.key[1]) for entry in found]):
+        if seen.add_new([entry.key[1] for entry in found]):
             return BucketScan(bucket.name, found, refused, read)
     found.sort(key=_ORDER)
     # Copies of one record (one digest, hence one key, in two files) sort next to
@@ -434,7 +511,7 @@ def scan_bucket(
     if seen is None:
         return BucketScan(bucket.name, records, refused, read, vanished)
     record_ids = [entry.key[1] for entry in records]
-    if _add_new(seen, list(map(hash, record_ids))):
+    if seen.add_new(record_ids):
         # No record id repeated, in this month or from an earlier one: all count.
         return BucketScan(bucket.name, records, refused, read, vanished)
     counted: list[Stored] = []
@@ -456,30 +533,16 @@ def scan_bucket(
                 )
             )
             continue
-        key = hash(record_id)
-        if key in seen:
+        if seen.holds(record_id):
             refused.append(Refused(entry.file, entry.line, record_id, EARLIER_MONTH))
             continue
-        seen.add(key)
+        seen.add(record_id)
         counted.append(entry)
     return BucketScan(bucket.name, counted, refused, read, vanished)
 
 
 #: Why a record whose id an earlier month holds is left out.
 EARLIER_MONTH = "duplicate record_id: an earlier month holds a record with this id"
-
-
-def _add_new(seen: set[int], hashes: list[int]) -> bool:
-    """Add ``hashes`` to ``seen`` if none is in it and none repeats, and say whether
-    they were added. One pass over the set, which a million-record ledger makes
-    larger than the processor's caches: its symmetric difference grows it by
-    ``len(hashes)`` exactly when none was in it, and is undone by a second one."""
-    before = len(seen)
-    seen.symmetric_difference_update(hashes)
-    if len(seen) == before + len(hashes):
-        return True
-    seen.symmetric_difference_update(hashes)  # seen is as it was
-    return False
 
 
 def newest_in_bucket(
@@ -499,7 +562,7 @@ def newest_in_bucket(
     readers apply it).
     """
     if bucket.packs:
-        yield from reversed(scan_bucket_whole(folder, bucket, kind, set(), memo=memo).stored)
+        yield from reversed(scan_bucket_whole(folder, bucket, kind, EarlierIds(), memo=memo).stored)
         return
     given: set[str] = set()
     try:
@@ -508,7 +571,9 @@ def newest_in_bucket(
             yield entry
     except _Vanished:
         # A pack folded the month meanwhile: the rest comes from the month as it is now.
-        now = scan_bucket_whole(folder, relist_bucket(folder, bucket.name), kind, set(), memo=memo)
+        now = scan_bucket_whole(
+            folder, relist_bucket(folder, bucket.name), kind, EarlierIds(), memo=memo
+        )
         yield from (entry for entry in reversed(now.stored) if entry.digest not in given)
 
 

@@ -19,6 +19,12 @@ what the month-duplicate rule needs of the files a look-up does not read. The
 fact "the record whose line hashes to D has id X" never goes stale; a file
 named after D whose bytes do not hash to D is refused and counts for nothing.
 
+A run of leading months each held by one pack (:mod:`pmos.store.earlier`) is
+keyed by the SHA-256 of this module's rules, the ledger and each month's name and
+pack SHA-256, and holds that the run repeats no record id, with its ids sorted
+and the month of each (a numpy archive: a million ids are a few megabytes read
+in one call).
+
 Entries are written atomically (a torn write is a miss) without ``fsync``: a
 memo lost in a crash is only checked again.
 """
@@ -27,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +93,45 @@ def load_ids(folder: Path | None, kind: str, bucket: str) -> dict[str, tuple[str
 def save_ids(folder: Path | None, kind: str, bucket: str, ids: dict[str, tuple[str, str]]) -> None:
     """Remember the ids of ``kind``'s loose records of ``bucket`` (best effort)."""
     _save(folder, f"ids-{kind}-{bucket}.json", {"rules": RULES, "ids": ids})
+
+
+def load_run(folder: Path | None, key: str, months: int) -> tuple[Any, Any] | None:
+    """The ids of a run of ``months`` leading months (sorted, a numpy bytes column) and
+    the month of each, remembered under ``key``; None when there is no sound entry."""
+    if folder is None:
+        return None
+    import numpy as np  # only a scan with a run of packs to recall loads it
+
+    try:
+        with np.load(folder / f"run-{key}.npz", allow_pickle=False) as data:
+            ids, of = data["ids"], data["months"]
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+        return None
+    if ids.dtype.kind != "S" or of.dtype != np.uint16 or ids.shape != of.shape or ids.ndim != 1:
+        return None
+    if not len(ids) or int(of.max()) >= months or not bool(np.all(ids[1:] > ids[:-1])):
+        return None
+    return ids, of
+
+
+def save_run(folder: Path | None, key: str, ids: Any, months: Any) -> None:
+    """Remember a run's sorted ids and their months under ``key`` (best effort)."""
+    if folder is None:
+        return
+    import numpy as np  # the caller holds numpy arrays already: loaded, not loaded anew
+
+    if not bool(np.all(ids[1:] > ids[:-1])):  # a repeated id: the run is not one to remember
+        return
+    with contextlib.suppress(OSError):
+        folder.mkdir(parents=True, exist_ok=True)
+        temp = folder / f".tmp-{os.getpid()}-{os.urandom(6).hex()}.npz"
+        try:
+            with open(temp, "wb") as handle:
+                np.savez(handle, ids=ids, months=months)
+            os.replace(temp, folder / f"run-{key}.npz")
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                temp.unlink()
 
 
 def _load(folder: Path | None, name: str) -> Any:

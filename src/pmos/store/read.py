@@ -34,6 +34,7 @@ import orjson
 
 from pmos.errors import BadInput
 from pmos.store import integrity, lines, screencache
+from pmos.store.earlier import EarlierIds
 from pmos.store.integrity import BucketScan, Refused, Stored, WholePack
 from pmos.store.layout import Store
 from pmos.store.screening import Excluded, Exclusion, Screen, screen_record
@@ -332,7 +333,7 @@ def loose_values(store: Store, kind: str, field: str) -> set[str]:
     verdicts loose labels name)."""
     sources = store.sources(kind)
     found = set()
-    seen: set[int] = set()
+    seen = EarlierIds()
     for bucket in sources.buckets:
         if not bucket.loose:
             continue
