@@ -158,3 +158,32 @@ def test_a_reading_listed_before_a_pack_and_read_after_it_misses_nothing(kit_roo
     assert [r.refused for r in scans] == [[], [], []]
     read_ids = [json.loads(s.raw)["run_id"] for r in scans for s in r.stored]
     assert sorted(read_ids) == sorted(appended)
+
+
+def test_a_month_read_ahead_then_packed_again_is_read_as_it_is_now(kit_root):
+    """A scan reads the next month's packs while its reader is on this month
+    (integrity.ReadAhead). A pack that ran in between (a new pack of the month
+    written, what it folded removed) leaves the month as it is now: listed and read
+    again, every record once; and no reading thread outlives the scan."""
+    store = open_kit(kit_root).store
+
+    def run(run_id: str, at: str) -> dict:
+        return {**ledgerfiles.run_record(run_id), "recorded_at": at}
+
+    january = run("a1", "2025-01-01T00:00:00Z")
+    ledgerfiles.pack_of(kit_root, "runs", [january])
+    february = [run("b1", "2025-02-01T00:00:00Z"), run("b2", "2025-02-02T00:00:00Z")]
+    old = ledgerfiles.pack_of(kit_root, "runs", february[:1])
+    loose = ledgerfiles.forge(kit_root, "runs", february[1])
+    scan = integrity.scan(store.sources("runs"), "runs")
+    first = next(scan)  # February's pack is being read ahead
+    assert [e.key[1] for e in first.stored] == [january["record_id"]]
+    new = ledgerfiles.pack_of(kit_root, "runs", february)
+    old.unlink()
+    loose.unlink()
+    rest = list(scan)
+    assert [e.key[1] for bucket in rest for e in bucket.stored] == [
+        r["record_id"] for r in february
+    ]
+    assert {p.path for bucket in rest for p in bucket.packs if p.ok} == {new}
+    assert not [t for t in threading.enumerate() if t.name.startswith("pmos-read-ahead")]
