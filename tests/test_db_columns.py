@@ -9,7 +9,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from pmos.db.columns import COLUMNS, UnstorableStamp, encoder
+from pmos.db.columns import COLUMNS, UnstorableStamp, encoder, storable_json
 
 T = "2026-01-01T00:00:00.000000Z"
 
@@ -157,3 +157,42 @@ def test_every_row_reads_back_as_the_typing_rule_says(kind, fields, signature):
         for c, text in zip(COLUMNS[kind], typed, strict=True)
     ]  # fmt: skip
     assert found == expected
+
+
+def _without_nul(value):
+    """The reference: every U+0000 in a JSON value's strings and keys made U+FFFD."""
+    if isinstance(value, str):
+        return value.replace("\0", "\ufffd")
+    if isinstance(value, dict):
+        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_nul(v) for v in value]
+    return value
+
+
+_TEXT = st.text(alphabet=st.sampled_from(["a", "\0", "\\", "u", "0", "\u00e9", '"']))
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53), 2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | _TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TEXT, inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300)
+@given(_JSON)
+@example({"run\0": ["a\0b", "\\u0000 is text", {"k": "\0"}]})
+@example({"note": "\\u0000 looks like the escape, holds no U+0000"})
+def test_what_the_database_stores_of_a_report_holds_no_nul_and_nothing_else_changes(value):
+    """storable_json: the JSON text of a report or queue, with every U+0000 (in keys
+    and values, at any depth) replaced by U+FFFD and nothing else changed; a value
+    with none is orjson's text as it is (no walk), text that only looks like the
+    escape included."""
+    stored = storable_json(value)
+    assert "\\u0000" not in stored.replace("\\\\", "")
+    assert json.loads(stored) == _without_nul(value)
+    if _without_nul(value) == value:  # no U+0000 anywhere
+        assert stored == orjson.dumps(value).decode()

@@ -239,10 +239,17 @@ def _without_nul(body: bytes) -> bytes:
     return orjson.dumps(_replaced(orjson.loads(body)), option=orjson.OPT_SORT_KEYS)
 
 
-def storable(value: Any) -> Any:
-    """A JSON value as PostgreSQL's text and jsonb can hold it: every U+0000 replaced
-    by U+FFFD (the rule above, for what pmos computes from records, too)."""
-    return _replaced(value)
+def storable_json(value: Any) -> str:
+    """A JSON value as JSON text PostgreSQL's jsonb can hold: every U+0000 replaced by
+    U+FFFD (the rule above, for what pmos computes from records, too). orjson
+    writes that character only as the escape ``\\u0000``: JSON text without one
+    holds none, and the value is not walked (a 1M + 1M kit's queue is 32 MB of
+    JSON). Text that merely looks like the escape (an escaped backslash before
+    ``u0000``) is walked and comes out unchanged."""
+    dumped = orjson.dumps(value)
+    if _NUL in dumped:
+        dumped = orjson.dumps(_replaced(value))
+    return dumped.decode()
 
 
 def _replaced(value: Any) -> Any:

@@ -63,7 +63,7 @@ from pmos._util.forked import ForkedCall
 from pmos.calibration.metrics import report_and_pairs
 from pmos.calibration.pairs import ScoredPair
 from pmos.calibration.queue import compute_queue
-from pmos.db.columns import RowEncoder, UnstorableStamp, encoder, storable
+from pmos.db.columns import RowEncoder, UnstorableStamp, encoder, storable_json
 from pmos.db.connect import LOCK_CLASS, connection
 from pmos.db.errors import KitNotYours, KitRefused, SchemaMismatch
 from pmos.db.identity import KitIdentity, kit_identity
@@ -191,8 +191,8 @@ def sync_kit(
                     orjson.dumps(settings).decode(),
                     orjson.dumps({r.kind: r.records for r in results}).decode(),
                     orjson.dumps({r.kind: r.added for r in results}).decode(),
-                    orjson.dumps(storable(reports.metrics)).decode() if reports else None,
-                    orjson.dumps(storable(reports.queue)).decode() if reports else None,
+                    reports.metrics if reports else None,
+                    reports.queue if reports else None,
                 ),
             ).fetchone()[0]
             if reports is not None:
@@ -237,28 +237,19 @@ def _reported_settings(conn: Any, kit_key: int) -> Any:
     return row[0] if row else None
 
 
-def _store_pairs(conn: Any, sync: int, kit_key: int, pairs: list[ScoredPair]) -> None:
+def _store_pairs(conn: Any, sync: int, kit_key: int, pairs: PairColumns) -> None:
     """The report's pairs, in one statement (row-level security refuses COPY to a kit's
     role; an INSERT from arrays costs one round trip). The arrays go in binary
     (``%b``): for the 200,000 pairs of a 1M + 1M kit, text took twice the client's
     time to write and the server's to read."""
-    if not pairs:
+    if not pairs.run_id:
         return
     conn.execute(
         "INSERT INTO calibration_pairs "
         "(sync, kit, run_id, evaluator_model, gate_pass, pm_pass, form, score) "
         "SELECT %s, %s, * FROM unnest(%b::text[], %b::text[], %b::boolean[], %b::boolean[], "
         "%b::text[], %b::double precision[])",
-        (
-            sync,
-            kit_key,
-            [p.run_id for p in pairs],
-            [p.evaluator_model for p in pairs],
-            [p.gate_pass for p in pairs],
-            [p.pm_pass for p in pairs],
-            [p.form for p in pairs],
-            [p.score for p in pairs],
-        ),
+        (sync, kit_key, *pairs),
     )
 
 
@@ -268,13 +259,38 @@ _REFUSED = (
 )
 
 
-class Reports(NamedTuple):
-    """What ``pmos metrics --json`` and ``pmos queue --json`` say of the kit, and the
-    pairs the report counts: computed by the file-mode code, stored by the sync."""
+class PairColumns(NamedTuple):
+    """The pairs a report counts, a list per column, in the order of the
+    ``calibration_pairs`` insert (a child sends six lists, not an object a pair)."""
 
-    metrics: dict[str, Any]
-    queue: dict[str, Any]
-    pairs: list[ScoredPair]
+    run_id: list[str]
+    evaluator_model: list[str]
+    gate_pass: list[bool]
+    pm_pass: list[bool]
+    form: list[str]
+    score: list[float | None]
+
+    @classmethod
+    def of(cls, pairs: list[ScoredPair]) -> PairColumns:
+        return cls(
+            [p.run_id for p in pairs],
+            [p.evaluator_model for p in pairs],
+            [p.gate_pass for p in pairs],
+            [p.pm_pass for p in pairs],
+            [p.form for p in pairs],
+            [p.score for p in pairs],
+        )
+
+
+class Reports(NamedTuple):
+    """What ``pmos metrics --json`` and ``pmos queue --json`` say of the kit, as the
+    JSON text the database stores (:func:`pmos.db.columns.storable_json`), and the
+    pairs the report counts: computed by the file-mode code in the children, which
+    also write the text (a 1M + 1M kit's queue is 32 MB of it), stored by the sync."""
+
+    metrics: str
+    queue: str
+    pairs: PairColumns
 
 
 class _Verification:
@@ -358,12 +374,13 @@ def _verify(
     return failing, frozenset(pack for r in reports for pack in r.checked_packs)
 
 
-def _report(kit: Kit) -> tuple[dict[str, Any], list[ScoredPair]]:
-    return report_and_pairs(kit)
+def _report(kit: Kit) -> tuple[str, PairColumns]:
+    metrics, pairs = report_and_pairs(kit)
+    return storable_json(metrics), PairColumns.of(pairs)
 
 
-def _queue(kit: Kit) -> dict[str, Any]:
-    return compute_queue(kit).as_dict()
+def _queue(kit: Kit) -> str:
+    return storable_json(compute_queue(kit).as_dict())
 
 
 def _require_tables(conn: Any) -> None:
