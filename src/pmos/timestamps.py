@@ -87,7 +87,24 @@ def stamp_problem(stamp: str) -> str | None:
     """Why ``stamp`` cannot be a record's timestamp (not RFC 3339, or outside the
     years :data:`FIRST_YEAR`-:data:`LAST_YEAR` in UTC), or None when it can.
     (``pmos sync`` asks this of every record: the message is made only for a
-    stamp that has a problem.)"""
+    stamp that has a problem, and a stamp in the writers' layout, already in
+    UTC, is read once.)"""
+    if len(stamp) == WRITERS_LAYOUT_LENGTH and stamp[-1] == "Z":
+        try:
+            year = datetime.fromisoformat(stamp).year
+        except ValueError:
+            pass  # the reading below says what is wrong
+        else:
+            return None if FIRST_YEAR <= year <= LAST_YEAR else _out_of_range(stamp)
+    return _read_problem(stamp)
+
+
+#: The length of a stamp as the writers store it, ``YYYY-MM-DDTHH:MM:SS.ffffffZ``.
+WRITERS_LAYOUT_LENGTH = 27
+
+
+def _read_problem(stamp: str) -> str | None:
+    """:func:`stamp_problem` of any stamp."""
     if stamp[:4].isdigit() and not FIRST_YEAR <= int(stamp[:4]) <= LAST_YEAR:
         return _out_of_range(stamp)
     try:
