@@ -70,6 +70,22 @@ def words(kit) -> dict[str, bool]:
     return {bucket.name: bucket.on_word for bucket in scanned(kit.store, "evals")}
 
 
+def on_word(made: dict, *months: str) -> dict[str, bool]:
+    """What :func:`words` gives when ``months`` of the run are counted on its word."""
+    run = {month: month in months for month in ("2025-01", "2025-02", "2025-03")}
+    return {**run, LATER: False, made["recorded_at"][:7]: False}
+
+
+def unmemoed(cli, monkeypatch, kit_root, tmp_path):
+    """What every reader says with no memo at all (a cache folder inside the kit is
+    none), and the memo folder the test's later readings use."""
+    monkeypatch.setenv("PMOS_CACHE_DIR", str(kit_root / "cache"))
+    said = readings(cli)
+    cache = tmp_path / "memo"
+    monkeypatch.setenv("PMOS_CACHE_DIR", str(cache))
+    return said, cache
+
+
 @pytest.fixture
 def packed(kit, kit_root):
     """Three months each one pack, then this month's verdicts and labels, loose."""
@@ -89,21 +105,12 @@ def test_a_run_recalled_from_the_memo_counts_what_a_reading_without_it_counts(
     # This month, a verdict repeating an id of the run's first month: left out, as an
     # earlier month holds it.
     ledgerfiles.forge(kit_root, "evals", moved(made, LATER, 4, "ev-202501-0002"))
-    monkeypatch.setenv("PMOS_CACHE_DIR", str(kit_root / "cache"))  # inside the kit: no memo
-    unmemoed = readings(cli)
-    cache = tmp_path / "memo"
-    monkeypatch.setenv("PMOS_CACHE_DIR", str(cache))
+    none, cache = unmemoed(cli, monkeypatch, kit_root, tmp_path)
     first = readings(cli)  # every line checked; the run remembered
     assert len(run_entries(cache)) == 1  # the verdicts' run (the labels have none)
-    assert words(kit) == {
-        "2025-01": True,
-        "2025-02": True,
-        "2025-03": True,
-        LATER: False,
-        made["recorded_at"][:7]: False,
-    }
+    assert words(kit) == on_word(made, "2025-01", "2025-02", "2025-03")
     recalled = readings(cli)
-    assert unmemoed == first == recalled
+    assert none == first == recalled
     code, problems = recalled[2], recalled[3]
     assert code == 1
     assert [p for p in problems if p[2] == integrity.EARLIER_MONTH]
@@ -116,15 +123,12 @@ def test_a_run_that_repeats_an_id_is_not_remembered(
     ledgerfiles.pack_of(
         kit_root, "evals", [moved(made, "2025-04", 1), moved(made, "2025-04", 2, "ev-202502-0003")]
     )
-    monkeypatch.setenv("PMOS_CACHE_DIR", str(kit_root / "cache"))
-    unmemoed = readings(cli)
-    cache = tmp_path / "memo"
-    monkeypatch.setenv("PMOS_CACHE_DIR", str(cache))
-    assert readings(cli) == readings(cli) == unmemoed
+    none, cache = unmemoed(cli, monkeypatch, kit_root, tmp_path)
+    assert readings(cli) == readings(cli) == none
     assert run_entries(cache) == []
     assert not any(words(kit).values())
     assert (str(ledgerfiles.pack_files(kit_root, "evals")[-1]), 3, integrity.EARLIER_MONTH) in (
-        unmemoed[3]
+        none[3]
     )
 
 
@@ -151,13 +155,7 @@ def test_a_month_that_is_not_the_memos_ends_its_word(
                 memo.unlink()
 
     damaged()
-    assert words(kit) == {
-        "2025-01": True,
-        "2025-02": False,
-        "2025-03": False,
-        LATER: False,
-        made["recorded_at"][:7]: False,
-    }
+    assert words(kit) == on_word(made, "2025-01")
     if damage != "pack":
         damaged()
     memoed = readings(cli)
@@ -180,13 +178,10 @@ def test_an_id_the_memo_cannot_hold_leaves_the_run_unremembered(
             kit_root, "evals", [moved(made, month, 1), moved(made, month, 2, f"ev-{month}\0x")]
         )
     ledgerfiles.forge(kit_root, "evals", moved(made, "2025-03", 1, "ev-2025-01\0x"))
-    monkeypatch.setenv("PMOS_CACHE_DIR", str(kit_root / "cache"))
-    unmemoed = readings(cli)
-    cache = tmp_path / "memo"
-    monkeypatch.setenv("PMOS_CACHE_DIR", str(cache))
-    assert readings(cli) == readings(cli) == unmemoed
+    none, cache = unmemoed(cli, monkeypatch, kit_root, tmp_path)
+    assert readings(cli) == readings(cli) == none
     assert run_entries(cache) == []
-    assert any(p[2] == integrity.EARLIER_MONTH for p in unmemoed[3])
+    assert any(p[2] == integrity.EARLIER_MONTH for p in none[3])
 
 
 @pytest.mark.parametrize(
