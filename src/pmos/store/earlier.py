@@ -131,9 +131,8 @@ class LeadingRun:
         skip: frozenset[str],
     ) -> None:
         names: list[str] = []
-        if (
-            memo is not None and not skip and len(buckets) < 2**16
-        ):  # a sync that skips packs reads no run whole
+        # A sync that skips the packs it holds reads no run whole.
+        if memo is not None and not skip and len(buckets) < 2**16:
             for bucket in buckets:
                 match = PACK.match(bucket.packs[0].name) if len(bucket.packs) == 1 else None
                 if match is None or bucket.loose:
@@ -143,9 +142,11 @@ class LeadingRun:
         self._memo = memo
         self._key = hashlib.sha256("\n".join([linememo.RULES, kind, *names]).encode()).hexdigest()
         self._known = linememo.load_run(memo, self._key, self.months) if names else None
-        #: On a miss: per month of the run read so far, its number of lines and its ids
-        #: (parts of them, each joined by newlines); None once one was not read whole.
-        self._ids: list[tuple[int, list[str]]] | None = None if self._known is not None else []
+        #: On a miss: per month of the run, its ids as counted (parts of them, each
+        #: joined by newlines); None once one was not read whole.
+        self._ids: list[list[str]] | None = None if self._known is not None else []
+        #: On a miss: per month of the run, how many lines it holds.
+        self._records: list[int] = []
         self._done = False
 
     def on_word(self, month: int) -> bool:
@@ -170,8 +171,10 @@ class LeadingRun:
             self._ids = None  # an id the memo cannot hold: no entry for this run
             return
         while len(self._ids) <= month:
-            self._ids.append((0, []))
-        self._ids[month] = (records, [*self._ids[month][1], joined])
+            self._ids.append([])
+            self._records.append(0)
+        self._ids[month].append(joined)
+        self._records[month] = records
 
     def spoil(self) -> None:
         """A month of the run was not read whole, every line counted: no entry."""
@@ -191,8 +194,8 @@ class LeadingRun:
         import numpy as np  # about 60 ms: loaded to remember a run, not by writers
 
         columns, months = [], []
-        for month, (records, parts) in enumerate(self._ids):
-            ids = [part.encode("utf-8", "surrogatepass").split(b"\n") for part in parts]
+        for month, (records, parts) in enumerate(zip(self._records, self._ids, strict=True)):
+            ids = [_utf8(part).split(b"\n") for part in parts]
             column = np.array([value for part in ids for value in part], dtype=bytes)
             if len(column) != records or not records:
                 return
