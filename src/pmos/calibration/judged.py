@@ -41,6 +41,7 @@ from pmos.gate.latest import instant_key
 from pmos.gate.plan import draw as plan_draw
 from pmos.gate.seeded import LABELLER, is_seeded_label
 from pmos.gate.vocabulary import PASS_SIDE, SKIPPED
+from pmos.timestamps import WRITERS_LAYOUT_LENGTH
 
 
 class Verdict(NamedTuple):
@@ -299,9 +300,8 @@ def _plan_draw(row: Any) -> float:
     return plan_draw(gate.rsplit("/", 1)[-1])
 
 
-#: The length of a stamp in the writers' layout, ``YYYY-MM-DDTHH:MM:SS.ffffffZ``; a
-#: key is such a stamp and a record id.
-STAMP = 27
+#: The length of a stamp in the writers' layout; a key is such a stamp and a record id.
+STAMP = WRITERS_LAYOUT_LENGTH
 
 
 def _writers_layout(stamp: Any) -> bool:
